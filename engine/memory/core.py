@@ -1,0 +1,380 @@
+"""Core memory: small labelled blocks that are always in the model's context.
+
+Every change is stored as a version with provenance (who made it and what caused it), so a block's
+history can be listed and any edit undone. Edits that would break a block's rules (too long,
+read-only) are refused with a sentence that says what to do; the block is never half-written.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import Engine, func
+from sqlmodel import Session, col, select
+
+from engine.errors import CoreMemoryError, NotFoundError
+from engine.memory.models import CoreBlock, CoreBlockVersion
+from engine.memory.search import from_timestamp
+from engine.resources import resource_path
+
+Author = Literal["user", "model", "system"]
+CauseKind = Literal["message", "document", "version", "cli"]
+DEFAULT_CHAR_LIMIT = 2000
+DEFAULT_BLOCKS = {
+    "persona": "Who the assistant is: its name, personality and how it speaks.",
+    "human": "What the assistant knows about the user: name, preferences, important facts.",
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    label: str
+    value: str
+    description: str
+    char_limit: int
+    read_only: bool
+    updated_at: datetime
+
+    @property
+    def room_left(self) -> int:
+        return self.char_limit - len(self.value)
+
+
+@dataclass(frozen=True)
+class BlockVersion:
+    """One change to a block: what it was before and after, by whom, and why."""
+
+    id: int
+    label: str
+    action: str
+    old_value: str | None
+    new_value: str | None
+    author: str
+    cause_kind: str | None
+    cause_ref: str | None
+    created_at: datetime
+
+
+def _block(row: CoreBlock) -> Block:
+    return Block(
+        label=row.label,
+        value=row.value,
+        description=row.description,
+        char_limit=row.char_limit,
+        read_only=bool(row.read_only),
+        updated_at=from_timestamp(row.updated_at),
+    )
+
+
+def _version(row: CoreBlockVersion) -> BlockVersion:
+    assert row.id is not None
+    return BlockVersion(
+        id=row.id,
+        label=row.label,
+        action=row.action,
+        old_value=row.old_value,
+        new_value=row.new_value,
+        author=row.author,
+        cause_kind=row.cause_kind,
+        cause_ref=row.cause_ref,
+        created_at=from_timestamp(row.created_at),
+    )
+
+
+def _check_label(label: str) -> None:
+    if not label or not label.replace("_", "").replace("-", "").isalnum() or len(label) > 40:
+        raise CoreMemoryError(
+            f"{label!r} cannot be a block label; use up to 40 letters, digits, '-' or '_'."
+        )
+
+
+class CoreMemory:
+    """The profile's core blocks (``persona``, ``human`` and any the user adds)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._ensure_defaults()
+
+    def _ensure_defaults(self) -> None:
+        with Session(self._engine) as session:
+            for position, (label, description) in enumerate(DEFAULT_BLOCKS.items()):
+                if session.get(CoreBlock, label) is None:
+                    value = resource_path(f"prompts/{label}.txt").read_text("utf-8").strip()
+                    self._create(
+                        session,
+                        label,
+                        value,
+                        description,
+                        DEFAULT_CHAR_LIMIT,
+                        False,
+                        position,
+                        "system",
+                    )
+            session.commit()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def blocks(self) -> list[Block]:
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(CoreBlock).order_by(col(CoreBlock.position), col(CoreBlock.label))
+            ).all()
+            return [_block(row) for row in rows]
+
+    def block(self, label: str) -> Block:
+        with Session(self._engine) as session:
+            return _block(self._row(session, label))
+
+    def get(self, label: str) -> str:
+        return self.block(label).value
+
+    def history(self, label: str) -> list[BlockVersion]:
+        """Every change of a block, oldest first (including those of a removed block)."""
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(CoreBlockVersion)
+                .where(CoreBlockVersion.label == label)
+                .order_by(col(CoreBlockVersion.id))
+            ).all()
+            if not rows:
+                self._row(session, label)  # raises NotFoundError for an unknown block
+            return [_version(row) for row in rows]
+
+    # -- changing ------------------------------------------------------------------------------
+
+    def set(
+        self,
+        label: str,
+        value: str,
+        *,
+        author: Author = "user",
+        cause_kind: CauseKind | None = None,
+        cause_ref: str | None = None,
+    ) -> Block:
+        """Replace a block's whole text."""
+        return self._write(label, lambda _old: value, "set", author, cause_kind, cause_ref)
+
+    def append(
+        self,
+        label: str,
+        content: str,
+        *,
+        author: Author = "user",
+        cause_kind: CauseKind | None = None,
+        cause_ref: str | None = None,
+    ) -> Block:
+        """Add a line to the end of a block."""
+        return self._write(
+            label,
+            lambda old: f"{old}\n{content}" if old else content,
+            "append",
+            author,
+            cause_kind,
+            cause_ref,
+        )
+
+    def replace(
+        self,
+        label: str,
+        old_content: str,
+        new_content: str,
+        *,
+        author: Author = "user",
+        cause_kind: CauseKind | None = None,
+        cause_ref: str | None = None,
+    ) -> Block:
+        """Replace the first occurrence of ``old_content`` (which must be there) in a block."""
+
+        def edit(old: str) -> str:
+            if not old_content or old_content not in old:
+                raise CoreMemoryError(
+                    f"The {label} block does not contain {old_content!r}; quote its text exactly."
+                )
+            return old.replace(old_content, new_content, 1)
+
+        return self._write(label, edit, "replace", author, cause_kind, cause_ref)
+
+    def undo(self, label: str, version_id: int | None = None, *, author: Author = "user") -> Block:
+        """Restore the text a block had before one of its changes (by default the latest).
+
+        The restore is itself a new version, so an undo can be undone too.
+        """
+        versions = [v for v in self.history(label) if v.action != "create"]
+        if not versions:
+            raise CoreMemoryError(f"The {label} block has no change to undo.")
+        if version_id is None:
+            target = versions[-1]
+        else:
+            matching = [v for v in versions if v.id == version_id]
+            if not matching:
+                raise NotFoundError(f"The {label} block has no version {version_id} to undo.")
+            target = matching[0]
+        if target.action == "remove":
+            raise CoreMemoryError(f"The {label} block was removed; add it again to restore it.")
+        restored = target.old_value or ""
+        return self._write(label, lambda _old: restored, "undo", author, "version", str(target.id))
+
+    def add_block(
+        self,
+        label: str,
+        value: str = "",
+        *,
+        description: str = "",
+        char_limit: int = DEFAULT_CHAR_LIMIT,
+        read_only: bool = False,
+        author: Author = "user",
+    ) -> Block:
+        _check_label(label)
+        if char_limit < 1:
+            raise CoreMemoryError("A block's character limit must be at least 1.")
+        self._check_fits(label, value, char_limit)
+        with Session(self._engine) as session:
+            if session.get(CoreBlock, label) is not None:
+                raise CoreMemoryError(f"There is already a block named {label}.")
+            position = (session.exec(select(func.max(CoreBlock.position))).one() or 0) + 1
+            row = self._create(
+                session, label, value, description, char_limit, read_only, position, author
+            )
+            session.commit()
+            return _block(row)
+
+    def remove_block(self, label: str, *, author: Author = "user") -> None:
+        if label in DEFAULT_BLOCKS:
+            raise CoreMemoryError(
+                f"The {label} block is built in and cannot be removed; clear its text instead."
+            )
+        with Session(self._engine) as session:
+            row = self._row(session, label)
+            session.add(self._version_row(label, "remove", row.value, None, author, None, None))
+            session.delete(row)
+            session.commit()
+
+    def configure(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        char_limit: int | None = None,
+        read_only: bool | None = None,
+    ) -> Block:
+        """Change a block's settings (the user's call, so it works on read-only blocks too)."""
+        with Session(self._engine) as session:
+            row = self._row(session, label)
+            if char_limit is not None:
+                if char_limit < len(row.value):
+                    raise CoreMemoryError(
+                        f"The {label} block holds {len(row.value)} characters; shorten it before "
+                        f"lowering its limit to {char_limit}."
+                    )
+                row.char_limit = char_limit
+            if description is not None:
+                row.description = description
+            if read_only is not None:
+                row.read_only = int(read_only)
+            row.updated_at = time.time()
+            session.add(row)
+            session.commit()
+            return _block(row)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _row(session: Session, label: str) -> CoreBlock:
+        row = session.get(CoreBlock, label)
+        if row is None:
+            raise NotFoundError(f"There is no core memory block named {label!r}.")
+        return row
+
+    @staticmethod
+    def _check_fits(label: str, value: str, char_limit: int) -> None:
+        if len(value) > char_limit:
+            raise CoreMemoryError(
+                f"The {label} block holds at most {char_limit} characters; the new text has "
+                f"{len(value)}, {len(value) - char_limit} too many. Shorten it or summarise "
+                "older facts first."
+            )
+
+    @staticmethod
+    def _version_row(
+        label: str,
+        action: str,
+        old: str | None,
+        new: str | None,
+        author: str,
+        cause_kind: str | None,
+        cause_ref: str | None,
+    ) -> CoreBlockVersion:
+        return CoreBlockVersion(
+            label=label,
+            action=action,
+            old_value=old,
+            new_value=new,
+            author=author,
+            cause_kind=cause_kind,
+            cause_ref=cause_ref,
+            created_at=time.time(),
+        )
+
+    def _create(
+        self,
+        session: Session,
+        label: str,
+        value: str,
+        description: str,
+        char_limit: int,
+        read_only: bool,
+        position: int,
+        author: str,
+    ) -> CoreBlock:
+        row = CoreBlock(
+            label=label,
+            value=value,
+            description=description,
+            char_limit=char_limit,
+            read_only=int(read_only),
+            position=position,
+            updated_at=time.time(),
+        )
+        session.add(row)
+        session.add(self._version_row(label, "create", None, value, author, None, None))
+        return row
+
+    def _write(
+        self,
+        label: str,
+        edit: Callable[[str], str],
+        action: str,
+        author: Author,
+        cause_kind: str | None,
+        cause_ref: str | None,
+    ) -> Block:
+        with Session(self._engine) as session:
+            row = self._row(session, label)
+            if row.read_only:
+                raise CoreMemoryError(
+                    f"The {label} block is read-only; make it editable first if it should change."
+                )
+            new_value = edit(row.value)
+            if len(new_value) > row.char_limit:
+                room = row.char_limit - len(row.value)
+                raise CoreMemoryError(
+                    f"The {label} block holds at most {row.char_limit} characters and has {room} "
+                    f"left; this edit would make it {len(new_value)} characters. Shorten the "
+                    "text or replace older content instead."
+                )
+            if new_value == row.value:
+                return _block(row)
+            session.add(
+                self._version_row(
+                    label, action, row.value, new_value, author, cause_kind, cause_ref
+                )
+            )
+            row.value = new_value
+            row.updated_at = time.time()
+            session.add(row)
+            session.commit()
+            return _block(row)

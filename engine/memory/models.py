@@ -1,0 +1,54 @@
+"""SQLModel classes for the tables that ``engine.db`` migrations create.
+
+The migrations own the schema (FTS5 tables and triggers need raw SQL); these classes give typed
+access to the rows. Times are stored as UNIX seconds (REAL) so that range queries stay simple.
+"""
+
+from __future__ import annotations
+
+from sqlmodel import Field, SQLModel
+
+
+class Message(SQLModel, table=True):
+    __tablename__ = "message"
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: str = "default"
+    role: str
+    name: str | None = None
+    text: str
+    created_at: float
+    embedded: int = 0
+
+
+class CoreBlock(SQLModel, table=True):
+    __tablename__ = "core_block"
+
+    label: str = Field(primary_key=True)
+    description: str = ""
+    value: str = ""
+    char_limit: int
+    read_only: int = 0
+    position: int = 0
+    updated_at: float
+
+
+class CoreBlockVersion(SQLModel, table=True):
+    __tablename__ = "core_block_version"
+
+    id: int | None = Field(default=None, primary_key=True)
+    label: str
+    action: str
+    old_value: str | None = None
+    new_value: str | None = None
+    author: str
+    cause_kind: str | None = None
+    cause_ref: str | None = None
+    created_at: float
+
+
+class Setting(SQLModel, table=True):
+    __tablename__ = "setting"
+
+    key: str = Field(primary_key=True)
+    value: str

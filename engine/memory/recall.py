@@ -1,0 +1,472 @@
+"""Recall memory: every message ever exchanged, in SQLite, searchable by words, date and meaning.
+
+Messages are committed to SQLite first; their vectors follow in LanceDB (``recall_vectors``, keyed
+by message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
+writes is repaired on the next open instead of leaving a message unfindable by meaning.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time as time_module
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine, text
+
+from engine.errors import NotFoundError
+from engine.memory.search import (
+    CANDIDATES,
+    MIN_SIMILARITY,
+    Page,
+    SearchMode,
+    check_paging,
+    chunked,
+    from_timestamp,
+    fts5_match,
+    fuse,
+    to_timestamp,
+)
+from engine.memory.vectors import VectorTable, quote_sql
+
+log = logging.getLogger("mnemo.recall")
+
+ROLES = ("user", "assistant", "function_call", "function_result", "system")
+DEFAULT_CONVERSATION = "default"
+EMBED_CHUNK = 2048
+
+VECTOR_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("conversation_id", pa.string()),
+        pa.field("role", pa.string()),
+        pa.field("created_at", pa.float64()),
+        pa.field("vector", pa.list_(pa.float32(), 1)),  # width set from the embedder
+    ]
+)
+
+_COLUMNS = "m.id, m.role, m.text, m.created_at, m.conversation_id, m.name"
+
+
+@dataclass(frozen=True)
+class MessageHit:
+    """A stored message; ``score`` is set when it came from a ranked search."""
+
+    id: int
+    role: str
+    text: str
+    created_at: datetime
+    conversation_id: str = DEFAULT_CONVERSATION
+    name: str | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    role: str
+    text: str
+    created_at: datetime | date | str | float | None = None
+    conversation_id: str = DEFAULT_CONVERSATION
+    name: str | None = None
+
+
+def _hit(row: Any, score: float | None = None) -> MessageHit:
+    return MessageHit(
+        id=row.id,
+        role=row.role,
+        text=row.text,
+        created_at=from_timestamp(row.created_at),
+        conversation_id=row.conversation_id,
+        name=row.name,
+        score=score,
+    )
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown message role {role!r}; use one of {', '.join(ROLES)}")
+
+
+class RecallStore:
+    """All messages of a profile. Thread-safe: each call uses its own pooled connection."""
+
+    def __init__(self, engine: Engine, vectors: VectorTable) -> None:
+        self._engine = engine
+        self._vectors = vectors
+        self._embed_lock = threading.Lock()
+        self._repair_thread = threading.Thread(
+            target=self._repair_missing_vectors, name="mnemo-recall-repair", daemon=True
+        )
+        self._repair_thread.start()
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def add(
+        self,
+        role: str,
+        text_: str,
+        *,
+        created_at: datetime | date | str | float | None = None,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        name: str | None = None,
+    ) -> int:
+        """Store one message (committed before this returns) and return its id."""
+        return self.add_many([NewMessage(role, text_, created_at, conversation_id, name)])[0]
+
+    def add_many(self, messages: Iterable[NewMessage | Mapping[str, Any]]) -> list[int]:
+        """Store many messages in one transaction, then embed them in batches; return their ids."""
+        rows: list[dict[str, Any]] = []
+        now = time_module.time()
+        for message in messages:
+            if isinstance(message, Mapping):
+                message = NewMessage(**message)
+            _check_role(message.role)
+            rows.append(
+                {
+                    "conversation_id": message.conversation_id,
+                    "role": message.role,
+                    "name": message.name,
+                    "text": message.text,
+                    "created_at": to_timestamp(message.created_at) or now,
+                }
+            )
+        if not rows:
+            return []
+        # Holding the embed lock from insert to vector write keeps the start-up repair from
+        # seeing these rows half-done and embedding them a second time.
+        with self._embed_lock:
+            self._insert(rows)
+            self._embed(rows)
+        return [row["id"] for row in rows]
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        """Insert rows with consecutive ids, set on each row, in one immediate transaction.
+
+        BEGIN IMMEDIATE takes the write lock before reading max(id), so another process
+        writing at the same time cannot take the same ids.
+        """
+        raw = self._engine.raw_connection()
+        try:
+            connection = raw.driver_connection
+            assert isinstance(connection, sqlite3.Connection)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                first = connection.execute("SELECT coalesce(max(id), 0) + 1 FROM message")
+                first_id = first.fetchone()[0]
+                for offset, row in enumerate(rows):
+                    row["id"] = first_id + offset
+                connection.executemany(
+                    "INSERT INTO message (id, conversation_id, role, name, text, created_at) "
+                    "VALUES (:id, :conversation_id, :role, :name, :text, :created_at)",
+                    rows,
+                )
+                connection.commit()
+            except BaseException:
+                connection.rollback()
+                raise
+        finally:
+            raw.close()
+
+    def _embed(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self._vectors.mismatch:
+            return  # left unembedded; re-embedding after the user agrees picks them up
+        for chunk in chunked(rows, EMBED_CHUNK):
+            vectors = self._vectors.embed([row["text"] for row in chunk])
+            self._vectors.add(
+                pa.table(
+                    {
+                        "id": pa.array([row["id"] for row in chunk], pa.int64()),
+                        "conversation_id": [row["conversation_id"] for row in chunk],
+                        "role": [row["role"] for row in chunk],
+                        "created_at": pa.array([row["created_at"] for row in chunk], pa.float64()),
+                        "vector": pa.FixedSizeListArray.from_arrays(
+                            pa.array(vectors.reshape(-1)), vectors.shape[1]
+                        ),
+                    }
+                )
+            )
+            ids = ",".join(str(row["id"]) for row in chunk)
+            with self._engine.begin() as connection:
+                connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
+
+    def _repair_missing_vectors(self) -> None:
+        """Embed messages whose vector write was interrupted (a crash between the two stores)."""
+        try:
+            with self._embed_lock:
+                with self._engine.connect() as connection:
+                    rows = [
+                        dict(row._mapping)
+                        for row in connection.execute(
+                            text(
+                                "SELECT id, conversation_id, role, text, created_at FROM message "
+                                "WHERE embedded = 0 ORDER BY id"
+                            )
+                        )
+                    ]
+                if not rows or self._vectors.mismatch:
+                    return
+                log.info("embedding %d messages left without a vector", len(rows))
+                for chunk in chunked(rows, EMBED_CHUNK):
+                    ids = ",".join(str(row["id"]) for row in chunk)
+                    self._vectors.delete(f"id IN ({ids})")
+                self._embed(rows)
+        except Exception:
+            log.exception("could not repair missing message vectors; will retry on next open")
+
+    @property
+    def embedder_mismatch(self) -> str | None:
+        """A sentence describing a change of embedder that needs a re-embed, or None."""
+        return self._vectors.mismatch
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Recompute every message vector with the current embedder (ask the user first)."""
+        with self._embed_lock:
+            self._vectors.replace_all([])
+            with self._engine.begin() as connection:
+                connection.execute(text("UPDATE message SET embedded = 0"))
+                rows = [
+                    dict(row._mapping)
+                    for row in connection.execute(
+                        text("SELECT id, conversation_id, role, text, created_at FROM message")
+                    )
+                ]
+            for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
+                self._embed(chunk)
+                if progress:
+                    progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
+        return len(rows)
+
+    def wait_until_indexed(self) -> None:
+        """Block until the start-up repair of missing vectors has finished."""
+        self._repair_thread.join()
+
+    def delete(self, message_id: int) -> None:
+        with self._engine.begin() as connection:
+            deleted = connection.execute(
+                text("DELETE FROM message WHERE id = :id"), {"id": message_id}
+            ).rowcount
+        if not deleted:
+            raise NotFoundError(f"There is no message {message_id} in recall memory.")
+        self._vectors.delete(f"id = {int(message_id)}")
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def get(self, message_id: int) -> MessageHit:
+        with self._engine.connect() as connection:
+            row = connection.execute(
+                text(f"SELECT {_COLUMNS} FROM message m WHERE m.id = :id"), {"id": message_id}
+            ).first()
+        if row is None:
+            raise NotFoundError(f"There is no message {message_id} in recall memory.")
+        return _hit(row)
+
+    def count(self, conversation_id: str | None = None) -> int:
+        sql = "SELECT count(*) FROM message"
+        params: dict[str, Any] = {}
+        if conversation_id is not None:
+            sql += " WHERE conversation_id = :conversation_id"
+            params["conversation_id"] = conversation_id
+        with self._engine.connect() as connection:
+            return int(connection.execute(text(sql), params).scalar_one())
+
+    def recent(
+        self, limit: int = 20, conversation_id: str = DEFAULT_CONVERSATION
+    ) -> list[MessageHit]:
+        """The newest messages of a conversation, oldest first."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    f"SELECT {_COLUMNS} FROM message m WHERE m.conversation_id = :conversation_id "
+                    "ORDER BY m.id DESC LIMIT :limit"
+                ),
+                {"conversation_id": conversation_id, "limit": limit},
+            ).all()
+        return [_hit(row) for row in reversed(rows)]
+
+    def search_by_date(
+        self,
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        limit: int = 10,
+        page: int = 1,
+        *,
+        roles: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+    ) -> Page[MessageHit]:
+        """Messages from ``start`` to ``end``, oldest first (a date ``end`` covers its day)."""
+        check_paging(limit, page)
+        where, params = self._filters(start, end, roles, conversation_id)
+        clause = f"WHERE {where}" if where else ""
+        return self._page(
+            f"SELECT {_COLUMNS}, NULL AS score, count(*) OVER () AS total FROM message m {clause} "
+            "ORDER BY m.created_at, m.id LIMIT :limit OFFSET :offset",
+            f"SELECT count(*) FROM message m {clause}",
+            params,
+            limit,
+            page,
+        )
+
+    def _page(
+        self, sql: str, count_sql: str, params: dict[str, Any], limit: int, page: int
+    ) -> Page[MessageHit]:
+        """Run a paged query whose rows carry ``total`` (a window count over every match).
+
+        One statement gives the page and the total from the same snapshot, so a concurrent
+        writer can never make them disagree.
+        """
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(sql), {**params, "limit": limit, "offset": (page - 1) * limit}
+            ).all()
+            if rows:
+                total = int(rows[0].total)
+            else:  # past the last page: the window has no row to report the total on
+                total = int(connection.execute(text(count_sql), params).scalar_one())
+        return Page([_hit(row, row.score) for row in rows], total, page, limit)
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        page: int = 1,
+        *,
+        mode: SearchMode = "hybrid",
+        start: datetime | date | str | None = None,
+        end: datetime | date | str | None = None,
+        roles: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+    ) -> Page[MessageHit]:
+        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default)."""
+        check_paging(limit, page)
+        where, params = self._filters(start, end, roles, conversation_id)
+        if mode == "keyword":
+            return self._keyword_page(query, limit, page, where, params)
+        pool = max(CANDIDATES, 2 * page * limit)
+        notes: list[str] = []
+        keyword = {} if mode == "semantic" else self._keyword_scores(query, pool, where, params)
+        if mode == "hybrid" and self._vectors.mismatch:
+            notes.append(self._vectors.mismatch)  # words still work while vectors wait
+            semantic: dict[int, float] = {}
+        else:
+            semantic = self._semantic_scores(query, pool, start, end, roles, conversation_id)
+        ranked = (
+            fuse(keyword, semantic)
+            if mode == "hybrid"
+            else sorted(semantic.items(), key=lambda item: item[1], reverse=True)
+        )
+        chosen = ranked[(page - 1) * limit : page * limit]
+        rows = self._rows_by_id([message_id for message_id, _ in chosen])
+        hits = [_hit(rows[message_id], score) for message_id, score in chosen if message_id in rows]
+        return Page(hits, len(ranked), page, limit, notes)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _filters(
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        roles: Sequence[str] | None,
+        conversation_id: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        if start is not None:
+            clauses.append("m.created_at >= :start")
+            params["start"] = to_timestamp(start)
+        if end is not None:
+            clauses.append("m.created_at <= :end")
+            params["end"] = to_timestamp(end, end_of_day=True)
+        if roles:
+            for role in roles:
+                _check_role(role)
+            clauses.append("m.role IN (" + ",".join(f"'{role}'" for role in roles) + ")")
+        if conversation_id is not None:
+            clauses.append("m.conversation_id = :conversation_id")
+            params["conversation_id"] = conversation_id
+        return " AND ".join(clauses), params
+
+    def _keyword_page(
+        self, query: str, limit: int, page: int, where: str, params: dict[str, Any]
+    ) -> Page[MessageHit]:
+        match = fts5_match(query)
+        if match is None:
+            return Page([], 0, page, limit)
+        extra = f"AND {where}" if where else ""
+        base = (
+            "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
+            f"WHERE message_fts MATCH :match {extra}"
+        )
+        return self._page(
+            # bm25() is not allowed beside a window function, hence the subquery.
+            f"SELECT *, count(*) OVER () AS total FROM (SELECT {_COLUMNS}, "
+            f"-bm25(message_fts) AS score {base}) ORDER BY score DESC, id "
+            "LIMIT :limit OFFSET :offset",
+            f"SELECT count(*) {base}",
+            {**params, "match": match},
+            limit,
+            page,
+        )
+
+    def _keyword_scores(
+        self, query: str, limit: int, where: str, params: dict[str, Any]
+    ) -> dict[int, float]:
+        match = fts5_match(query)
+        if match is None:
+            return {}
+        extra = f"AND {where}" if where else ""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT message_fts.rowid AS id, -bm25(message_fts) AS score FROM message_fts "
+                    + ("JOIN message m ON m.id = message_fts.rowid " if where else "")
+                    + f"WHERE message_fts MATCH :match {extra} "
+                    "ORDER BY bm25(message_fts) LIMIT :limit"
+                ),
+                {**params, "match": match, "limit": limit},
+            ).all()
+        return {row.id: float(row.score) for row in rows}
+
+    def _semantic_scores(
+        self,
+        query: str,
+        limit: int,
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        roles: Sequence[str] | None,
+        conversation_id: str | None,
+    ) -> dict[int, float]:
+        if not query.strip():
+            return {}
+        clauses = []
+        if start is not None:
+            clauses.append(f"created_at >= {to_timestamp(start)!r}")
+        if end is not None:
+            clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
+        if roles:
+            clauses.append("role IN (" + ",".join(quote_sql(role) for role in roles) + ")")
+        if conversation_id is not None:
+            clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
+        vector = self._vectors.embed([query])[0]
+        rows = self._vectors.vector_search(vector, limit, " AND ".join(clauses) or None, ["id"])
+        scores = {int(row["id"]): 1.0 - float(row["_distance"]) for row in rows}
+        return {key: score for key, score in scores.items() if score >= MIN_SIMILARITY}
+
+    def _rows_by_id(self, ids: Sequence[int]) -> dict[int, Any]:
+        if not ids:
+            return {}
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    f"SELECT {_COLUMNS} FROM message m WHERE m.id IN "
+                    f"({','.join(str(int(i)) for i in ids)})"
+                )
+            ).all()
+        return {row.id: row for row in rows}
+
+    def close(self) -> None:
+        self._repair_thread.join()

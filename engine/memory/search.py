@@ -1,0 +1,145 @@
+"""What every search returns, and how keyword and vector rankings are fused into one."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time
+from typing import Generic, Literal, TypeVar
+
+T = TypeVar("T")
+
+SearchMode = Literal["hybrid", "keyword", "semantic"]
+
+# Weighted fusion of per-query z-scores beat reciprocal-rank fusion on conversation turns
+# (../shared/FINDINGS.md); keyword and meaning count equally.
+KEYWORD_WEIGHT = 0.5
+SEMANTIC_WEIGHT = 0.5
+# Vector hits below this cosine similarity are unrelated for MiniLM; dropping them lets a search
+# for something that is not there come back empty instead of returning the least-bad rows.
+MIN_SIMILARITY = 0.25
+# How many candidates each side contributes before fusion (grows for deep pages).
+CANDIDATES = 100
+
+_STOPWORDS = frozenset(
+    """a an and are as at be but by did do does for from had has have he her his how i if in is it
+    its me my of on or our she so that the their them then there they this to was we were what
+    when where which who whom why will with would you your""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Page(Generic[T]):
+    """One page of search results; iterates and indexes like a list of hits."""
+
+    hits: list[T]
+    total: int
+    page: int = 1
+    page_size: int = 10
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.page_size))
+
+    def describe(self) -> str:
+        """'showing 5 of 37, page 1 of 8', the line a user or the model sees above results."""
+        return f"showing {len(self.hits)} of {self.total}, page {self.page} of {self.pages}"
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> T:
+        return self.hits[index]
+
+
+def check_paging(limit: int, page: int) -> None:
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
+    if page < 1:
+        raise ValueError("page must be at least 1")
+
+
+def query_terms(text: str, max_terms: int = 32) -> list[str]:
+    """The words of a free-text query, lower-cased, stop words dropped unless nothing else is left.
+
+    Only word characters survive, so quotes, operators and punctuation can never break a
+    full-text query.
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    content = [w for w in words if w not in _STOPWORDS] or words
+    return list(dict.fromkeys(content))[:max_terms]
+
+
+def fts5_match(text: str) -> str | None:
+    """An FTS5 MATCH expression that ORs the query's words, each quoted; None when empty."""
+    terms = query_terms(text)
+    return " OR ".join(f'"{term}"' for term in terms) if terms else None
+
+
+def _zscores(scores: dict[T, float]) -> dict[T, float]:
+    if not scores:
+        return {}
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    if std < 1e-9:
+        return {key: 0.0 for key in scores}
+    return {key: (value - mean) / std for key, value in scores.items()}
+
+
+def fuse(keyword: dict[T, float], semantic: dict[T, float]) -> list[tuple[T, float]]:
+    """Rank the union of two candidate lists by weighted z-scores, best first.
+
+    Scores are "higher is better" on each side. A candidate missing from one side gets that
+    side's lowest z-score minus a half, so being absent counts against it.
+    """
+    kz, sz = _zscores(keyword), _zscores(semantic)
+    k_missing = (min(kz.values()) - 0.5) if kz else 0.0
+    s_missing = (min(sz.values()) - 0.5) if sz else 0.0
+    fused = {
+        key: KEYWORD_WEIGHT * kz.get(key, k_missing) + SEMANTIC_WEIGHT * sz.get(key, s_missing)
+        for key in {**keyword, **semantic}
+    }
+    return sorted(fused.items(), key=lambda item: item[1], reverse=True)
+
+
+def to_timestamp(
+    value: datetime | date | str | float | None, *, end_of_day: bool = False
+) -> float | None:
+    """UNIX seconds for a datetime, a date (its first or last instant) or an ISO-8601 string.
+
+    Naive datetimes and dates are read as the user's local time.
+    """
+    if value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
+        except ValueError as error:
+            raise ValueError(
+                f"{text!r} is not a date; write it as YYYY-MM-DD or YYYY-MM-DDTHH:MM."
+            ) from error
+    if isinstance(value, datetime):
+        return value.astimezone().timestamp() if value.tzinfo is None else value.timestamp()
+    day_time = time.max if end_of_day else time.min
+    return datetime.combine(value, day_time).astimezone().timestamp()
+
+
+def from_timestamp(seconds: float) -> datetime:
+    """An aware datetime in the user's local time zone."""
+    return datetime.fromtimestamp(seconds, tz=UTC).astimezone()
+
+
+def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

@@ -1,0 +1,94 @@
+"""``Mnemo``: one open profile with its three memory tiers: the scripting API's entry point."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from functools import partial
+from types import TracebackType
+
+import lancedb
+
+from engine.db import open_database
+from engine.embed import Embedder, default_embedder
+from engine.errors import ProfileError
+from engine.memory import archival, recall
+from engine.memory.archival import ArchivalStore
+from engine.memory.core import CoreMemory
+from engine.memory.recall import RecallStore
+from engine.memory.vectors import VectorTable
+from engine.profile import Profile
+
+log = logging.getLogger("mnemo")
+
+
+class Mnemo:
+    """An open profile. Use ``Mnemo.open(path)``; close it (or use ``with``) when done."""
+
+    def __init__(self, profile: Profile, embedder: Embedder) -> None:
+        self.profile = profile
+        self.embedder = embedder
+        self._engine = open_database(profile.database_path)
+        try:
+            lance = lancedb.connect(str(profile.archival_path))
+        except Exception as error:
+            self._engine.dispose()
+            raise ProfileError(
+                f"Cannot open archival memory at {profile.archival_path} ({error}); "
+                "check that the folder is readable and not damaged."
+            ) from error
+        self._message_vectors = VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
+        self._passage_vectors = VectorTable(
+            lance, "passages", archival.SCHEMA, embedder, fts_column="text"
+        )
+        self.core = CoreMemory(self._engine)
+        self.recall = RecallStore(self._engine, self._message_vectors)
+        self.archival = ArchivalStore(self._passage_vectors, embedder)
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str] | None = None, *, embedder: Embedder | None = None
+    ) -> Mnemo:
+        """Open the profile at ``path`` (default: ``$MNEMO_HOME`` or the user data folder),
+        creating it if it does not exist."""
+        return cls(Profile.resolve(path), embedder or default_embedder())
+
+    @property
+    def embedder_mismatch(self) -> str | None:
+        """Set when stored vectors come from another embedder; ``reembed()`` fixes it."""
+        return self.archival.embedder_mismatch or self.recall.embedder_mismatch
+
+    def reembed(self, progress: Callable[[str, int, int], None] | None = None) -> int:
+        """Re-embed archival passages and messages with the current embedder; return the count.
+
+        It can take minutes on a large profile, so callers ask the user before calling it.
+        """
+        count = 0
+        for name, store in (("archival", self.archival), ("recall", self.recall)):
+            if store.embedder_mismatch:
+                count += store.reembed(partial(progress, name) if progress else None)
+        return count
+
+    def wait_for_background_work(self) -> None:
+        """Wait for vector repair, index builds and compaction (tests and benchmarks use this)."""
+        self.recall.wait_until_indexed()
+        self._message_vectors.wait_for_maintenance()
+        self._passage_vectors.wait_for_maintenance()
+
+    def close(self) -> None:
+        self.recall.close()
+        self._message_vectors.close()
+        self._passage_vectors.close()
+        self._engine.dispose()
+
+    def __enter__(self) -> Mnemo:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,85 @@
+"""The ``mnemo`` command line, run in-process and once through the installed console script."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine import Mnemo
+from engine.cli import main
+
+
+@pytest.fixture
+def run(profile_dir, capsys):
+    def run_cli(*args: str) -> tuple[int, str, str]:
+        code = main(["--profile", str(profile_dir), *args])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run_cli
+
+
+def test_memory_show_set_history(run):
+    assert run("memory", "set", "human", "Name: Ada")[0] == 0
+    code, out, _ = run("memory", "show", "--json")
+    blocks = {block["label"]: block for block in json.loads(out)}
+    assert code == 0 and blocks["human"]["value"] == "Name: Ada"
+    assert blocks["human"]["room_left"] == 2000 - len("Name: Ada")
+    code, out, _ = run("memory", "show")
+    assert "[human] 9/2000 chars" in out and "Name: Ada" in out
+    code, out, _ = run("memory", "history", "human")
+    assert "set by user (cli)" in out
+    assert [v["action"] for v in json.loads(run("memory", "history", "human", "--json")[1])] == [
+        "create",
+        "set",
+    ]
+    assert run("memory", "undo", "human")[0] == 0
+    assert "Nothing is known" in run("memory", "show")[1]
+
+
+def test_errors_are_one_sentence_and_exit_non_zero(run):
+    code, out, err = run("memory", "set", "nosuch", "text")
+    assert code == 1 and out == ""
+    assert err == "mnemo: There is no core memory block named 'nosuch'.\n"
+    code, _, err = run("memory", "set", "human", "x" * 2001)
+    assert code == 1 and "has 1964 left" in err and err.count("\n") == 1
+    code, _, err = run("search", "recall", "x", "--since", "yesterday")
+    assert code == 1 and "is not a date" in err
+
+
+def test_search_recall_and_archival(run, profile_dir, embedder):
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.recall.add("user", "My passport expires in March 2027")
+    code, out, _ = run("archival", "insert", "The dentist is Dr. Okafor", "--tag", "health")
+    assert code == 0
+    code, out, _ = run("search", "recall", "passport expiry", "--json")
+    assert json.loads(out)["hits"][0]["text"] == "My passport expires in March 2027"
+    code, out, _ = run("search", "archival", "who is my dentist")
+    assert "showing 1 of 1, page 1 of 1" in out and "Dr. Okafor" in out and "health" in out
+    code, out, _ = run("search", "archival", "dentist", "--tag", "work", "--json")
+    assert json.loads(out)["total"] == 0
+
+
+def test_custom_block_add_and_remove(run):
+    assert run("memory", "add", "projects", "Mnemo", "--limit", "500")[0] == 0
+    assert "[projects] 5/500 chars" in run("memory", "show")[1]
+    assert run("memory", "remove", "projects")[0] == 0
+    code, _, err = run("memory", "remove", "human")
+    assert code == 1 and "built in" in err
+
+
+def test_console_script_runs_with_mnemo_home(tmp_path):
+    script = shutil.which("mnemo", path=str(Path(sys.executable).parent))
+    assert script, "the `mnemo` console script is not installed"
+    env = {**os.environ, "MNEMO_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [script, "memory", "show", "--json"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert {b["label"] for b in json.loads(result.stdout)} == {"persona", "human"}
+    assert result.stderr == ""
+    assert (tmp_path / "home" / "mnemo.sqlite").exists()

@@ -1,0 +1,200 @@
+import sqlite3
+import threading
+from datetime import date, datetime
+
+import pytest
+
+from engine import Mnemo
+from engine.errors import NotFoundError
+from tests.corpus import CONVERSATION
+
+
+@pytest.fixture
+def chat(mnemo):
+    ids = mnemo.recall.add_many(
+        [{"role": role, "text": text, "created_at": when} for role, text, when in CONVERSATION]
+    )
+    return mnemo, ids
+
+
+def test_add_get_round_trip_keeps_every_field(mnemo):
+    when = datetime(2024, 1, 2, 3, 4, 5)
+    message_id = mnemo.recall.add(
+        "function_call",
+        '{"name": "x"}',
+        created_at=when,
+        conversation_id="c2",
+        name="archival_memory_search",
+    )
+    hit = mnemo.recall.get(message_id)
+    assert (hit.role, hit.text, hit.conversation_id, hit.name) == (
+        "function_call",
+        '{"name": "x"}',
+        "c2",
+        "archival_memory_search",
+    )
+    assert hit.created_at == when.astimezone()
+
+
+def test_add_many_returns_ids_in_order(chat):
+    mnemo, ids = chat
+    assert ids == sorted(ids) and len(ids) == len(CONVERSATION)
+    assert [mnemo.recall.get(i).text for i in ids] == [text for _, text, _ in CONVERSATION]
+    assert mnemo.recall.count() == len(CONVERSATION)
+
+
+def test_unknown_role_is_refused(mnemo):
+    with pytest.raises(ValueError, match="unknown message role"):
+        mnemo.recall.add("robot", "beep")
+    assert mnemo.recall.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "query", "expected"),
+    [
+        ("keyword", "peanuts allergy", 5),
+        ("semantic", "what pet does the user have", 3),
+        ("semantic", "my personal record for long-distance running", 9),
+        ("hybrid", "when is the wedding of my sister", 8),
+        ("hybrid", "laptop got wet", 3),
+        ("hybrid", "who is my boss", 2),
+    ],
+)
+def test_each_search_mode_ranks_the_relevant_message_first(chat, mode, query, expected):
+    mnemo, ids = chat
+    page = mnemo.recall.search(query, mode=mode)
+    assert page[0].id == ids[expected], [hit.text for hit in page]
+    assert page[0].score is not None
+
+
+def test_keyword_search_stems_words(chat):
+    mnemo, ids = chat
+    assert mnemo.recall.search("simulation", mode="keyword")[0].id == ids[2]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"',
+        "'",
+        '"unbalanced',
+        "AND",
+        "OR NOT",
+        "NEAR(a b)",
+        "*",
+        "a:b",
+        "(((",
+        "-",
+        "^",
+        "col:value",
+        "😀🎉",
+        "",
+        "   ",
+        "\x00",
+        "SELECT * FROM message; --",
+        "über café",
+    ],
+)
+def test_odd_queries_never_raise(chat, query):
+    mnemo, _ = chat
+    for mode in ("keyword", "semantic", "hybrid"):
+        page = mnemo.recall.search(query, mode=mode)
+        assert page.total >= len(page.hits) >= 0
+
+
+def test_paging_walks_all_results_without_overlap(mnemo):
+    mnemo.recall.add_many(
+        [{"role": "user", "text": f"note {i} about the garden shed"} for i in range(23)]
+    )
+    seen = []
+    first = mnemo.recall.search("garden shed", limit=5, mode="keyword")
+    assert first.total == 23 and first.pages == 5
+    assert first.describe() == "showing 5 of 23, page 1 of 5"
+    for page_number in range(1, 6):
+        page = mnemo.recall.search("garden shed", limit=5, page=page_number, mode="keyword")
+        seen.extend(hit.id for hit in page)
+    assert len(seen) == len(set(seen)) == 23
+    last = mnemo.recall.search("garden shed", limit=5, page=5)
+    assert last.describe().startswith("showing 3 of") and last.page == 5
+    assert len(mnemo.recall.search("garden shed", limit=5, page=9)) == 0
+
+
+def test_search_by_date_includes_the_whole_end_day(chat):
+    mnemo, ids = chat
+    page = mnemo.recall.search_by_date(date(2024, 4, 2), date(2024, 4, 2))
+    assert [hit.id for hit in page] == ids[5:8]
+    page = mnemo.recall.search_by_date("2024-05-01", "2024-06-30", limit=2)
+    assert page.total == 4 and page.pages == 2
+    assert [hit.id for hit in page] == ids[8:10]
+    everything = mnemo.recall.search_by_date(None, None, limit=100)
+    assert everything.total == len(CONVERSATION)
+
+
+def test_search_respects_date_and_role_filters(chat):
+    mnemo, ids = chat
+    page = mnemo.recall.search(
+        "dinner recipes food", start=date(2024, 4, 1), end=date(2024, 4, 30), roles=["assistant"]
+    )
+    assert [hit.id for hit in page] == [ids[7]]
+    assert len(mnemo.recall.search("wedding", start=date(2024, 6, 1))) == 0
+
+
+def test_bad_date_is_a_clear_error(chat):
+    mnemo, _ = chat
+    with pytest.raises(ValueError, match="is not a date"):
+        mnemo.recall.search_by_date("last tuesday", None)
+
+
+def test_delete_removes_message_from_every_search(chat):
+    mnemo, ids = chat
+    mnemo.recall.delete(ids[5])
+    assert all(hit.id != ids[5] for hit in mnemo.recall.search("peanut allergy"))
+    with pytest.raises(NotFoundError):
+        mnemo.recall.get(ids[5])
+    with pytest.raises(NotFoundError):
+        mnemo.recall.delete(ids[5])
+
+
+def test_message_left_without_vector_by_a_crash_is_embedded_on_reopen(profile_dir, embedder):
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.recall.add("user", "I play the cello in a community orchestra")
+    # What a crash between the SQLite commit and the vector write leaves behind:
+    connection = sqlite3.connect(profile_dir / "mnemo.sqlite")
+    connection.execute(
+        "INSERT INTO message (role, text, created_at) VALUES "
+        "('user', 'My favourite painter is Frida Kahlo', 1700000000)"
+    )
+    connection.commit()
+    connection.close()
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.wait_for_background_work()
+        hits = m.recall.search("which artist do I admire", mode="semantic")
+        assert hits[0].text == "My favourite painter is Frida Kahlo"
+        assert m._message_vectors.count() == 2
+
+
+def test_reading_while_another_thread_writes(mnemo):
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        try:
+            for i in range(60):
+                mnemo.recall.add("user", f"background message {i} about sailing")
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            errors.append(error)
+        finally:
+            stop.set()
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    reads = 0
+    while not stop.is_set():
+        page = mnemo.recall.search("sailing", mode="keyword", limit=5)
+        assert page.total >= len(page.hits)
+        mnemo.recall.search_by_date(None, None)
+        reads += 1
+    thread.join()
+    assert not errors
+    assert reads > 0
+    assert mnemo.recall.search("sailing", mode="keyword").total == 60
