@@ -40,7 +40,7 @@ class Mnemo:
             ) from error
         self._message_vectors = VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
         self._passage_vectors = VectorTable(
-            lance, "passages", archival.SCHEMA, embedder, fts_column="text"
+            lance, "passages", archival.SCHEMA, embedder, fts_column="text", key_column="id"
         )
         self.core = CoreMemory(self._engine)
         self.recall = RecallStore(self._engine, self._message_vectors)

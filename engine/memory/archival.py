@@ -10,6 +10,7 @@ from __future__ import annotations
 import time as time_module
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -20,10 +21,10 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import NotFoundError
 from engine.memory.search import (
-    CANDIDATES,
     MIN_SIMILARITY,
     Page,
     SearchMode,
+    candidate_pools,
     check_paging,
     chunked,
     from_timestamp,
@@ -36,6 +37,7 @@ from engine.memory.vectors import VectorTable, quote_sql
 Origin = Literal["user", "model", "document"]
 ORIGINS: tuple[str, ...] = ("user", "model", "document")
 EMBED_CHUNK = 1024
+_SEARCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mnemo-archival-search")
 
 SCHEMA = pa.schema(
     [
@@ -289,26 +291,34 @@ class ArchivalStore:
         """
         check_paging(limit, page)
         where = self._filter(tags, source, start, end)
-        pool = max(CANDIDATES, 2 * page * limit)
+        keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
-        keyword: dict[str, float] = {}
+        terms = query_terms(query) if mode != "semantic" else []
+        # BM25 runs on a worker while the query is embedded and the vectors searched.
+        keyword_future = (
+            _SEARCH_POOL.submit(
+                self._vectors.text_search, " ".join(terms), keyword_pool, where, ["id"]
+            )
+            if terms
+            else None
+        )
         semantic: dict[str, float] = {}
-        if mode != "semantic":
-            terms = query_terms(query)
-            if terms:
-                rows = self._vectors.text_search(" ".join(terms), pool, where, ["id"])
-                keyword = {row["id"]: float(row["_score"]) for row in rows}
         if mode != "keyword":
             if self._vectors.mismatch and mode == "hybrid":
                 notes.append(self._vectors.mismatch)
             elif query.strip():
                 vector = self._vectors.embed([query])[0]
-                rows = self._vectors.vector_search(vector, pool, where, ["id"])
+                rows = self._vectors.vector_search(vector, semantic_pool, where, ["id"])
                 semantic = {
                     row["id"]: 1.0 - float(row["_distance"])
                     for row in rows
                     if 1.0 - float(row["_distance"]) >= MIN_SIMILARITY
                 }
+        keyword = (
+            {row["id"]: float(row["_score"]) for row in keyword_future.result()}
+            if keyword_future
+            else {}
+        )
         if mode == "hybrid":
             ranked = fuse(keyword, semantic)
         else:
@@ -351,4 +361,5 @@ class ArchivalStore:
         if not ids:
             return {}
         where = "id IN (" + ",".join(quote_sql(passage_id) for passage_id in ids) + ")"
-        return {row["id"]: row for row in self._vectors.rows(where, _COLUMNS)}
+        rows = self._vectors.rows(where, _COLUMNS, limit=len(ids))
+        return {row["id"]: row for row in rows}

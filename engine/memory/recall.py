@@ -21,10 +21,10 @@ from sqlalchemy import Engine, text
 
 from engine.errors import NotFoundError
 from engine.memory.search import (
-    CANDIDATES,
     MIN_SIMILARITY,
     Page,
     SearchMode,
+    candidate_pools,
     check_paging,
     chunked,
     from_timestamp,
@@ -303,7 +303,7 @@ class RecallStore:
         where, params = self._filters(start, end, roles, conversation_id)
         clause = f"WHERE {where}" if where else ""
         return self._page(
-            f"SELECT {_COLUMNS}, NULL AS score, count(*) OVER () AS total FROM message m {clause} "
+            f"SELECT {_COLUMNS}, NULL AS score FROM message m {clause} "
             "ORDER BY m.created_at, m.id LIMIT :limit OFFSET :offset",
             f"SELECT count(*) FROM message m {clause}",
             params,
@@ -314,19 +314,18 @@ class RecallStore:
     def _page(
         self, sql: str, count_sql: str, params: dict[str, Any], limit: int, page: int
     ) -> Page[MessageHit]:
-        """Run a paged query whose rows carry ``total`` (a window count over every match).
+        """Run a paged query and its count in one read transaction.
 
-        One statement gives the page and the total from the same snapshot, so a concurrent
-        writer can never make them disagree.
+        In WAL mode a transaction reads one snapshot, so a concurrent writer can never make the
+        page and its total disagree.
         """
         with self._engine.connect() as connection:
+            connection.exec_driver_sql("BEGIN")
+            total = int(connection.execute(text(count_sql), params).scalar_one())
             rows = connection.execute(
                 text(sql), {**params, "limit": limit, "offset": (page - 1) * limit}
             ).all()
-            if rows:
-                total = int(rows[0].total)
-            else:  # past the last page: the window has no row to report the total on
-                total = int(connection.execute(text(count_sql), params).scalar_one())
+            connection.rollback()
         return Page([_hit(row, row.score) for row in rows], total, page, limit)
 
     def search(
@@ -346,14 +345,18 @@ class RecallStore:
         where, params = self._filters(start, end, roles, conversation_id)
         if mode == "keyword":
             return self._keyword_page(query, limit, page, where, params)
-        pool = max(CANDIDATES, 2 * page * limit)
+        keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
-        keyword = {} if mode == "semantic" else self._keyword_scores(query, pool, where, params)
+        keyword = (
+            {} if mode == "semantic" else self._keyword_scores(query, keyword_pool, where, params)
+        )
         if mode == "hybrid" and self._vectors.mismatch:
             notes.append(self._vectors.mismatch)  # words still work while vectors wait
             semantic: dict[int, float] = {}
         else:
-            semantic = self._semantic_scores(query, pool, start, end, roles, conversation_id)
+            semantic = self._semantic_scores(
+                query, semantic_pool, start, end, roles, conversation_id
+            )
         ranked = (
             fuse(keyword, semantic)
             if mode == "hybrid"
@@ -402,10 +405,8 @@ class RecallStore:
             f"WHERE message_fts MATCH :match {extra}"
         )
         return self._page(
-            # bm25() is not allowed beside a window function, hence the subquery.
-            f"SELECT *, count(*) OVER () AS total FROM (SELECT {_COLUMNS}, "
-            f"-bm25(message_fts) AS score {base}) ORDER BY score DESC, id "
-            "LIMIT :limit OFFSET :offset",
+            f"SELECT {_COLUMNS}, -bm25(message_fts) AS score {base} "
+            "ORDER BY bm25(message_fts) LIMIT :limit OFFSET :offset",
             f"SELECT count(*) {base}",
             {**params, "match": match},
             limit,

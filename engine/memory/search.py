@@ -20,8 +20,17 @@ SEMANTIC_WEIGHT = 0.5
 # Vector hits below this cosine similarity are unrelated for MiniLM; dropping them lets a search
 # for something that is not there come back empty instead of returning the least-bad rows.
 MIN_SIMILARITY = 0.25
-# How many candidates each side contributes before fusion (grows for deep pages).
-CANDIDATES = 100
+# How many candidates each side contributes before fusion (both grow for deep pages). Keyword
+# candidates are cheap (SQLite FTS5); each vector candidate costs an exact re-rank read.
+KEYWORD_CANDIDATES = 100
+SEMANTIC_CANDIDATES = 30
+
+
+def candidate_pools(limit: int, page: int) -> tuple[int, int]:
+    """Keyword and vector candidate counts that cover the requested page."""
+    needed = 2 * page * limit
+    return max(KEYWORD_CANDIDATES, needed), max(SEMANTIC_CANDIDATES, needed)
+
 
 _STOPWORDS = frozenset(
     """a an and are as at be but by did do does for from had has have he her his how i if in is it

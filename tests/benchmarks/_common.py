@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # run as a script: `uv run python tests/benchmarks/x.py`
     sys.path.insert(0, str(REPO))
 
+from engine.memory.search import _STOPWORDS  # noqa: E402
 from engine.resources import resource_path  # noqa: E402
 
 
@@ -26,13 +27,20 @@ def vocabulary() -> list[str]:
 
 
 class TextGenerator:
-    """Sentences whose word frequencies follow Zipf's law, like real conversation."""
+    """Sentences whose word frequencies follow Zipf's law, like real conversation.
+
+    As in English, the most frequent ranks are function words ("the", "and", "you"...), and the
+    rest are content words drawn from a real vocabulary.
+    """
 
     def __init__(self, seed: int = 0) -> None:
         self.rng = np.random.default_rng(seed)
-        words = vocabulary()
-        self.rng.shuffle(words)
-        self.words = np.array(words)
+        function_words = sorted(_STOPWORDS)
+        self.rng.shuffle(function_words)
+        content = [w for w in vocabulary() if w not in _STOPWORDS]
+        self.rng.shuffle(content)
+        self.words = np.array(function_words + content)
+        words = self.words
         ranks = np.arange(1, len(words) + 1)
         weights = 1.0 / ranks**1.07
         self.p = weights / weights.sum()
@@ -45,6 +53,28 @@ class TextGenerator:
             out.append(" ".join(self.words[picks[start : start + length]]))
             start += length
         return out
+
+
+class ClusteredVectors:
+    """Unit vectors around topic centres, as sentence embeddings are; fast to make in bulk.
+
+    An ``Embedder`` look-alike: with the real embedder's name and size it loads large profiles
+    through the public API in seconds instead of hours. Search cost does not depend on what the
+    vectors mean, only on how they are spread.
+    """
+
+    def __init__(self, name: str, dim: int, seed: int = 0, topics: int = 2000) -> None:
+        self.name, self.dim = name, dim
+        self.rng = np.random.default_rng(seed)
+        self.centres = self.rng.normal(size=(topics, dim)).astype(np.float32)
+
+    def sample(self, count: int) -> np.ndarray:
+        centres = self.centres[self.rng.integers(0, len(self.centres), count)]
+        vectors = centres + self.rng.normal(scale=0.9, size=(count, self.dim)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.sample(len(texts))
 
 
 def timed(fn: Callable[[], object], repeat: int) -> list[float]:

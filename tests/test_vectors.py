@@ -1,0 +1,50 @@
+"""Upkeep of a vector table: the ANN index follows the table's growth."""
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from engine.memory import vectors
+from engine.memory.vectors import VectorTable
+
+
+class SixteenDims:
+    name = "test-16"
+    dim = 16
+
+    def embed(self, texts):  # pragma: no cover - rows below carry their own vectors
+        raise AssertionError("not used")
+
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("vector", pa.list_(pa.float32(), 1))])
+
+
+def _rows(start: int, count: int) -> pa.Table:
+    data = np.random.default_rng(start).normal(size=(count, 16)).astype(np.float32)
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + count), pa.int64()),
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(data.reshape(-1)), 16),
+        }
+    )
+
+
+def _vector_indexes(table: VectorTable) -> list[str]:
+    return [index.name for index in table.table.list_indices() if "vector" in index.columns]
+
+
+def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(vectors, "ANN_INDEX_MIN_ROWS", 300)
+    table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
+    table.add(_rows(0, 200))
+    table.wait_for_maintenance()
+    assert _vector_indexes(table) == []  # small tables are scanned, not indexed
+    table.add(_rows(200, 100))
+    table.wait_for_maintenance()
+    assert _vector_indexes(table) == ["vector_ivf17"]  # sqrt(300) partitions
+    table.add(_rows(300, 1000))
+    table.wait_for_maintenance()
+    assert _vector_indexes(table) == ["vector_ivf36"]  # sqrt(1300); the old index is gone
+    query = _rows(0, 200).column("vector")[5].values.to_numpy()
+    assert table.vector_search(query, 1, None, ["id"])[0]["id"] == 5
+    table.close()
