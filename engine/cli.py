@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from typing import Any
 
+import sqlalchemy.exc
+
 from engine import __version__
+from engine.db import describe_database_error
 from engine.errors import MnemoError
 from engine.mnemo import Mnemo
 
@@ -297,6 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.handler(mnemo, args))
     except (MnemoError, ValueError) as error:
         print(f"mnemo: {error}", file=sys.stderr)
+        return 1
+    except (sqlite3.Error, sqlalchemy.exc.DBAPIError) as error:
+        message = describe_database_error(error)
+        if message is None:
+            raise
+        print(f"mnemo: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)

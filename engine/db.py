@@ -84,11 +84,13 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+# How long a write waits for another program (or Mnemo window) to release the database.
+BUSY_TIMEOUT_S = 10.0
 
 
 def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA busy_timeout = 10000")
+    cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
@@ -102,7 +104,7 @@ def open_database(path: Path) -> Engine:
         poolclass=QueuePool,
         pool_size=4,
         max_overflow=8,
-        connect_args={"check_same_thread": False, "timeout": 10},
+        connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
     )
     event.listen(engine, "connect", _configure_connection)
     return engine
@@ -110,7 +112,7 @@ def open_database(path: Path) -> Engine:
 
 def _migrate(path: Path) -> None:
     try:
-        connection = sqlite3.connect(path, timeout=10)
+        connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as error:
         raise ProfileError(f"Cannot open the profile database {path}: {error}.") from error
     try:
@@ -141,3 +143,18 @@ def _migrate(path: Path) -> None:
         ) from error
     finally:
         connection.close()
+
+
+def describe_database_error(error: BaseException) -> str | None:
+    """The sentence to show for a database failure a user can act on, or None for a bug."""
+    text = str(getattr(error, "orig", None) or error).lower()
+    if "locked" in text or "busy" in text:
+        return (
+            "The profile database is busy: another program (perhaps another Mnemo) is writing "
+            "to it. Close that program or wait a moment, then try again; nothing was changed."
+        )
+    if "disk is full" in text or "database or disk is full" in text:
+        return "The disk holding the profile is full; free some space and try again."
+    if "readonly" in text or "read-only" in text:
+        return "The profile folder is read-only; choose a folder you can write to."
+    return None

@@ -3,6 +3,7 @@
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,20 @@ def test_console_script_runs_with_mnemo_home(tmp_path):
     assert {b["label"] for b in json.loads(result.stdout)} == {"persona", "human"}
     assert result.stderr == ""
     assert (tmp_path / "home" / "mnemo.sqlite").exists()
+
+
+def test_a_locked_database_is_one_clear_sentence_and_nothing_changes(run, profile_dir, monkeypatch):
+    from engine import db
+
+    run("memory", "set", "human", "Name: Ada")
+    monkeypatch.setattr(db, "BUSY_TIMEOUT_S", 0.2)
+    blocker = sqlite3.connect(profile_dir / "mnemo.sqlite")
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        code, out, err = run("memory", "set", "human", "Name: Bob")
+    finally:
+        blocker.rollback()
+        blocker.close()
+    assert code == 1
+    assert err.startswith("mnemo: The profile database is busy") and err.count("\n") == 1
+    assert "Name: Ada" in run("memory", "show")[1]
