@@ -41,10 +41,13 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     assert _vector_indexes(table) == []  # small tables are scanned, not indexed
     table.add(_rows(200, 100))
     table.wait_for_maintenance()
-    assert _vector_indexes(table) == ["vector_ivf17"]  # sqrt(300) partitions
-    table.add(_rows(300, 1000))
+    assert _vector_indexes(table) == ["vector_ivf17_300"]  # sqrt(300) partitions
+    table.add(_rows(300, 20))
     table.wait_for_maintenance()
-    assert _vector_indexes(table) == ["vector_ivf36"]  # sqrt(1300); the old index is gone
+    assert _vector_indexes(table) == ["vector_ivf17_300"]  # under 10% growth: kept
+    table.add(_rows(320, 980))
+    table.wait_for_maintenance()
+    assert _vector_indexes(table) == ["vector_ivf36_1300"]  # rebuilt; the old one is gone
     query = _rows(0, 200).column("vector")[5].values.to_numpy()
     assert table.vector_search(query, 1, None, ["id"])[0]["id"] == 5
     table.close()

@@ -60,17 +60,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--passages", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--keep", metavar="PATH", help="build the profile here and keep it")
     args = parser.parse_args()
 
     real = default_embedder()
     synthetic = ClusteredVectors(real.name, real.dim, seed=11)
-    with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder, embedder=real) as m:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        Mnemo.open(args.keep or scratch, embedder=real) as m,
+    ):
         started = time.perf_counter()
         data = load(m, synthetic, args.passages)
         load_s = time.perf_counter() - started
         m._passage_vectors.maintain()  # the background upkeep, run here to time it
         upkeep_s = time.perf_counter() - started - load_s
-        indexes = [i.name for i in m._passage_vectors.table.list_indices()]
+        indexes = [
+            f"{i.name}: {i.num_indexed_rows} rows, {i.num_segments} segment(s)"
+            for i in m._passage_vectors.table.list_indices()
+        ]
 
         queries = synthetic.sample(args.queries)
         exact = np.argsort(-(queries @ data.T), axis=1)[:, :10]
