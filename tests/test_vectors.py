@@ -42,10 +42,10 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     table.add(_rows(200, 100))
     table.wait_for_maintenance()
     assert _vector_indexes(table) == ["vector_ivf17_300"]  # sqrt(300) partitions
-    table.add(_rows(300, 20))
+    table.add(_rows(300, 280))
     table.wait_for_maintenance()
-    assert _vector_indexes(table) == ["vector_ivf17_300"]  # under 10% growth: kept
-    table.add(_rows(320, 980))
+    assert _vector_indexes(table) == ["vector_ivf17_300"]  # not yet doubled: kept
+    table.add(_rows(580, 720))
     table.wait_for_maintenance()
     assert _vector_indexes(table) == ["vector_ivf36_1300"]  # rebuilt; the old one is gone
     query = _rows(0, 200).column("vector")[5].values.to_numpy()
