@@ -1,10 +1,9 @@
 """A LanceDB table of embedded rows, and its upkeep.
 
 Both archival passages and recall's message vectors live in such a table. Besides add, delete and
-search, it owns the two chores that keep search fast as a table grows: compaction (``optimize``,
-which also folds new rows into the indexes and drops old versions) and an ANN index once the table
-is too large for a flat scan. Both run on a background thread; writers wait only while an index
-is built (seconds at 100k rows, about a minute at 1M).
+search, it owns the chores that keep search fast as a table grows: compaction, indexing new rows,
+pruning old versions, and an ANN index once the table is too large for a flat scan. They run on
+a background thread; writers wait only while it works (seconds at 100k rows, a minute at 1M).
 """
 
 from __future__ import annotations
@@ -34,13 +33,17 @@ DIM_KEY = b"mnemo.dim"
 # its training time; above it search time grows linearly without one.
 ANN_INDEX_MIN_ROWS = 20_000
 # IVF with ~sqrt(rows) partitions, rebuilt from scratch each time the table doubles (so all
-# rebuilds together cost about two builds). Known problem, measured with Lance 0.40 at 1M rows:
-# a fresh IVF_SQ index answers in 11 ms with recall@10 1.00, but every later ``optimize`` (which
-# merges new rows into it and compacts fragments) degrades it to ~30 ms and recall 0.78-0.91.
+# rebuilds together cost about two builds) or has collected too many index segments. In between,
+# new rows get an index segment of their own: merging them into the existing segment (what
+# lancedb's ``optimize`` does) was measured at 1M rows to cut recall@10 from 1.00 to 0.78 and
+# triple latency, while a separate segment kept 0.998 at 7 ms (Lance 13).
 ANN_REBUILD_GROWTH = 1.0
+ANN_MAX_SEGMENTS = 16
+# Compaction merges the small fragments that appends leave behind into fragments of this size.
+COMPACT_TARGET_ROWS = 50_000
 # Compact after this many write operations: each write adds a file and a table version.
 OPTIMIZE_EVERY_WRITES = 50
-# Versions older than this are pruned by compaction, so the folder does not grow without bound.
+# Versions older than this are pruned after compaction, so the folder does not grow without bound.
 KEEP_VERSIONS_FOR = timedelta(minutes=5)
 # IVF_SQ (8-bit scalar quantisation) measured best here: on 100k clustered 384-dim vectors it
 # built in 12 s (IVF_PQ: 83 s) and found 97% of the exact top 10 in 4.6 ms (IVF_PQ: 55%). The
@@ -227,19 +230,19 @@ class VectorTable:
 
     # -- upkeep --------------------------------------------------------------------------------
 
-    def _vector_index_rows(self) -> int | None:
-        """Rows the current ANN index was built on (kept in its name), None when there is none."""
-        for index in self.table.list_indices():
-            if "vector" in index.columns:
-                built_on = index.name.rsplit("_", 1)[-1]
-                return int(built_on) if built_on.isdigit() else 0
-        return None
+    def _vector_index(self) -> Any | None:
+        return next((i for i in self.table.list_indices() if "vector" in i.columns), None)
 
     def _ann_index_is_due(self, rows: int) -> bool:
+        """True when the ANN index is missing, outgrown (rows doubled) or too fragmented."""
         if rows < ANN_INDEX_MIN_ROWS:
             return False
-        built_on = self._vector_index_rows()
-        return built_on is None or rows > built_on * (1 + ANN_REBUILD_GROWTH)
+        index = self._vector_index()
+        if index is None:
+            return True
+        built_on = index.name.rsplit("_", 1)[-1]  # the row count is kept in the index name
+        built_rows = int(built_on) if built_on.isdigit() else 0
+        return rows > built_rows * (1 + ANN_REBUILD_GROWTH) or index.num_segments > ANN_MAX_SEGMENTS
 
     def _needs_maintenance(self) -> bool:
         if self.mismatch:
@@ -260,37 +263,46 @@ class VectorTable:
             self._maintenance_thread.start()
 
     def maintain(self) -> None:
-        """Compact the table, then build the ANN index if it is missing or out of date."""
+        """Compact, index new rows, prune old versions; (re)build the ANN index when due."""
         with self._maintain_lock:  # one upkeep at a time, or two could build rival indexes
             self._maintain()
 
     def _maintain(self) -> None:
-        # Writers wait while the index is built: an index built while rows were being appended
-        # was measured at 1M rows to be 3x slower and to find 86% of the exact top 10, against
-        # 8 ms and 97% for the same build on a quiet table. Readers are never blocked.
+        # Writers wait while upkeep runs: an index built while rows were being appended was
+        # measured at 1M rows to be 3x slower and to find 86% of the exact top 10, against 8 ms
+        # and 97% for the same build on a quiet table. Readers are never blocked.
         try:
             with self._write_lock:
                 self._writes_since_optimize = 0
-                self.table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+                dataset = self.table.to_lance()
+                dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
+                vector_index = self._vector_index()
+                others = [i.name for i in self.table.list_indices() if i is not vector_index]
+                if vector_index is not None:
+                    dataset.optimize.optimize_indices(
+                        index_names=[vector_index.name], num_indices_to_merge=0
+                    )
+                if others:
+                    dataset.optimize.optimize_indices(index_names=others)
+                dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
+                self.table.checkout_latest()
                 rows = self.count()
                 if self._ann_index_is_due(rows):
-                    old = [i.name for i in self.table.list_indices() if "vector" in i.columns]
-                    partitions = max(16, int(math.sqrt(rows)))
-                    log.info(
-                        "building ANN index on %s: %d rows, %d partitions",
-                        self.name,
-                        rows,
-                        partitions,
-                    )
-                    self.table.create_index(
-                        "vector",
-                        config=IvfSq(distance_type="cosine", num_partitions=partitions),
-                        name=f"{_INDEX_PREFIX}{partitions}_{rows}",
-                    )
-                    for name in old:
-                        self.table.drop_index(name)
+                    self._build_ann_index(rows)
         except Exception:  # upkeep must never take the app down; searches work without it
             log.exception("maintenance of %s failed; it is retried after more writes", self.name)
+
+    def _build_ann_index(self, rows: int) -> None:
+        old = [i.name for i in self.table.list_indices() if "vector" in i.columns]
+        partitions = max(16, int(math.sqrt(rows)))
+        log.info("building ANN index on %s: %d rows, %d partitions", self.name, rows, partitions)
+        self.table.create_index(
+            "vector",
+            config=IvfSq(distance_type="cosine", num_partitions=partitions),
+            name=f"{_INDEX_PREFIX}{partitions}_{rows}",
+        )
+        for name in old:
+            self.table.drop_index(name)
 
     def wait_for_maintenance(self) -> None:
         thread = self._maintenance_thread
