@@ -43,8 +43,11 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     table.wait_for_maintenance()
     assert _vector_indexes(table) == ["vector_ivf17_300"]  # sqrt(300) partitions
     table.add(_rows(300, 280))
-    table.wait_for_maintenance()
+    table.maintain()
     assert _vector_indexes(table) == ["vector_ivf17_300"]  # not yet doubled: kept
+    (index,) = [i for i in table.table.list_indices() if "vector" in i.columns]
+    # new rows are indexed as a segment of their own, never merged into the trained one
+    assert (index.num_indexed_rows, index.num_unindexed_rows, index.num_segments) == (580, 0, 2)
     table.add(_rows(580, 720))
     table.wait_for_maintenance()
     assert _vector_indexes(table) == ["vector_ivf36_1300"]  # rebuilt; the old one is gone

@@ -274,14 +274,17 @@ class VectorTable:
         try:
             with self._write_lock:
                 self._writes_since_optimize = 0
+                self.table.to_lance().optimize.compact_files(
+                    target_rows_per_fragment=COMPACT_TARGET_ROWS
+                )
+                names = [index.name for index in self.table.list_indices()]
+                vector = [
+                    index.name for index in self.table.list_indices() if "vector" in index.columns
+                ]
                 dataset = self.table.to_lance()
-                dataset.optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
-                vector_index = self._vector_index()
-                others = [i.name for i in self.table.list_indices() if i is not vector_index]
-                if vector_index is not None:
-                    dataset.optimize.optimize_indices(
-                        index_names=[vector_index.name], num_indices_to_merge=0
-                    )
+                if vector:
+                    dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
+                others = [name for name in names if name not in vector]
                 if others:
                     dataset.optimize.optimize_indices(index_names=others)
                 dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
