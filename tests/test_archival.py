@@ -204,7 +204,7 @@ def test_a_different_embedder_is_detected_and_reembed_needs_consent(profile_dir,
         assert m.archival.count() == len(FACTS)
 
 
-def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, monkeypatch):
+def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, monkeypatch, caplog):
     monkeypatch.setattr(vectors_module, "ANN_INDEX_MIN_ROWS", 600)
     monkeypatch.setattr(vectors_module, "OPTIMIZE_EVERY_WRITES", 5)
     monkeypatch.setattr(vectors_module, "KEEP_VERSIONS_FOR", timedelta(microseconds=1))
@@ -219,3 +219,4 @@ def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, m
     assert len(table.table.list_versions()) < 8  # old versions were pruned
     assert mnemo.archival.search("topic 5", mode="semantic").total > 0
     assert mnemo.archival.count() == 720
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]

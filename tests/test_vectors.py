@@ -33,7 +33,7 @@ def _vector_indexes(table: VectorTable) -> list[str]:
     return [index.name for index in table.table.list_indices() if "vector" in index.columns]
 
 
-def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, monkeypatch):
+def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(vectors, "ANN_INDEX_MIN_ROWS", 300)
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
     table.add(_rows(0, 200))
@@ -54,3 +54,4 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     query = _rows(0, 200).column("vector")[5].values.to_numpy()
     assert table.vector_search(query, 1, None, ["id"])[0]["id"] == 5
     table.close()
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]

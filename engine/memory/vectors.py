@@ -277,6 +277,7 @@ class VectorTable:
                 self.table.to_lance().optimize.compact_files(
                     target_rows_per_fragment=COMPACT_TARGET_ROWS
                 )
+                self.table.checkout_latest()  # later steps must build on the compacted version
                 names = [index.name for index in self.table.list_indices()]
                 vector = [
                     index.name for index in self.table.list_indices() if "vector" in index.columns
