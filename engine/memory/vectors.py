@@ -278,14 +278,12 @@ class VectorTable:
                     target_rows_per_fragment=COMPACT_TARGET_ROWS
                 )
                 self.table.checkout_latest()  # later steps must build on the compacted version
-                names = [index.name for index in self.table.list_indices()]
-                vector = [
-                    index.name for index in self.table.list_indices() if "vector" in index.columns
-                ]
+                indexes = self.table.list_indices()
+                vector = [index.name for index in indexes if "vector" in index.columns]
+                others = [index.name for index in indexes if "vector" not in index.columns]
                 dataset = self.table.to_lance()
                 if vector:
                     dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
-                others = [name for name in names if name not in vector]
                 if others:
                     dataset.optimize.optimize_indices(index_names=others)
                 dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
