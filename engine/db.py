@@ -153,7 +153,7 @@ def describe_database_error(error: BaseException) -> str | None:
             "The profile database is busy: another program (perhaps another Mnemo) is writing "
             "to it. Close that program or wait a moment, then try again; nothing was changed."
         )
-    if "disk is full" in text or "database or disk is full" in text:
+    if "disk is full" in text:
         return "The disk holding the profile is full; free some space and try again."
     if "readonly" in text or "read-only" in text:
         return "The profile folder is read-only; choose a folder you can write to."

@@ -21,7 +21,6 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import NotFoundError
 from engine.memory.search import (
-    MIN_SIMILARITY,
     Page,
     SearchMode,
     candidate_pools,
@@ -306,14 +305,8 @@ class ArchivalStore:
         if mode != "keyword":
             if self._vectors.mismatch and mode == "hybrid":
                 notes.append(self._vectors.mismatch)
-            elif query.strip():
-                vector = self._vectors.embed([query])[0]
-                rows = self._vectors.vector_search(vector, semantic_pool, where, ["id"])
-                semantic = {
-                    row["id"]: 1.0 - float(row["_distance"])
-                    for row in rows
-                    if 1.0 - float(row["_distance"]) >= MIN_SIMILARITY
-                }
+            else:
+                semantic = self._vectors.similar(query, semantic_pool, where)
         keyword = (
             {row["id"]: float(row["_score"]) for row in keyword_future.result()}
             if keyword_future

@@ -21,7 +21,6 @@ from sqlalchemy import Engine, text
 
 from engine.errors import NotFoundError
 from engine.memory.search import (
-    MIN_SIMILARITY,
     Page,
     SearchMode,
     candidate_pools,
@@ -441,8 +440,6 @@ class RecallStore:
         roles: Sequence[str] | None,
         conversation_id: str | None,
     ) -> dict[int, float]:
-        if not query.strip():
-            return {}
         clauses = []
         if start is not None:
             clauses.append(f"created_at >= {to_timestamp(start)!r}")
@@ -452,10 +449,7 @@ class RecallStore:
             clauses.append("role IN (" + ",".join(quote_sql(role) for role in roles) + ")")
         if conversation_id is not None:
             clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
-        vector = self._vectors.embed([query])[0]
-        rows = self._vectors.vector_search(vector, limit, " AND ".join(clauses) or None, ["id"])
-        scores = {int(row["id"]): 1.0 - float(row["_distance"]) for row in rows}
-        return {key: score for key, score in scores.items() if score >= MIN_SIMILARITY}
+        return self._vectors.similar(query, limit, " AND ".join(clauses) or None)
 
     def _rows_by_id(self, ids: Sequence[int]) -> dict[int, Any]:
         if not ids:

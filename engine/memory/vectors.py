@@ -23,6 +23,7 @@ from lancedb.query import ColumnOrdering
 
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
+from engine.memory.search import MIN_SIMILARITY
 
 log = logging.getLogger("mnemo.vectors")
 
@@ -212,6 +213,15 @@ class VectorTable:
         if where:
             query = query.where(where, prefilter=True)
         return query.to_list()
+
+    def similar(self, query: str, limit: int, where: str | None) -> dict[Any, float]:
+        """Ids of the rows nearest to ``query`` with their cosine similarity, above the floor
+        under which MiniLM neighbours are unrelated."""
+        if not query.strip():
+            return {}
+        rows = self.vector_search(self.embed([query])[0], limit, where, ["id"])
+        scores = {row["id"]: 1.0 - float(row["_distance"]) for row in rows}
+        return {key: score for key, score in scores.items() if score >= MIN_SIMILARITY}
 
     def text_search(
         self, query_text: str, limit: int, where: str | None, columns: list[str]
