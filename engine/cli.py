@@ -1,4 +1,4 @@
-"""The ``mnemo`` command line: memory inspection and search (chat arrives with the agent loop)."""
+"""The ``mnemo`` command line: chat, memory inspection and editing, search, settings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from engine import __version__
+from engine import __version__, cli_chat
+from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
 from engine.mnemo import Mnemo
@@ -54,11 +55,10 @@ def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
         f"Core memory: {len(blocks)} blocks ({', '.join(b.label for b in blocks)}); "
         f"recall: {mnemo.recall.count()} messages; archival: {mnemo.archival.count()} passages."
     )
-    print(
-        "The chat opens here once the agent loop lands. Until then: `mnemo memory show`, "
-        "`mnemo memory set LABEL TEXT`, `mnemo archival insert TEXT`, "
-        "`mnemo search recall|archival QUERY`; `mnemo --help` lists everything."
-    )
+    pending = mnemo.proposals.pending()
+    if pending:
+        print(f"{len(pending)} core-memory edits wait for approval: `mnemo memory proposals`.")
+    print("Chat with `mnemo chat`; `mnemo --help` lists everything else.")
     return 0
 
 
@@ -126,6 +126,53 @@ def cmd_memory_add(mnemo: Mnemo, args: argparse.Namespace) -> int:
 def cmd_memory_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
     mnemo.core.remove_block(args.label)
     print(f"Removed block {args.label}; its history is kept.")
+    return 0
+
+
+def cmd_memory_proposals(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposals = mnemo.proposals.all() if args.all else mnemo.proposals.pending()
+    if args.json:
+        _print_json(proposals)
+        return 0
+    if not proposals:
+        print("No core-memory edits are waiting for approval.")
+        return 0
+    for proposal in proposals:
+        if proposal.status == "pending":
+            for line in describe_proposal(mnemo, proposal):
+                print(line)
+        else:
+            print(f"Proposal {proposal.id} ({proposal.status}): {proposal.describe()}")
+    if not args.all:
+        print(
+            "Approve with `mnemo memory approve ID` (--text to edit), or `mnemo memory reject ID`."
+        )
+    return 0
+
+
+def cmd_memory_approve(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposal = mnemo.proposals.approve(args.id, args.text)
+    block = mnemo.core.block(proposal.label)
+    print(f"Approved proposal {proposal.id}; {block.label} now has {len(block.value)} characters.")
+    return 0
+
+
+def cmd_memory_reject(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposal = mnemo.proposals.reject(args.id)
+    print(f"Rejected proposal {proposal.id}; {proposal.label} is unchanged.")
+    return 0
+
+
+def cmd_settings(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.key is None:
+        for key, value in mnemo.settings.all().items():
+            print(f"{key} = {json.dumps(value)}")
+        return 0
+    if args.value is None:
+        print(json.dumps(mnemo.settings.get(args.key)))
+        return 0
+    value = mnemo.settings.set(args.key, args.value)
+    print(f"{args.key} = {json.dumps(value)}")
     return 0
 
 
@@ -259,6 +306,26 @@ def build_parser() -> argparse.ArgumentParser:
     remove = memory_commands.add_parser("remove", help="remove a custom block")
     remove.add_argument("label")
     remove.set_defaults(handler=cmd_memory_remove)
+    proposals = memory_commands.add_parser(
+        "proposals", help="list the model's core-memory edits waiting for approval"
+    )
+    proposals.add_argument("--all", action="store_true", help="include decided ones")
+    proposals.add_argument("--json", action="store_true")
+    proposals.set_defaults(handler=cmd_memory_proposals)
+    approve = memory_commands.add_parser("approve", help="apply a proposed edit")
+    approve.add_argument("id", type=int)
+    approve.add_argument("--text", help="apply this text instead of the proposed one")
+    approve.set_defaults(handler=cmd_memory_approve)
+    reject = memory_commands.add_parser("reject", help="discard a proposed edit")
+    reject.add_argument("id", type=int)
+    reject.set_defaults(handler=cmd_memory_reject)
+
+    settings = commands.add_parser("settings", help="show or change settings")
+    settings.add_argument("key", nargs="?", help="e.g. memory.core_write_policy")
+    settings.add_argument("value", nargs="?", help="the new value")
+    settings.set_defaults(handler=cmd_settings)
+
+    cli_chat.add_parser(commands)
 
     search = commands.add_parser("search", help="search recall or archival memory")
     search.add_argument("store", choices=["recall", "archival"])

@@ -81,6 +81,38 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "agent_state_and_proposals",
+        """
+        CREATE TABLE agent_state (
+            conversation_id TEXT PRIMARY KEY,
+            context_start_id INTEGER NOT NULL DEFAULT 0,
+            summary TEXT NOT NULL DEFAULT '',
+            summarized_count INTEGER NOT NULL DEFAULT 0,
+            pressure_warned INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE proposal (
+            id INTEGER PRIMARY KEY,
+            conversation_id TEXT NOT NULL,
+            label TEXT NOT NULL,
+            action TEXT NOT NULL CHECK (action IN ('append', 'replace')),
+            old_content TEXT,
+            new_content TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'pending'
+                CHECK (status IN ('pending', 'approved', 'rejected')),
+            cause_kind TEXT NOT NULL,
+            cause_ref TEXT,
+            untrusted_reason TEXT,
+            applied_content TEXT,
+            version_id INTEGER,
+            decided_by TEXT,
+            created_at REAL NOT NULL,
+            decided_at REAL
+        );
+        CREATE INDEX proposal_status ON proposal (status, id);
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,3 +27,15 @@ class NotFoundError(MnemoError):
 
 class EmbedderMismatchError(MnemoError):
     """Archival memory was embedded with another model; re-embedding needs the user's consent."""
+
+
+class ModelError(MnemoError):
+    """A model cannot be loaded or used (file missing, not a GGUF, server unreachable...)."""
+
+
+class ContextOverflowError(ModelError):
+    """A prompt does not fit the model's context window, even after eviction."""
+
+
+class GenerationCancelled(MnemoError):
+    """The user stopped a generation; nothing from the unfinished step was kept."""

@@ -9,6 +9,7 @@ from functools import partial
 from types import TracebackType
 
 import lancedb
+from sqlalchemy import Engine
 
 from engine.db import open_database
 from engine.embed import Embedder, default_embedder
@@ -16,9 +17,11 @@ from engine.errors import ProfileError
 from engine.memory import archival, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
+from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
 from engine.memory.vectors import VectorTable
 from engine.profile import Profile
+from engine.settings import Settings
 
 log = logging.getLogger("mnemo")
 
@@ -45,6 +48,13 @@ class Mnemo:
         self.core = CoreMemory(self._engine)
         self.recall = RecallStore(self._engine, self._message_vectors)
         self.archival = ArchivalStore(self._passage_vectors, embedder)
+        self.proposals = ProposalStore(self._engine, self.core, self.recall)
+        self.settings = Settings(self._engine)
+
+    @property
+    def database(self) -> Engine:
+        """The profile's SQLite engine (the agent keeps its state there)."""
+        return self._engine
 
     @classmethod
     def open(

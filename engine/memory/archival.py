@@ -227,7 +227,18 @@ class ArchivalStore:
 
     def delete_by_source(self, path: str) -> int:
         """Drop every passage that came from ``path``; return how many went."""
-        where = f"source_path = {quote_sql(path)}"
+        return self.delete_where(f"source_path = {quote_sql(path)}")
+
+    def delete_from_uncommitted_steps(self, latest_message_id: int) -> int:
+        """Drop passages the model stored in a step that never committed (a crash mid-step).
+
+        Such a passage names a function-call message id above the newest committed message.
+        """
+        return self.delete_where(
+            f"origin = 'model' AND source_message_id > {int(latest_message_id)}"
+        )
+
+    def delete_where(self, where: str) -> int:
         count = self._vectors.count(where)
         if count:
             self._vectors.delete(where)

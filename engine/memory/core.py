@@ -22,7 +22,8 @@ from engine.memory.search import from_timestamp
 from engine.resources import resource_path
 
 Author = Literal["user", "model", "system"]
-CauseKind = Literal["message", "document", "version", "cli"]
+CauseKind = Literal["message", "document", "version", "cli", "proposal"]
+EditAction = Literal["append", "replace"]
 DEFAULT_CHAR_LIMIT = 2000
 DEFAULT_BLOCKS = {
     "persona": "Who the assistant is: its name, personality and how it speaks.",
@@ -168,14 +169,7 @@ class CoreMemory:
         cause_ref: str | None = None,
     ) -> Block:
         """Add a line to the end of a block."""
-        return self._write(
-            label,
-            lambda old: f"{old}\n{content}" if old else content,
-            "append",
-            author,
-            cause_kind,
-            cause_ref,
-        )
+        return self._write(label, _appender(content), "append", author, cause_kind, cause_ref)
 
     def replace(
         self,
@@ -188,15 +182,63 @@ class CoreMemory:
         cause_ref: str | None = None,
     ) -> Block:
         """Replace the first occurrence of ``old_content`` (which must be there) in a block."""
+        return self._write(
+            label,
+            _replacer(label, old_content, new_content),
+            "replace",
+            author,
+            cause_kind,
+            cause_ref,
+        )
 
-        def edit(old: str) -> str:
-            if not old_content or old_content not in old:
-                raise CoreMemoryError(
-                    f"The {label} block does not contain {old_content!r}; quote its text exactly."
-                )
-            return old.replace(old_content, new_content, 1)
+    def preview(
+        self, label: str, action: EditAction, content: str, old_content: str | None = None
+    ) -> tuple[str, str]:
+        """The block's text before and after an append or replace, without changing anything.
 
-        return self._write(label, edit, "replace", author, cause_kind, cause_ref)
+        Raises the same ``CoreMemoryError`` the edit itself would (unknown or read-only block,
+        missing text to replace, over the limit), so a proposal can be refused up front.
+        """
+        block = self.block(label)
+        new_value = self._checked_edit(
+            label,
+            block.value,
+            block.char_limit,
+            bool(block.read_only),
+            _edit_for(label, action, content, old_content),
+        )
+        return block.value, new_value
+
+    def apply_in(
+        self,
+        session: Session,
+        label: str,
+        action: EditAction,
+        content: str,
+        old_content: str | None,
+        *,
+        author: Author,
+        cause_kind: CauseKind,
+        cause_ref: str | None,
+    ) -> int | None:
+        """Apply an append or replace inside the caller's transaction; return the version id.
+
+        Approving a proposal uses this so that the block's change and the proposal's new status
+        are committed together.
+        """
+        version = self._apply(
+            session,
+            label,
+            _edit_for(label, action, content, old_content),
+            action,
+            author,
+            cause_kind,
+            cause_ref,
+        )
+        if version is None:
+            return None
+        session.flush()
+        return version.id
 
     def undo(self, label: str, version_id: int | None = None, *, author: Author = "user") -> Block:
         """Restore the text a block had before one of its changes (by default the latest).
@@ -353,28 +395,70 @@ class CoreMemory:
         cause_ref: str | None,
     ) -> Block:
         with Session(self._engine) as session:
-            row = self._row(session, label)
-            if row.read_only:
-                raise CoreMemoryError(
-                    f"The {label} block is read-only; make it editable first if it should change."
-                )
-            new_value = edit(row.value)
-            if len(new_value) > row.char_limit:
-                room = row.char_limit - len(row.value)
-                raise CoreMemoryError(
-                    f"The {label} block holds at most {row.char_limit} characters and has {room} "
-                    f"left; this edit would make it {len(new_value)} characters. Shorten the "
-                    "text or replace older content instead."
-                )
-            if new_value == row.value:
-                return _block(row)
-            session.add(
-                self._version_row(
-                    label, action, row.value, new_value, author, cause_kind, cause_ref
-                )
-            )
-            row.value = new_value
-            row.updated_at = time.time()
-            session.add(row)
+            self._apply(session, label, edit, action, author, cause_kind, cause_ref)
             session.commit()
-            return _block(row)
+            return _block(self._row(session, label))
+
+    def _apply(
+        self,
+        session: Session,
+        label: str,
+        edit: Callable[[str], str],
+        action: str,
+        author: str,
+        cause_kind: str | None,
+        cause_ref: str | None,
+    ) -> CoreBlockVersion | None:
+        row = self._row(session, label)
+        new_value = self._checked_edit(label, row.value, row.char_limit, bool(row.read_only), edit)
+        if new_value == row.value:
+            return None
+        version = self._version_row(
+            label, action, row.value, new_value, author, cause_kind, cause_ref
+        )
+        session.add(version)
+        row.value = new_value
+        row.updated_at = time.time()
+        session.add(row)
+        return version
+
+    @staticmethod
+    def _checked_edit(
+        label: str, value: str, char_limit: int, read_only: bool, edit: Callable[[str], str]
+    ) -> str:
+        if read_only:
+            raise CoreMemoryError(
+                f"The {label} block is read-only; make it editable first if it should change."
+            )
+        new_value = edit(value)
+        if len(new_value) > char_limit:
+            room = char_limit - len(value)
+            raise CoreMemoryError(
+                f"The {label} block holds at most {char_limit} characters and has {room} "
+                f"left; this edit would make it {len(new_value)} characters. Shorten the "
+                "text or replace older content instead."
+            )
+        return new_value
+
+
+def _appender(content: str) -> Callable[[str], str]:
+    return lambda old: f"{old}\n{content}" if old else content
+
+
+def _replacer(label: str, old_content: str, new_content: str) -> Callable[[str], str]:
+    def edit(old: str) -> str:
+        if not old_content or old_content not in old:
+            raise CoreMemoryError(
+                f"The {label} block does not contain {old_content!r}; quote its text exactly."
+            )
+        return old.replace(old_content, new_content, 1)
+
+    return edit
+
+
+def _edit_for(
+    label: str, action: EditAction, content: str, old_content: str | None
+) -> Callable[[str], str]:
+    if action == "append":
+        return _appender(content)
+    return _replacer(label, old_content or "", content)

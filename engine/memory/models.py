@@ -52,3 +52,36 @@ class Setting(SQLModel, table=True):
 
     key: str = Field(primary_key=True)
     value: str
+
+
+class AgentStateRow(SQLModel, table=True):
+    """Which messages of a conversation are in the context window, and the summary of the rest."""
+
+    __tablename__ = "agent_state"
+
+    conversation_id: str = Field(primary_key=True)
+    context_start_id: int = 0
+    summary: str = ""
+    summarized_count: int = 0
+    pressure_warned: int = 0
+    updated_at: float
+
+
+class ProposalRow(SQLModel, table=True):
+    __tablename__ = "proposal"
+
+    id: int | None = Field(default=None, primary_key=True)
+    conversation_id: str
+    label: str
+    action: str
+    old_content: str | None = None
+    new_content: str
+    status: str = "pending"
+    cause_kind: str
+    cause_ref: str | None = None
+    untrusted_reason: str | None = None
+    applied_content: str | None = None
+    version_id: int | None = None
+    decided_by: str | None = None
+    created_at: float
+    decided_at: float | None = None

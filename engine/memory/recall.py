@@ -11,15 +11,18 @@ import logging
 import sqlite3
 import threading
 import time as time_module
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
 import pyarrow as pa
 from sqlalchemy import Engine, text
+from sqlmodel import Session
 
 from engine.errors import NotFoundError
+from engine.memory.models import Message
 from engine.memory.search import (
     Page,
     SearchMode,
@@ -72,6 +75,37 @@ class NewMessage:
     created_at: datetime | date | str | float | None = None
     conversation_id: str = DEFAULT_CONVERSATION
     name: str | None = None
+
+
+class RecallTransaction:
+    """Messages and other rows (through ``session``) that commit together or not at all."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.rows: list[dict[str, Any]] = []
+
+    def add(
+        self,
+        role: str,
+        text_: str,
+        *,
+        name: str | None = None,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        created_at: datetime | date | str | float | None = None,
+    ) -> int:
+        _check_role(role)
+        message = Message(
+            conversation_id=conversation_id,
+            role=role,
+            name=name,
+            text=text_,
+            created_at=to_timestamp(created_at) or time_module.time(),
+        )
+        self.session.add(message)
+        self.session.flush()
+        assert message.id is not None
+        self.rows.append(message.model_dump())
+        return message.id
 
 
 def _hit(row: Any, score: float | None = None) -> MessageHit:
@@ -142,6 +176,23 @@ class RecallStore:
             self._insert(rows)
             self._embed(rows)
         return [row["id"] for row in rows]
+
+    @contextmanager
+    def transaction(self) -> Iterator[RecallTransaction]:
+        """Write messages together with other rows (a step's call, result and proposals).
+
+        Nothing is visible until the block ends without an error; then the messages are embedded.
+        The embed lock keeps the start-up repair from embedding them a second time meanwhile.
+        """
+        with self._embed_lock:
+            with Session(self._engine) as session:
+                transaction = RecallTransaction(session)
+                yield transaction
+                session.commit()
+            try:
+                self._embed(transaction.rows)
+            except Exception:  # committed already; the next open embeds what is missing
+                log.exception("could not embed %d new messages", len(transaction.rows))
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
         """Insert rows with consecutive ids, set on each row, in one immediate transaction.
@@ -264,6 +315,13 @@ class RecallStore:
             raise NotFoundError(f"There is no message {message_id} in recall memory.")
         return _hit(row)
 
+    def latest_id(self) -> int:
+        """The newest message id (0 for an empty profile)."""
+        with self._engine.connect() as connection:
+            return int(
+                connection.execute(text("SELECT coalesce(max(id), 0) FROM message")).scalar_one()
+            )
+
     def count(self, conversation_id: str | None = None) -> int:
         sql = "SELECT count(*) FROM message"
         params: dict[str, Any] = {}
@@ -286,6 +344,18 @@ class RecallStore:
                 {"conversation_id": conversation_id, "limit": limit},
             ).all()
         return [_hit(row) for row in reversed(rows)]
+
+    def since(self, start_id: int, conversation_id: str = DEFAULT_CONVERSATION) -> list[MessageHit]:
+        """A conversation's messages from ``start_id`` on, oldest first (the context window)."""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    f"SELECT {_COLUMNS} FROM message m WHERE m.conversation_id = :conversation_id "
+                    "AND m.id >= :start_id ORDER BY m.id"
+                ),
+                {"conversation_id": conversation_id, "start_id": start_id},
+            ).all()
+        return [_hit(row) for row in rows]
 
     def search_by_date(
         self,

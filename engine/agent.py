@@ -1,0 +1,370 @@
+"""The step loop: model -> one function call -> result -> another step (heartbeat) or yield.
+
+Every step commits atomically: the call, its result and anything the function wrote to SQLite
+(proposals) land in one transaction, so a crash at any instant leaves the conversation at the last
+whole step, never with half a call. A turn ends when the model replies with ``send_message``, when
+it yields, at the step limit or when it repeats a call; the user always sees why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy.exc
+
+from engine.context.window import PRESSURE_FRACTION, ContextStats, ContextWindow, load_state
+from engine.db import describe_database_error
+from engine.errors import ContextOverflowError, GenerationCancelled, MnemoError
+from engine.events import (
+    ContextEvicted,
+    Event,
+    FunctionCalled,
+    FunctionReturned,
+    MemoryPressure,
+    MessageSent,
+    Notice,
+    NoticeKind,
+    ProposalApplied,
+    ProposalCreated,
+    StepStarted,
+    TextStreamed,
+    TurnFinished,
+)
+from engine.llm.base import ChatModel, Prompt, Step
+from engine.memory.recall import DEFAULT_CONVERSATION
+from engine.mnemo import Mnemo
+from engine.tools import (
+    SEND_MESSAGE,
+    ToolContext,
+    check_arguments,
+    describe_call,
+    run_function,
+)
+
+log = logging.getLogger("mnemo.agent")
+
+EventCallback = Callable[[Event], None]
+ERROR_PREFIX = "Error: "
+MAX_EVICTIONS_PER_STEP = 4
+
+
+def _ignore(_event: Event) -> None:
+    pass
+
+
+def _call_key(name: str, arguments: dict[str, Any]) -> str:
+    meaningful = {k: v for k, v in arguments.items() if k != "request_heartbeat"}
+    return name + json.dumps(meaningful, sort_keys=True, ensure_ascii=False)
+
+
+class _Turn:
+    """What one turn has done so far."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.seen_calls: set[str] = set()
+        self.untrusted_reason: str | None = None
+        self.must_reply = False
+
+
+class Agent:
+    """One conversation with one model. ``send`` runs a whole turn on the calling thread."""
+
+    def __init__(
+        self, mnemo: Mnemo, model: ChatModel, *, conversation_id: str = DEFAULT_CONVERSATION
+    ) -> None:
+        self.mnemo = mnemo
+        self.model = model
+        self.conversation_id = conversation_id
+        self.window = ContextWindow(mnemo, model, conversation_id)
+        self._lock = threading.Lock()
+        self._drop_orphaned_passages()
+
+    # -- public --------------------------------------------------------------------------------
+
+    def send(
+        self,
+        text: str,
+        *,
+        on_event: EventCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnFinished:
+        """Store the user's message and run the turn it starts."""
+        text = text.strip()
+        if not text:
+            raise MnemoError("Type a message first; an empty message was not sent.")
+        with self._lock:
+            self.mnemo.recall.add("user", text, conversation_id=self.conversation_id)
+            return self._run_turn(on_event or _ignore, cancel)
+
+    @property
+    def interrupted(self) -> bool:
+        """True when the last turn stopped before it finished (a crash or a kill mid-turn)."""
+        last = self.mnemo.recall.recent(2, self.conversation_id)
+        if not last:
+            return False
+        if last[-1].role == "user":
+            return True
+        if last[-1].role != "function_result" or len(last) < 2:
+            return False
+        if last[-1].text.startswith(ERROR_PREFIX):
+            return True
+        try:
+            return bool(json.loads(last[-2].text)["arguments"].get("request_heartbeat"))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return False
+
+    def resume(
+        self,
+        *,
+        on_event: EventCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TurnFinished | None:
+        """Finish a turn that a crash interrupted; None when there is nothing to finish."""
+        with self._lock:
+            if not self.interrupted:
+                return None
+            emit = on_event or _ignore
+            emit(Notice("resumed", "Continuing the turn that was interrupted."))
+            return self._run_turn(emit, cancel)
+
+    def context_stats(self) -> ContextStats:
+        """Token use of the window as the next step would see it."""
+        return self.window.build(load_state(self.mnemo, self.conversation_id))[1]
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
+        turn = _Turn()
+        limit = self.mnemo.settings.step_limit
+        try:
+            while turn.steps < limit:
+                final = turn.must_reply or turn.steps == limit - 1
+                prompt, stats = self._prepare(final, emit, cancel)
+                turn.steps += 1
+                emit(StepStarted(turn.steps, stats))
+                step = self.model.step(
+                    prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel
+                )
+                outcome = self._execute(step, turn, emit)
+                if isinstance(outcome, TurnFinished):
+                    return self._finish(outcome, emit)
+            return self._stop(
+                turn,
+                emit,
+                "step_limit",
+                f"Stopped after {limit} steps without a reply. Ask again, or raise the step "
+                "limit in the settings if the assistant needs more steps.",
+            )
+        except GenerationCancelled:
+            return self._stop(
+                turn, emit, "cancelled", "Stopped. Nothing from the unfinished step was kept."
+            )
+        except (MnemoError, sqlalchemy.exc.OperationalError) as error:
+            sentence = (
+                describe_database_error(error)
+                if isinstance(error, sqlalchemy.exc.OperationalError)
+                else str(error)
+            )
+            if sentence is None:
+                raise
+            emit(Notice("error", sentence))
+            return self._finish(TurnFinished(None, turn.steps, "error"), emit)
+
+    def _prepare(
+        self, final: bool, emit: EventCallback, cancel: threading.Event | None
+    ) -> tuple[Prompt, ContextStats]:
+        """The next step's prompt: warn at memory pressure, evict when full."""
+        state = load_state(self.mnemo, self.conversation_id)
+        status = self._status(final)
+        allowed = frozenset({SEND_MESSAGE}) if final else None
+        prompt, stats = self.window.build(state, status, allowed)
+        if not state.pressure_warned and PRESSURE_FRACTION <= stats.fraction <= 1.0:
+            with self.mnemo.recall.transaction() as transaction:
+                self.window.warn(state, transaction, stats)
+            emit(MemoryPressure(stats))
+            prompt, stats = self.window.build(state, status, allowed)
+        evictions = 0
+        while stats.total > stats.limit:
+            evicted = self.window.evict(state, cancel) if evictions < MAX_EVICTIONS_PER_STEP else 0
+            if not evicted:
+                raise ContextOverflowError(
+                    f"The newest messages alone do not fit the model's context window "
+                    f"({stats.total} of {stats.limit} usable tokens). Choose a larger context "
+                    "size in the model settings."
+                )
+            evictions += 1
+            emit(ContextEvicted(evicted, state.summary))
+            prompt, stats = self.window.build(state, status, allowed)
+        return prompt, stats
+
+    def _status(self, final: bool) -> str:
+        """The line that rides with the newest message: what changes every step."""
+        now = datetime.now().astimezone()
+        parts = [
+            f"{now:%A %Y-%m-%d %H:%M}",
+            f"{self.mnemo.recall.count(self.conversation_id)} messages in conversation history",
+            f"{self.mnemo.archival.count()} passages in archival memory",
+        ]
+        pending = len(self.mnemo.proposals.pending(self.conversation_id))
+        if pending:
+            parts.append(f"{pending} core memory edits await the user's approval")
+        status = "[Status: " + " · ".join(parts) + "]"
+        if final:
+            status += "\n[Reply to the user now with send_message.]"
+        return status
+
+    # -- one step ------------------------------------------------------------------------------
+
+    def _execute(self, step: Step, turn: _Turn, emit: EventCallback) -> TurnFinished | None:
+        """Run the step's call and commit it; a TurnFinished ends the turn, None continues."""
+        call = step.call
+        if call is None and step.text and not step.error:
+            return self._reply(step.text, turn, emit)  # a chat API answered in plain text
+        if call is None:
+            self._record_failure(step.raw or step.text, None, step.error or "no call", emit)
+            return None
+        functions = {f.name: f for f in self.window.functions()}
+        function = functions.get(call.name)
+        if function is None:
+            self._record_failure(
+                call.to_json(),
+                call.name,
+                f"there is no function {call.name!r}; use one of {', '.join(functions)}",
+                emit,
+            )
+            return None
+        problem = check_arguments(function, call.arguments)
+        if problem:
+            self._record_failure(call.to_json(), call.name, problem, emit)
+            return None
+        if call.name == SEND_MESSAGE:
+            return self._reply(call.arguments["message"], turn, emit)
+        key = _call_key(call.name, call.arguments)
+        if key in turn.seen_calls:
+            return self._repeated(call.name, turn, emit)
+        turn.seen_calls.add(key)
+        if turn.must_reply:  # the model ignored the request to reply
+            return self._stop(
+                turn,
+                emit,
+                "step_limit",
+                "The assistant kept calling functions instead of replying; the turn was stopped.",
+            )
+        return self._run_function(call.name, call.arguments, turn, emit)
+
+    def _run_function(
+        self, name: str, arguments: dict[str, Any], turn: _Turn, emit: EventCallback
+    ) -> TurnFinished | None:
+        emit(FunctionCalled(name, arguments, describe_call(name, arguments)))
+        with self.mnemo.recall.transaction() as transaction:
+            call_id = transaction.add(
+                "function_call",
+                json.dumps({"function": name, "arguments": arguments}, ensure_ascii=False),
+                name=name,
+                conversation_id=self.conversation_id,
+            )
+            context = ToolContext(
+                mnemo=self.mnemo,
+                transaction=transaction,
+                conversation_id=self.conversation_id,
+                call_message_id=call_id,
+                untrusted_reason=turn.untrusted_reason,
+                max_result_chars=self.window.max_result_chars,
+            )
+            savepoint = transaction.session.begin_nested()
+            result = run_function(context, name, arguments)
+            if result.ok:
+                savepoint.commit()
+            else:
+                savepoint.rollback()  # a failed function leaves no rows behind
+            transaction.add(
+                "function_result",
+                result.text if result.ok else ERROR_PREFIX + result.text,
+                name=name,
+                conversation_id=self.conversation_id,
+            )
+        emit(FunctionReturned(name, result.ok, result.text, result.summary))
+        turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
+        if result.proposal is not None:
+            self._offer(result.proposal.id, emit)
+        if not result.ok or arguments.get("request_heartbeat"):
+            return None
+        turn.must_reply = True  # it yielded without a word to the user: ask for one
+        return None
+
+    def _offer(self, proposal_id: int, emit: EventCallback) -> None:
+        proposal = self.mnemo.proposals.get(proposal_id)
+        if proposal.trusted and self.mnemo.settings.core_write_policy == "auto":
+            try:
+                emit(ProposalApplied(self.mnemo.proposals.approve_automatically(proposal_id)))
+                return
+            except MnemoError:
+                log.info("proposal %d no longer applies; left for the user", proposal_id)
+        emit(ProposalCreated(proposal))
+
+    def _reply(self, text: str, turn: _Turn, emit: EventCallback) -> TurnFinished:
+        with self.mnemo.recall.transaction() as transaction:
+            message_id = transaction.add(
+                "assistant", text, name=SEND_MESSAGE, conversation_id=self.conversation_id
+            )
+        emit(MessageSent(text, message_id))
+        return TurnFinished(text, turn.steps, "replied")
+
+    def _record_failure(
+        self, raw: str, name: str | None, problem: str, emit: EventCallback
+    ) -> None:
+        """Store a call that could not run and the correction the model gets back."""
+        emit(FunctionCalled(name or "(invalid)", {}, f"made an invalid call: {problem}"))
+        correction = f"{problem[0].upper()}{problem[1:]}. Fix the call and try again."
+        with self.mnemo.recall.transaction() as transaction:
+            transaction.add(
+                "function_call",
+                raw[:4000],
+                name=name,
+                conversation_id=self.conversation_id,
+            )
+            transaction.add(
+                "function_result",
+                ERROR_PREFIX + correction,
+                name=name,
+                conversation_id=self.conversation_id,
+            )
+        emit(FunctionReturned(name or "(invalid)", False, correction, "error"))
+
+    def _repeated(self, name: str, turn: _Turn, emit: EventCallback) -> TurnFinished | None:
+        text = f"The assistant repeated the same {name} call, so it was not run again."
+        if turn.must_reply:
+            return self._stop(turn, emit, "repeated_call", text + " The turn was stopped.")
+        self._note(text + " Reply to the user now.")
+        emit(Notice("repeated_call", text))
+        turn.must_reply = True
+        return None
+
+    def _stop(self, turn: _Turn, emit: EventCallback, kind: NoticeKind, text: str) -> TurnFinished:
+        self._note(text)
+        emit(Notice(kind, text))
+        reason = kind if kind in ("step_limit", "repeated_call", "cancelled") else "error"
+        return self._finish(TurnFinished(None, turn.steps, reason), emit)
+
+    def _note(self, text: str) -> None:
+        """A system note in the conversation, so the model knows on its next turn too."""
+        self.mnemo.recall.add("system", text, conversation_id=self.conversation_id)
+
+    @staticmethod
+    def _finish(result: TurnFinished, emit: EventCallback) -> TurnFinished:
+        emit(result)
+        return result
+
+    # -- start-up repair -----------------------------------------------------------------------
+
+    def _drop_orphaned_passages(self) -> None:
+        """Remove passages a killed step stored for a function call that never committed."""
+        removed = self.mnemo.archival.delete_from_uncommitted_steps(self.mnemo.recall.latest_id())
+        if removed:
+            log.info("removed %d archival passages of an interrupted step", removed)

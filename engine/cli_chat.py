@@ -1,0 +1,288 @@
+"""``mnemo chat``: the terminal chat; function calls shown compactly, proposals asked inline.
+
+The turn runs on a worker thread so that Ctrl-C can stop a generation cleanly (the unfinished step
+is dropped, as with the desktop's Stop button) instead of tearing through the agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from engine.agent import Agent
+from engine.errors import MnemoError
+from engine.events import (
+    ContextEvicted,
+    Event,
+    FunctionCalled,
+    FunctionReturned,
+    MemoryPressure,
+    MessageSent,
+    Notice,
+    ProposalApplied,
+    ProposalCreated,
+    TextStreamed,
+    TurnFinished,
+)
+from engine.llm import ChatModel, load_model
+from engine.memory.proposals import Proposal
+from engine.mnemo import Mnemo
+
+HELP = """Commands:
+  /proposals   review core-memory edits waiting for approval
+  /context     how full the context window is
+  /memory      show core memory
+  /quit        leave (Ctrl-D works too); Ctrl-C stops a reply being written"""
+
+
+def _one_line(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class TerminalView:
+    """Prints a turn's events: the reply to ``out``, everything else to ``side``."""
+
+    def __init__(self, out: TextIO, side: TextIO, speaker: str = "") -> None:
+        self.out = out
+        self.side = side
+        self.speaker = speaker
+        self.proposals: list[Proposal] = []
+        self._streaming = False
+
+    def _end_stream(self) -> None:
+        if self._streaming:
+            self.out.write("\n")
+            self.out.flush()
+            self._streaming = False
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case TextStreamed(text=text):
+                if not self._streaming:
+                    self.out.write(self.speaker)
+                    self._streaming = True
+                self.out.write(text)
+                self.out.flush()
+            case MessageSent(text=text):
+                if not self._streaming:
+                    self.out.write(self.speaker + text)
+                    self._streaming = True
+                self._end_stream()
+            case FunctionCalled(description=description):
+                self._end_stream()
+                self.side.write(f"  · {description}")
+                self.side.flush()
+            case FunctionReturned(ok=ok, summary=summary, result=result):
+                self.side.write(f" → {summary}\n" if ok else f" ✗ {_one_line(result)}\n")
+            case ProposalCreated(proposal=proposal):
+                self.proposals.append(proposal)
+            case ProposalApplied(proposal=proposal):
+                self.side.write(f"  · core memory updated (auto-approved): {proposal.describe()}\n")
+            case MemoryPressure(stats=stats):
+                self.side.write(
+                    f"  · memory pressure: {round(100 * stats.fraction)}% of the context is used\n"
+                )
+            case ContextEvicted(evicted=evicted):
+                self.side.write(f"  · moved {evicted} older messages into the summary\n")
+            case Notice(text=text):
+                self._end_stream()
+                self.side.write(f"  ! {text}\n")
+            case TurnFinished():
+                self._end_stream()
+        self.side.flush()
+
+
+def run_turn(
+    agent: Agent, text: str | None, view: TerminalView, side: TextIO
+) -> TurnFinished | None:
+    """Run ``agent.send(text)`` (or ``resume`` when text is None) so that Ctrl-C stops it."""
+    cancel = threading.Event()
+    outcome: list[TurnFinished | None] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            if text is None:
+                outcome.append(agent.resume(on_event=view, cancel=cancel))
+            else:
+                outcome.append(agent.send(text, on_event=view, cancel=cancel))
+        except BaseException as error:  # handed to the main thread
+            failure.append(error)
+
+    worker = threading.Thread(target=work, name="mnemo-turn", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        try:
+            worker.join(0.1)
+        except KeyboardInterrupt:
+            side.write("\n  ! stopping…\n")
+            cancel.set()
+    if failure:
+        raise failure[0]
+    return outcome[0] if outcome else None
+
+
+def describe_proposal(mnemo: Mnemo, proposal: Proposal) -> list[str]:
+    lines = [f"Proposal {proposal.id}: {proposal.describe()}"]
+    if not proposal.trusted:
+        lines.append(f"  caution: {proposal.untrusted_reason}")
+    try:
+        before, after = mnemo.proposals.preview(proposal.id)
+        lines.append(f"  {proposal.label} now:   {_one_line(before) or '(empty)'}")
+        lines.append(f"  {proposal.label} after: {_one_line(after) or '(empty)'}")
+    except MnemoError as error:
+        lines.append(f"  it no longer applies: {error}")
+    return lines
+
+
+def review_proposals(
+    mnemo: Mnemo,
+    proposals: list[Proposal],
+    ask: Callable[[str], str],
+    out: TextIO,
+) -> None:
+    """Ask about each proposal: approve, edit, reject, or leave it for later."""
+    for proposal in proposals:
+        for line in describe_proposal(mnemo, proposal):
+            out.write(line + "\n")
+        while True:
+            answer = ask("[a]pprove, [e]dit, [r]eject or [l]ater? ").strip().lower()
+            try:
+                if answer in ("a", "approve"):
+                    mnemo.proposals.approve(proposal.id)
+                    out.write(f"  approved; {proposal.label} updated.\n")
+                elif answer in ("e", "edit"):
+                    text = ask("  new text: ").strip()
+                    if not text:
+                        continue
+                    mnemo.proposals.approve(proposal.id, text)
+                    out.write(f"  approved with your text; {proposal.label} updated.\n")
+                elif answer in ("r", "reject"):
+                    mnemo.proposals.reject(proposal.id)
+                    out.write("  rejected; core memory unchanged.\n")
+                elif answer in ("l", "later", ""):
+                    out.write(f"  left pending (`mnemo memory approve {proposal.id}` later).\n")
+                else:
+                    continue
+            except MnemoError as error:
+                out.write(f"  {error}\n")
+            break
+
+
+def _print_context(agent: Agent, out: TextIO) -> None:
+    stats = agent.context_stats()
+    out.write(
+        f"Context: {stats.total} of {stats.limit} usable tokens ({round(100 * stats.fraction)}%, "
+        f"{stats.pressure}); window {stats.context_length}.\n"
+        f"  instructions {stats.instructions}, functions {stats.functions}, core memory "
+        f"{stats.core}, summary {stats.summary}, messages {stats.messages} "
+        f"({stats.message_count} in view, {stats.evicted_count} summarised)\n"
+    )
+
+
+def _print_recent(mnemo: Mnemo, agent: Agent, out: TextIO) -> None:
+    recent = [
+        hit
+        for hit in mnemo.recall.recent(12, agent.conversation_id)
+        if hit.role in ("user", "assistant")
+    ][-4:]
+    if recent:
+        out.write("Earlier in this conversation:\n")
+        for hit in recent:
+            who = "you" if hit.role == "user" else "mnemo"
+            out.write(f"  {who}: {_one_line(hit.text)}\n")
+
+
+def chat(
+    mnemo: Mnemo,
+    model: ChatModel,
+    *,
+    message: str | None = None,
+    ask: Callable[[str], str] = input,
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+) -> int:
+    """The chat loop (or one turn with ``message``); returns the exit status."""
+    agent = Agent(mnemo, model)
+    if message is not None:
+        view = TerminalView(out, err)
+        if agent.interrupted:
+            run_turn(agent, None, view, err)
+        result = run_turn(agent, message, view, err)
+        for proposal in view.proposals:
+            err.write(
+                f"Proposal {proposal.id} waits for you: {proposal.describe()} "
+                f"(`mnemo memory approve {proposal.id}` or `reject {proposal.id}`)\n"
+            )
+        return 0 if result is not None and result.reply is not None else 1
+    out.write(
+        f"Mnemo chat with {model.name} ({model.context_length}-token context). "
+        "Type /help for commands; Ctrl-D leaves.\n"
+    )
+    _print_recent(mnemo, agent, out)
+    view = TerminalView(out, out, speaker="mnemo › ")
+    if agent.interrupted:
+        run_turn(agent, None, view, out)
+    pending = mnemo.proposals.pending(agent.conversation_id)
+    if pending:
+        out.write(f"{len(pending)} core-memory edits wait for your approval (/proposals).\n")
+    while True:
+        try:
+            text = ask("you › ").strip()
+        except (EOFError, KeyboardInterrupt):
+            out.write("\n")
+            return 0
+        if not text:
+            continue
+        if text in ("/quit", "/exit"):
+            return 0
+        if text == "/help":
+            out.write(HELP + "\n")
+        elif text == "/proposals":
+            pending = mnemo.proposals.pending(agent.conversation_id)
+            if not pending:
+                out.write("No core-memory edits are waiting.\n")
+            review_proposals(mnemo, pending, ask, out)
+        elif text == "/context":
+            _print_context(agent, out)
+        elif text == "/memory":
+            for block in mnemo.core.blocks():
+                out.write(f"[{block.label}] {block.value}\n")
+        elif text.startswith("/"):
+            out.write(f"Unknown command {text}; /help lists them.\n")
+        else:
+            view.proposals.clear()
+            try:
+                run_turn(agent, text, view, out)
+            except MnemoError as error:
+                out.write(f"  ! {error}\n")
+            review_proposals(mnemo, view.proposals, ask, out)
+
+
+def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    model = load_model(
+        mnemo.settings,
+        path=args.model,
+        context_length=args.context,
+        gpu_layers=args.gpu_layers,
+        threads=args.threads,
+    )
+    if args.message is None:
+        print(f"Loaded {model.name} in {time.perf_counter() - started:.1f} s.", file=sys.stderr)
+    return chat(mnemo, model, message=args.message)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    chat_parser = commands.add_parser("chat", help="chat in the terminal")
+    chat_parser.add_argument("--message", "-m", help="run one turn with this message and exit")
+    chat_parser.add_argument("--model", metavar="GGUF", help="a local model file for this run")
+    chat_parser.add_argument("--context", type=int, help="context size in tokens")
+    chat_parser.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU")
+    chat_parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    chat_parser.set_defaults(handler=cmd_chat)

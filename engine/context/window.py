@@ -1,0 +1,298 @@
+"""The context window: what the model sees at each step, and what happens when it fills up.
+
+Layout, from most to least stable so a local model reuses its KV cache for the unchanged prefix:
+``[instructions + function schemas] [core memory] [recursive summary] [recent messages]``. What
+changes every step (the clock, counts of stored items) rides with the newest message only.
+
+The window's messages are a conversation's messages from ``context_start_id`` on. At about 70% of
+the usable window the model gets one memory-pressure warning per cycle; past the limit the oldest
+half is folded into the summary and ``context_start_id`` moves on. Evicted messages stay in recall.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from sqlmodel import Session
+
+from engine.llm.base import (
+    ChatMessage,
+    ChatModel,
+    FunctionSchema,
+    Prompt,
+    ToolCall,
+    message_text,
+)
+from engine.memory.models import AgentStateRow
+from engine.memory.recall import MessageHit, RecallTransaction
+from engine.resources import resource_path
+from engine.tools import SEND_MESSAGE, function_schemas
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+PRESSURE_FRACTION = 0.7
+EVICT_FRACTION = 0.5
+MESSAGE_OVERHEAD = 4  # chat-template tokens around a message, for per-message estimates
+CUT_NOTE = " … [cut to fit the context window; the whole text is in conversation history]"
+
+Pressure = Literal["ok", "warning", "full"]
+
+
+@dataclass
+class AgentState:
+    """What is in the window: messages from ``context_start_id`` on, and the summary of the rest."""
+
+    conversation_id: str
+    context_start_id: int = 0
+    summary: str = ""
+    summarized_count: int = 0
+    pressure_warned: bool = False
+
+
+@dataclass(frozen=True)
+class ContextStats:
+    """Token use of one prompt, by section (the context viewer shows this)."""
+
+    context_length: int
+    limit: int  # usable: the context length minus room for one step's output
+    instructions: int
+    functions: int
+    core: int
+    summary: int
+    messages: int
+    total: int  # exact, as the model's tokenizer counts the whole prompt
+    message_count: int
+    evicted_count: int
+
+    @property
+    def fraction(self) -> float:
+        return self.total / self.limit
+
+    @property
+    def pressure(self) -> Pressure:
+        if self.total > self.limit:
+            return "full"
+        return "warning" if self.fraction >= PRESSURE_FRACTION else "ok"
+
+
+def load_state(mnemo: Mnemo, conversation_id: str) -> AgentState:
+    with Session(mnemo.database) as session:
+        row = session.get(AgentStateRow, conversation_id)
+    if row is None:
+        return AgentState(conversation_id)
+    return AgentState(
+        conversation_id,
+        row.context_start_id,
+        row.summary,
+        row.summarized_count,
+        bool(row.pressure_warned),
+    )
+
+
+def save_state_in(session: Session, state: AgentState) -> None:
+    row = session.get(AgentStateRow, state.conversation_id) or AgentStateRow(
+        conversation_id=state.conversation_id, updated_at=0.0
+    )
+    row.context_start_id = state.context_start_id
+    row.summary = state.summary
+    row.summarized_count = state.summarized_count
+    row.pressure_warned = int(state.pressure_warned)
+    row.updated_at = time.time()
+    session.add(row)
+
+
+def to_chat_messages(hits: list[MessageHit]) -> list[ChatMessage]:
+    """Stored messages as the model sees them; a result always follows its call."""
+    messages: list[ChatMessage] = []
+    last_call_id: str | None = None
+    for hit in hits:
+        if hit.role == "user":
+            messages.append(ChatMessage("user", hit.text))
+        elif hit.role == "assistant":
+            call = ToolCall(SEND_MESSAGE, {"message": hit.text}, id=f"m{hit.id}")
+            messages.append(ChatMessage("assistant", call=call))
+        elif hit.role == "function_call":
+            last_call_id = f"m{hit.id}"
+            try:
+                stored = json.loads(hit.text)
+                call = ToolCall(stored["function"], stored["arguments"], id=last_call_id)
+                messages.append(ChatMessage("assistant", call=call))
+            except (ValueError, KeyError, TypeError):  # malformed output kept as it was
+                messages.append(ChatMessage("assistant", hit.text))
+        elif hit.role == "function_result":
+            messages.append(
+                ChatMessage("tool", hit.text, call_id=last_call_id, name=hit.name or "function")
+            )
+        else:
+            messages.append(ChatMessage("system", hit.text))
+    return messages
+
+
+class ContextWindow:
+    """Builds prompts for one conversation and keeps them within the model's window."""
+
+    def __init__(self, mnemo: Mnemo, model: ChatModel, conversation_id: str) -> None:
+        self._mnemo = mnemo
+        self._model = model
+        self.conversation_id = conversation_id
+        self._instructions = resource_path("prompts/system.txt").read_text("utf-8").strip()
+        self._message_tokens: dict[int, int] = {}
+
+    # -- sizes ---------------------------------------------------------------------------------
+
+    @property
+    def limit(self) -> int:
+        return self._model.context_length - self._model.max_step_tokens
+
+    @property
+    def summary_tokens(self) -> int:
+        """The most the recursive summary may take (it lives in the stable prefix)."""
+        return max(48, self.limit // 8)
+
+    @property
+    def max_message_tokens(self) -> int:
+        """A single message larger than this is cut in the window (never in recall)."""
+        return max(96, self.limit // 4)
+
+    @property
+    def max_result_chars(self) -> int:
+        return max(400, min(6000, self.max_message_tokens * 3))
+
+    # -- sections ------------------------------------------------------------------------------
+
+    def functions(self) -> list[FunctionSchema]:
+        return function_schemas([block.label for block in self._mnemo.core.blocks()])
+
+    def core_text(self) -> str:
+        parts = ["### Core memory"]
+        for block in self._mnemo.core.blocks():
+            parts.append(
+                f'<{block.label} chars="{len(block.value)}/{block.char_limit}">\n'
+                f"{block.value}\n</{block.label}>"
+            )
+        return "\n".join(parts)
+
+    @staticmethod
+    def summary_text(state: AgentState) -> str:
+        if not state.summarized_count:
+            return ""
+        return (
+            f"### Summary of the earlier conversation ({state.summarized_count} older messages "
+            f"are in conversation history)\n{state.summary}"
+        )
+
+    def _fit(self, message: ChatMessage) -> ChatMessage:
+        """Cut one oversized message so that it cannot take the whole window."""
+        if message.call is not None:
+            return message
+        budget = self.max_message_tokens
+        content = message.content
+        if self._model.count_tokens(content) <= budget:
+            return message
+        chars = len(content)
+        while chars > 0 and self._model.count_tokens(content[:chars] + CUT_NOTE) > budget:
+            chars = int(chars * 0.8)
+        return ChatMessage(
+            message.role, content[:chars] + CUT_NOTE, call_id=message.call_id, name=message.name
+        )
+
+    def message_tokens(self, hit: MessageHit, message: ChatMessage) -> int:
+        if hit.id not in self._message_tokens:
+            self._message_tokens[hit.id] = (
+                self._model.count_tokens(message_text(message)) + MESSAGE_OVERHEAD
+            )
+        return self._message_tokens[hit.id]
+
+    # -- building ------------------------------------------------------------------------------
+
+    def messages(self, state: AgentState) -> list[MessageHit]:
+        return self._mnemo.recall.since(state.context_start_id, self.conversation_id)
+
+    def build(
+        self,
+        state: AgentState,
+        status: str = "",
+        allowed: frozenset[str] | None = None,
+    ) -> tuple[Prompt, ContextStats]:
+        hits = self.messages(state)
+        chat = [self._fit(message) for message in to_chat_messages(hits)]
+        if chat and status:
+            last = chat[-1]
+            chat[-1] = ChatMessage(
+                last.role, f"{last.content}\n\n{status}", last.call, last.call_id, last.name
+            )
+        functions = self.functions()
+        core, summary = self.core_text(), self.summary_text(state)
+        prompt = Prompt(
+            instructions=self._instructions,
+            functions=functions,
+            memory="\n\n".join(part for part in (core, summary) if part),
+            messages=chat,
+            allowed=allowed,
+        )
+        count = self._model.count_tokens
+        stats = ContextStats(
+            context_length=self._model.context_length,
+            limit=self.limit,
+            instructions=count(self._instructions),
+            functions=self._model.count_functions(functions),
+            core=count(core),
+            summary=count(summary),
+            messages=sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in chat),
+            total=self._model.count_prompt(prompt),
+            message_count=len(chat),
+            evicted_count=state.summarized_count,
+        )
+        return prompt, stats
+
+    # -- eviction ------------------------------------------------------------------------------
+
+    def evict(self, state: AgentState, cancel: threading.Event | None = None) -> int:
+        """Fold the oldest half of the window's messages into the summary; return how many.
+
+        The cut never falls between a function call and its result, and the newest message
+        always stays. Nothing is deleted: evicted messages remain searchable in recall.
+        """
+        from engine.context.summary import summarize  # the summarizer needs this module's types
+
+        hits = self.messages(state)
+        chat = to_chat_messages(hits)
+        counts = [
+            self.message_tokens(hit, message) for hit, message in zip(hits, chat, strict=True)
+        ]
+        target = sum(counts) * EVICT_FRACTION
+        cut, evicted_tokens = 0, 0
+        while cut < len(hits) - 1 and evicted_tokens < target:
+            evicted_tokens += counts[cut]
+            cut += 1
+        while 0 < cut < len(hits) and hits[cut].role == "function_result":
+            cut -= 1  # keep the call with its result
+        if cut == 0:
+            return 0
+        evicted = hits[:cut]
+        state.summary = summarize(
+            self._model, state.summary, evicted, self.summary_tokens, cancel=cancel
+        )
+        state.summarized_count += len(evicted)
+        state.context_start_id = hits[cut].id
+        state.pressure_warned = False
+        with Session(self._mnemo.database) as session:
+            save_state_in(session, state)
+            session.commit()
+        return len(evicted)
+
+    def warn(self, state: AgentState, transaction: RecallTransaction, stats: ContextStats) -> None:
+        """Add the memory-pressure warning to the conversation (once per eviction cycle)."""
+        template = resource_path("prompts/memory_pressure.txt").read_text("utf-8").strip()
+        transaction.add(
+            "system",
+            template.format(percent=round(100 * stats.fraction)),
+            conversation_id=self.conversation_id,
+        )
+        state.pressure_warned = True
+        save_state_in(transaction.session, state)

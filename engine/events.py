@@ -1,0 +1,107 @@
+"""Events the agent emits during a turn, as plain objects (the desktop turns them into signals).
+
+They arrive through the ``on_event`` callback of ``Agent.send``/``Agent.resume``, on the thread
+that runs the turn, in order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from engine.context.window import ContextStats
+from engine.memory.proposals import Proposal
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    number: int
+    stats: ContextStats
+
+
+@dataclass(frozen=True)
+class TextStreamed:
+    """A piece of the reply being written."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class FunctionCalled:
+    name: str
+    arguments: dict[str, Any]
+    description: str  # "searched archival memory for 'taxes'"
+
+
+@dataclass(frozen=True)
+class FunctionReturned:
+    name: str
+    ok: bool
+    result: str
+    summary: str  # "3 of 12 passages"
+
+
+@dataclass(frozen=True)
+class MessageSent:
+    """The model's finished reply to the user."""
+
+    text: str
+    message_id: int
+
+
+@dataclass(frozen=True)
+class ProposalCreated:
+    """A core-memory edit waits for the user's decision."""
+
+    proposal: Proposal
+
+
+@dataclass(frozen=True)
+class ProposalApplied:
+    """A trusted edit applied under the auto-approve policy."""
+
+    proposal: Proposal
+
+
+@dataclass(frozen=True)
+class MemoryPressure:
+    stats: ContextStats
+
+
+@dataclass(frozen=True)
+class ContextEvicted:
+    evicted: int
+    summary: str
+
+
+NoticeKind = Literal["step_limit", "repeated_call", "no_reply", "cancelled", "error", "resumed"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should know about the turn, in words."""
+
+    kind: NoticeKind
+    text: str
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    reply: str | None
+    steps: int
+    reason: Literal["replied", "yielded", "step_limit", "repeated_call", "cancelled", "error"]
+
+
+Event = (
+    StepStarted
+    | TextStreamed
+    | FunctionCalled
+    | FunctionReturned
+    | MessageSent
+    | ProposalCreated
+    | ProposalApplied
+    | MemoryPressure
+    | ContextEvicted
+    | Notice
+    | TurnFinished
+)

