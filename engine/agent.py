@@ -100,7 +100,7 @@ class Agent:
             raise MnemoError("Type a message first; an empty message was not sent.")
         with self._lock:
             self.mnemo.recall.add("user", text, conversation_id=self.conversation_id)
-            return self._run_turn(on_event or _ignore, cancel)
+            return self._run_turn(_ignore if on_event is None else on_event, cancel)
 
     @property
     def interrupted(self) -> bool:
@@ -129,7 +129,7 @@ class Agent:
         with self._lock:
             if not self.interrupted:
                 return None
-            emit = on_event or _ignore
+            emit = _ignore if on_event is None else on_event
             emit(Notice("resumed", "Continuing the turn that was interrupted."))
             return self._run_turn(emit, cancel)
 

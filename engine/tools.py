@@ -7,10 +7,12 @@ Arguments are checked against the schema first; a bad call returns an error the 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import MnemoError
@@ -18,6 +20,7 @@ from engine.llm.base import FunctionSchema
 from engine.memory.proposals import Proposal
 from engine.memory.recall import RecallTransaction
 from engine.memory.search import Page
+from engine.resources import resource_path
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -59,10 +62,18 @@ def _text(description: str, max_length: int, min_length: int = 1) -> dict[str, A
     }
 
 
+@cache
+def _examples() -> dict[str, dict[str, Any]]:
+    examples: dict[str, dict[str, Any]] = json.loads(
+        resource_path("prompts/examples.json").read_text("utf-8")
+    )
+    return examples
+
+
 def function_schemas(labels: list[str]) -> list[FunctionSchema]:
     """Every memory function; ``labels`` are the core blocks the model may propose edits to."""
     label = {"type": "string", "enum": labels, "description": "the core memory block"}
-    return [
+    schemas = [
         FunctionSchema(
             SEND_MESSAGE,
             "Send a message to the user. The user sees nothing else you write.",
@@ -146,6 +157,7 @@ def function_schemas(labels: list[str]) -> list[FunctionSchema]:
             ),
         ),
     ]
+    return [replace(schema, example=_examples().get(schema.name)) for schema in schemas]
 
 
 # -- checking arguments ------------------------------------------------------------------------

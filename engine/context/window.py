@@ -255,8 +255,8 @@ class ContextWindow:
     def evict(self, state: AgentState, cancel: threading.Event | None = None) -> int:
         """Fold the oldest half of the window's messages into the summary; return how many.
 
-        The cut never falls between a function call and its result, and the newest message
-        always stays. Nothing is deleted: evicted messages remain searchable in recall.
+        The cut never falls between a function call and its result, and the current turn stays
+        (from the newest user message on) unless it alone overflows the window. Nothing is deleted: evicted messages remain searchable in recall.
         """
         from engine.context.summary import summarize  # the summarizer needs this module's types
 
@@ -266,8 +266,11 @@ class ContextWindow:
             self.message_tokens(hit, message) for hit, message in zip(hits, chat, strict=True)
         ]
         target = sum(counts) * EVICT_FRACTION
+        # The current turn (from the newest user message on) stays, unless it is all there is.
+        users = [index for index, hit in enumerate(hits) if hit.role == "user"]
+        last_cut = users[-1] if users and users[-1] > 0 else len(hits) - 1
         cut, evicted_tokens = 0, 0
-        while cut < len(hits) - 1 and evicted_tokens < target:
+        while cut < last_cut and evicted_tokens < target:
             evicted_tokens += counts[cut]
             cut += 1
         while 0 < cut < len(hits) and hits[cut].role == "function_result":

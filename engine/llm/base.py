@@ -48,6 +48,7 @@ class FunctionSchema:
     name: str
     description: str
     parameters: dict[str, Any]  # a JSON schema of type object
+    example: dict[str, Any] | None = None  # arguments of one typical call
 
 
 @dataclass
@@ -135,11 +136,12 @@ def describe_parameters(schema: dict[str, Any]) -> str:
 
 def render_functions(functions: Sequence[FunctionSchema]) -> str:
     """The function list for models that read it as text (local models)."""
-    lines = ["Functions (? marks an optional argument):"]
+    lines = ["Functions (? marks an optional argument), each with an example:"]
     for function in functions:
-        lines.append(
-            f"- {function.name}({describe_parameters(function.parameters)}): {function.description}"
-        )
+        parameters = describe_parameters(function.parameters)
+        lines.append(f"- {function.name}({parameters}): {function.description}")
+        if function.example is not None:
+            lines.append(f"  {ToolCall(function.name, function.example).to_json()}")
     return "\n".join(lines)
 
 
