@@ -1,4 +1,4 @@
-"""The context window: pressure warning, eviction into a recursive summary, summarizing in pieces."""
+"""The context window: pressure warning, eviction into a recursive summary, summaries in pieces."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 from datetime import datetime
 
 from agent_helpers import Recorder, call, say
+
 from engine.agent import Agent
 from engine.context.summary import summarize
 from engine.context.window import PRESSURE_FRACTION, load_state
@@ -108,8 +109,12 @@ def test_summaries_are_made_in_pieces_that_fit_the_model(mnemo):
     model = ScriptedModel(context_length=600)
     model.enqueue_summary("FIRST-PIECE-SUMMARY")
     messages = [
-        MessageHit(i, "user", f"Message {i}: " + "words about the weather and the sea " * 12,
-                   datetime(2026, 1, 1))
+        MessageHit(
+            i,
+            "user",
+            f"Message {i}: " + "words about the weather and the sea " * 12,
+            datetime(2026, 1, 1),
+        )
         for i in range(1, 41)
     ]
     summary = summarize(model, "Earlier: the user likes boats.", messages, max_tokens=60)

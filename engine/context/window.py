@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
+from engine.context.summary import summarize
 from engine.llm.base import (
     ChatMessage,
     ChatModel,
@@ -256,9 +257,9 @@ class ContextWindow:
         """Fold the oldest half of the window's messages into the summary; return how many.
 
         The cut never falls between a function call and its result, and the current turn stays
-        (from the newest user message on) unless it alone overflows the window. Nothing is deleted: evicted messages remain searchable in recall.
+        (from the newest user message on) unless it alone overflows the window. Nothing is
+        deleted: evicted messages remain searchable in recall.
         """
-        from engine.context.summary import summarize  # the summarizer needs this module's types
 
         hits = self.messages(state)
         chat = to_chat_messages(hits)

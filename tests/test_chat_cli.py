@@ -1,0 +1,118 @@
+"""`mnemo chat` with the scripted model, and the proposal and settings commands."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+from agent_helpers import call, say
+
+from engine.cli import main
+from engine.cli_chat import chat
+from engine.llm import ScriptedModel
+
+
+def answers(*lines: str):
+    feed: Iterator[str] = iter(lines)
+
+    def ask(_prompt: str) -> str:
+        try:
+            return next(feed)
+        except StopIteration:
+            raise EOFError from None
+
+    return ask
+
+
+def propose(model: ScriptedModel, content: str = "Name: Sam.") -> None:
+    model.enqueue(
+        [
+            call("core_memory_append", label="human", content=content, request_heartbeat=True),
+            say("Nice to meet you, Sam."),
+        ]
+    )
+
+
+def test_chat_streams_the_reply_and_asks_about_proposals_inline(mnemo):
+    model = ScriptedModel()
+    propose(model)
+    out = io.StringIO()
+    status = chat(mnemo, model, ask=answers("I'm Sam", "a", "/context", "/quit"), out=out)
+    text = out.getvalue()
+    assert status == 0
+    assert "mnemo › Nice to meet you, Sam." in text
+    assert "· proposed adding to human: 'Name: Sam.' → proposal 1 waits for approval" in text
+    assert "Proposal 1: add to human: 'Name: Sam.'" in text
+    assert "approved; human updated." in text
+    assert "Context:" in text and "usable tokens" in text
+    assert mnemo.core.get("human").endswith("Name: Sam.")
+
+
+def test_chat_edit_and_later(mnemo):
+    model = ScriptedModel()
+    propose(model, "Name: Sma.")
+    propose(model, "Likes tea.")
+    out = io.StringIO()
+    chat(mnemo, model, ask=answers("I'm Sam", "e", "Name: Sam.", "I like tea", "l"), out=out)
+    assert mnemo.core.get("human").endswith("Name: Sam.")
+    (waiting,) = mnemo.proposals.pending()
+    assert waiting.new_content == "Likes tea."
+    assert "left pending" in out.getvalue()
+
+
+def test_one_message_prints_the_reply_and_lists_waiting_proposals(mnemo):
+    model = ScriptedModel()
+    propose(model)
+    out, err = io.StringIO(), io.StringIO()
+    assert chat(mnemo, model, message="I'm Sam", out=out, err=err) == 0
+    assert out.getvalue() == "Nice to meet you, Sam.\n"
+    assert "Proposal 1 waits for you" in err.getvalue()
+    assert "mnemo memory approve 1" in err.getvalue()
+
+
+def test_chat_resumes_an_interrupted_turn_first(mnemo):
+    mnemo.recall.add("user", "Are you there?")
+    model = ScriptedModel()
+    model.enqueue([say("Yes, still here.")])
+    out = io.StringIO()
+    chat(mnemo, model, ask=answers("/quit"), out=out)
+    assert "Continuing the turn that was interrupted." in out.getvalue()
+    assert "mnemo › Yes, still here." in out.getvalue()
+
+
+def test_proposal_commands(mnemo, profile_dir, capsys):
+    model = ScriptedModel()
+    propose(model)
+    propose(model, "Likes tea.")
+    chat(mnemo, model, message="I'm Sam", out=io.StringIO(), err=io.StringIO())
+    chat(mnemo, model, message="I like tea", out=io.StringIO(), err=io.StringIO())
+    mnemo.close()
+    profile = ["--profile", str(profile_dir)]
+
+    assert main([*profile, "memory", "proposals"]) == 0
+    listed = capsys.readouterr().out
+    assert "Proposal 1: add to human: 'Name: Sam.'" in listed and "Proposal 2" in listed
+    assert "human after:" in listed
+    assert main([*profile, "memory", "approve", "1", "--text", "Name: Samuel."]) == 0
+    assert main([*profile, "memory", "reject", "2"]) == 0
+    assert main([*profile, "memory", "reject", "2"]) == 1
+    assert "already rejected" in capsys.readouterr().err
+    assert main([*profile, "memory", "show"]) == 0
+    shown = capsys.readouterr().out
+    assert "Name: Samuel." in shown and "Likes tea." not in shown
+    assert main([*profile, "memory", "proposals"]) == 0
+    assert "No core-memory edits are waiting" in capsys.readouterr().out
+
+
+def test_settings_command(profile_dir, capsys):
+    profile = ["--profile", str(profile_dir)]
+    assert main([*profile, "settings", "memory.core_write_policy", "auto"]) == 0
+    assert main([*profile, "settings", "memory.core_write_policy"]) == 0
+    assert capsys.readouterr().out.strip().endswith('"auto"')
+    assert main([*profile, "settings", "memory.core_write_policy", "sometimes"]) == 1
+    assert "either 'ask' or 'auto'" in capsys.readouterr().err
+    assert main([*profile, "settings", "agent.step_limit", "many"]) == 1
+    assert "whole number" in capsys.readouterr().err
+    assert main([*profile, "settings", "no.such.key", "1"]) == 1
+    assert main([*profile, "settings"]) == 0
+    assert "agent.step_limit = 10" in capsys.readouterr().out

