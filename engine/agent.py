@@ -173,6 +173,10 @@ class Agent:
             )
             if sentence is None:
                 raise
+            try:  # so that the next start does not retry a turn that cannot work
+                self._note(f"The turn stopped: {sentence}")
+            except (MnemoError, sqlalchemy.exc.OperationalError):
+                log.warning("could not record the failed turn: %s", sentence)
             emit(Notice("error", sentence))
             return self._finish(TurnFinished(None, turn.steps, "error"), emit)
 

@@ -406,3 +406,14 @@ def test_a_result_that_asked_for_a_heartbeat_is_resumed(mnemo, model):
 def test_empty_message_is_refused(agent):
     with pytest.raises(Exception, match="empty message"):
         agent.send("   ")
+
+
+def test_a_model_failure_ends_the_turn_in_words_and_is_not_retried(mnemo):
+    model = ScriptedModel(context_length=700, max_step_tokens=64)  # too small for the prompt
+    events = Recorder()
+    agent = Agent(mnemo, model)
+    result = agent.send("hello", on_event=events)
+    assert result.reason == "error"
+    (notice,) = events.of(Notice)
+    assert "context window" in notice.text and "larger context" in notice.text
+    assert not agent.interrupted
