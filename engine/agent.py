@@ -296,21 +296,12 @@ class Agent:
         emit(FunctionReturned(name, result.ok, result.text, result.summary))
         turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
         if result.proposal is not None:
-            self._offer(result.proposal.id, emit)
+            applied = result.proposal.status == "approved"
+            emit(ProposalApplied(result.proposal) if applied else ProposalCreated(result.proposal))
         if not result.ok or arguments.get("request_heartbeat"):
             return None
         turn.must_reply = True  # it yielded without a word to the user: ask for one
         return None
-
-    def _offer(self, proposal_id: int, emit: EventCallback) -> None:
-        proposal = self.mnemo.proposals.get(proposal_id)
-        if proposal.trusted and self.mnemo.settings.core_write_policy == "auto":
-            try:
-                emit(ProposalApplied(self.mnemo.proposals.approve_automatically(proposal_id)))
-                return
-            except MnemoError:
-                log.info("proposal %d no longer applies; left for the user", proposal_id)
-        emit(ProposalCreated(proposal))
 
     def _reply(self, text: str, turn: _Turn, emit: EventCallback) -> TurnFinished:
         with self.mnemo.recall.transaction() as transaction:

@@ -270,7 +270,10 @@ def _propose(ctx: ToolContext, arguments: dict[str, Any], action: str) -> ToolRe
         cause_kind="message",
         cause_ref=str(ctx.call_message_id),
         untrusted_reason=ctx.untrusted_reason,
+        auto_approve=ctx.mnemo.settings.core_write_policy == "auto",
     )
+    if proposal.status == "approved":
+        return ToolResult(f"The {label} block was updated.", summary="applied", proposal=proposal)
     what = "add to" if action == "append" else "change"
     return ToolResult(
         f"Proposal {proposal.id} to {what} the {label} block is pending the user's approval; "

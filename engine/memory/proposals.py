@@ -91,11 +91,14 @@ class ProposalStore:
         cause_kind: str = "message",
         cause_ref: str | None = None,
         untrusted_reason: str | None = None,
+        auto_approve: bool = False,
     ) -> Proposal:
         """Record a proposal inside the caller's transaction (the step that made it).
 
         An edit that could never apply (unknown or read-only block, text not found, too long) is
         refused here with the ``CoreMemoryError`` the model gets back, not queued for the user.
+        With ``auto_approve`` (the user's policy) a trusted edit is applied in the same
+        transaction; an untrusted one still waits for the user.
         """
         self._core.preview(label, action, new_content, old_content)
         row = ProposalRow(
@@ -111,6 +114,19 @@ class ProposalStore:
         )
         session.add(row)
         session.flush()
+        if auto_approve and untrusted_reason is None:
+            version_id = self._core.apply_in(
+                session,
+                label,
+                action,
+                new_content,
+                old_content,
+                author="model",
+                cause_kind="proposal",
+                cause_ref=str(row.id),
+            )
+            self._decide(row, "approved", "policy", new_content, version_id)
+            session.add(row)
         return _proposal(row)
 
     # -- reading -------------------------------------------------------------------------------
@@ -178,25 +194,6 @@ class ProposalStore:
                 f"The user {how} your change to the {row.label} block (proposal {row.id}).",
                 conversation_id=row.conversation_id,
             )
-            return _proposal(row)
-
-    def approve_automatically(self, proposal_id: int) -> Proposal:
-        """Apply a trusted proposal under the auto-approve policy (no note: the result said so)."""
-        with Session(self._engine) as session:
-            row = self._pending_row(session, proposal_id)
-            version_id = self._core.apply_in(
-                session,
-                row.label,
-                row.action,  # type: ignore[arg-type]
-                row.new_content,
-                row.old_content,
-                author="model",
-                cause_kind="proposal",
-                cause_ref=str(proposal_id),
-            )
-            self._decide(row, "approved", "policy", row.new_content, version_id)
-            session.add(row)
-            session.commit()
             return _proposal(row)
 
     def reject(self, proposal_id: int) -> Proposal:
