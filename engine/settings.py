@@ -16,14 +16,22 @@ from engine.errors import MnemoError
 from engine.memory.models import Setting
 
 CORE_WRITE_POLICIES = ("ask", "auto")
+BACKENDS = ("local", "openai", "anthropic")
 
 DEFAULTS: dict[str, Any] = {
     # The most model steps one user turn may take before the turn is stopped.
     "agent.step_limit": 10,
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
     "memory.core_write_policy": "ask",
+    # "local" (a GGUF file through llama.cpp), "openai" (any OpenAI-compatible server) or
+    # "anthropic".
+    "model.backend": "local",
     # The local GGUF model; empty means the bundled SmolLM2-135M-Instruct.
     "model.path": "",
+    # The API model's name and server; an empty base URL means the provider's own.
+    "model.name": "",
+    "model.base_url": "",
+    # Tokens of context; unset, API models get their provider's usual window.
     "model.context_length": 4096,
     "model.gpu_layers": 0,
     "model.threads": 0,  # 0: one per CPU core
@@ -49,6 +57,8 @@ def _check(key: str, value: Any) -> Any:
         raise SettingError("The step limit must be between 1 and 100.")
     if key == "memory.core_write_policy" and value not in CORE_WRITE_POLICIES:
         raise SettingError("The core-memory write policy is either 'ask' or 'auto'.")
+    if key == "model.backend" and value not in BACKENDS:
+        raise SettingError(f"The model back-end is one of {', '.join(BACKENDS)}.")
     if key == "model.context_length" and value < 512:
         raise SettingError("The context length must be at least 512 tokens.")
     if key in ("model.gpu_layers", "model.threads") and value < -1:
@@ -76,6 +86,11 @@ class Settings:
             session.add(row)
             session.commit()
         return value
+
+    def is_set(self, key: str) -> bool:
+        """Whether the user chose a value (as opposed to the default)."""
+        with Session(self._engine) as session:
+            return session.get(Setting, key) is not None
 
     def all(self) -> dict[str, Any]:
         return {key: self.get(key) for key in DEFAULTS}

@@ -9,7 +9,9 @@ reports its context length. Backends: ``LlamaModel`` (local GGUF), ``ScriptedMod
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
+import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -169,17 +171,19 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
 
 
 class MessageStream:
-    """Pull the text of a ``send_message`` call out of JSON that is still being generated.
+    """Pull the ``message`` argument out of JSON that is still being generated.
 
-    Fed raw output bytes piece by piece, it returns the newly decoded part of the message
-    argument, so a reply appears word by word although the model writes a JSON call.
+    Fed output piece by piece (bytes from a local model, text from an API), it returns the newly
+    decoded part of the message string, so a reply appears word by word although the model
+    writes a function call. Only ``send_message`` has a ``message`` argument.
     """
 
-    PREFIX = '{"function": "send_message", "arguments": {"message": "'
+    _START = re.compile(r'"message"\s*:\s*"')
 
     def __init__(self) -> None:
         self._bytes = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._raw = ""
+        self._body_start: int | None = None
         self._position = 0  # how much of the string body has been decoded
         self._done = False
 
@@ -187,10 +191,12 @@ class MessageStream:
         self._raw += self._bytes.decode(data) if isinstance(data, bytes) else data
         if self._done:
             return ""
-        if not self._raw.startswith(self.PREFIX[: len(self._raw)]):
-            self._done = True  # another function: nothing to show
-            return ""
-        body = self._raw[len(self.PREFIX) :]
+        if self._body_start is None:
+            match = self._START.search(self._raw)
+            if match is None:
+                return ""
+            self._body_start = match.end()
+        body = self._raw[self._body_start :]
         out: list[str] = []
         i = self._position
         while i < len(body):
@@ -199,16 +205,13 @@ class MessageStream:
                 self._done = True
                 break
             if char == "\\":
-                if i + 1 >= len(body):
-                    break
-                if body[i + 1] == "u":
-                    if i + 6 > len(body):
-                        break
-                    out.append(json.loads(f'"{body[i : i + 6]}"'))
-                    i += 6
-                    continue
-                out.append(json.loads(f'"{body[i : i + 2]}"'))
-                i += 2
+                width = 6 if body[i + 1 : i + 2] == "u" else 2
+                if i + width > len(body):
+                    break  # the escape is not complete yet
+                # A broken escape is skipped here; the parser reports the call itself.
+                with contextlib.suppress(json.JSONDecodeError):
+                    out.append(json.loads(f'"{body[i : i + width]}"'))
+                i += width
                 continue
             out.append(char)
             i += 1

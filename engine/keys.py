@@ -1,0 +1,113 @@
+"""API keys: kept only in the OS keyring, never in files, the database or logs.
+
+Where a machine has no secure keyring (common on headless Linux), a key can be given for this run
+only: it lives in this process's memory and is gone when Mnemo exits. There is deliberately no
+plaintext fallback. Keys in the usual environment variables (``OPENAI_API_KEY``...) are read too.
+"""
+
+from __future__ import annotations
+
+import os
+
+import keyring
+import keyring.errors
+from keyring.backend import KeyringBackend
+
+from engine.errors import MnemoError
+
+SERVICE = "mnemo"
+PROVIDERS = ("openai", "anthropic")
+ENVIRONMENT = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+NO_KEYRING = (
+    "This computer has no secure keyring (common on headless Linux), so Mnemo cannot save the "
+    "key; it can keep one for this run only. To save keys, install and unlock a keyring service "
+    "such as GNOME Keyring or KWallet."
+)
+_session_keys: dict[str, str] = {}
+
+
+class KeyringUnavailableError(MnemoError):
+    """No secure keyring: the key can only be used for this run."""
+
+
+def _check_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        raise MnemoError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
+
+
+def _backend() -> KeyringBackend:
+    return keyring.get_keyring()
+
+
+def keyring_status() -> tuple[str, bool]:
+    """The keyring backend's name and whether it stores secrets securely."""
+    backend = _backend()
+    name = f"{type(backend).__module__}.{type(backend).__name__}"
+    insecure = ("fail", "null", "keyrings.alt")
+    secure = backend.priority > 0 and not any(part in name for part in insecure)
+    return name, secure
+
+
+def get_key(provider: str) -> str | None:
+    """This run's key, else the keyring's, else the environment's; None when there is none."""
+    _check_provider(provider)
+    if provider in _session_keys:
+        return _session_keys[provider]
+    if keyring_status()[1]:
+        try:
+            stored = keyring.get_password(SERVICE, provider)
+        except keyring.errors.KeyringError:
+            stored = None
+        if stored:
+            return stored
+    return os.environ.get(ENVIRONMENT[provider]) or None
+
+
+def key_source(provider: str) -> str:
+    """Where ``get_key`` would find the key, in words."""
+    _check_provider(provider)
+    if provider in _session_keys:
+        return "given for this run"
+    if keyring_status()[1]:
+        try:
+            if keyring.get_password(SERVICE, provider):
+                return "saved in the keyring"
+        except keyring.errors.KeyringError:
+            pass
+    if os.environ.get(ENVIRONMENT[provider]):
+        return f"from ${ENVIRONMENT[provider]}"
+    return "none"
+
+
+def save_key(provider: str, key: str) -> None:
+    """Store a key in the keyring; raises ``KeyringUnavailableError`` when there is none."""
+    _check_provider(provider)
+    key = key.strip()
+    if not key:
+        raise MnemoError("The key is empty; paste the whole key.")
+    if not keyring_status()[1]:
+        raise KeyringUnavailableError(NO_KEYRING)
+    try:
+        keyring.set_password(SERVICE, provider, key)
+    except keyring.errors.KeyringError as error:
+        raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
+
+
+def use_key_for_this_run(provider: str, key: str) -> None:
+    _check_provider(provider)
+    if not key.strip():
+        raise MnemoError("The key is empty; paste the whole key.")
+    _session_keys[provider] = key.strip()
+
+
+def delete_key(provider: str) -> bool:
+    """Forget a provider's key (keyring and this run); return whether there was one."""
+    _check_provider(provider)
+    removed = _session_keys.pop(provider, None) is not None
+    if keyring_status()[1]:
+        try:
+            keyring.delete_password(SERVICE, provider)
+            removed = True
+        except keyring.errors.PasswordDeleteError:
+            pass
+    return removed

@@ -1,0 +1,117 @@
+"""What the API back-ends share: token estimates calibrated by the server's own counts.
+
+An API model's tokenizer is not available offline, so prompt sizes are estimated from characters
+and corrected after every step by the prompt-token count the server reports (``usage``), which
+makes the estimate converge on the model's own count for this conversation's kind of text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from engine.llm.base import ChatMessage, FunctionSchema, Prompt, Step, TextCallback
+from engine.llm.http import ApiClient
+
+CHARS_PER_TOKEN = 3.6
+MESSAGE_OVERHEAD = 4
+
+
+def api_parameters(schema: dict[str, Any]) -> dict[str, Any]:
+    """A function's JSON schema for an API: length limits move into the descriptions.
+
+    Servers that turn schemas into grammars (llama.cpp) choke on long ``maxLength`` values, and
+    the agent checks lengths itself anyway.
+    """
+    properties = {}
+    for name, spec in schema.get("properties", {}).items():
+        spec = dict(spec)
+        limit = spec.pop("maxLength", None)
+        spec.pop("minLength", None)
+        if limit is not None:
+            spec["description"] = f"{spec.get('description', '')} (at most {limit} characters)"
+        if isinstance(spec.get("items"), dict):
+            spec["items"] = {k: v for k, v in spec["items"].items() if "Length" not in k}
+        properties[name] = spec
+    return {**schema, "properties": properties}
+
+
+def function_description(function: FunctionSchema) -> str:
+    if function.example is None:
+        return function.description
+    return f"{function.description} Example arguments: {json.dumps(function.example)}"
+
+
+class ApiChatModel:
+    """Base of the HTTP back-ends: counting, the system text, and the calibration."""
+
+    provider = "api"
+
+    def __init__(
+        self,
+        client: ApiClient,
+        model: str,
+        *,
+        context_length: int,
+        max_step_tokens: int = 1024,
+    ) -> None:
+        self._client = client
+        self.model = model
+        self.name = f"{self.provider}:{model}"
+        self.context_length = context_length
+        self.max_step_tokens = max_step_tokens
+        self._scale = 1.0  # server-reported prompt tokens / our estimate, smoothed
+        self._lock = threading.Lock()
+
+    # -- counting ------------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        return math.ceil(len(text) / CHARS_PER_TOKEN * self._scale)
+
+    def count_functions(self, functions: Sequence[FunctionSchema]) -> int:
+        return self.count_tokens(json.dumps(self._tools(functions)))
+
+    def count_prompt(self, prompt: Prompt) -> int:
+        return (
+            self.count_tokens(self._system(prompt))
+            + self.count_functions(prompt.functions)
+            + sum(
+                self.count_tokens(json.dumps(self._message(message))) + MESSAGE_OVERHEAD
+                for message in prompt.messages
+            )
+        )
+
+    def _calibrate(self, prompt: Prompt, reported_tokens: int | None) -> None:
+        if not reported_tokens:
+            return
+        estimate = self.count_prompt(prompt) / self._scale
+        if estimate > 0:
+            ratio = min(3.0, max(0.33, reported_tokens / estimate))
+            self._scale = 0.5 * self._scale + 0.5 * ratio
+
+    # -- the request ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _system(prompt: Prompt) -> str:
+        return f"{prompt.instructions}\n\n{prompt.memory}"
+
+    def _tools(self, functions: Sequence[FunctionSchema]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _message(self, message: ChatMessage) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def step(
+        self,
+        prompt: Prompt,
+        *,
+        on_text: TextCallback | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Step:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._client.close()
