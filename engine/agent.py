@@ -351,8 +351,10 @@ class Agent:
         """A system note in the conversation, so the model knows on its next turn too."""
         self.mnemo.recall.add("system", text, conversation_id=self.conversation_id)
 
-    @staticmethod
-    def _finish(result: TurnFinished, emit: EventCallback) -> TurnFinished:
+    def _finish(self, result: TurnFinished, emit: EventCallback) -> TurnFinished:
+        log.info(
+            "turn of %s finished after %d steps: %s", self.model.name, result.steps, result.reason
+        )
         emit(result)
         return result
 

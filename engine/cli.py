@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
+import logging.handlers
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -13,7 +15,7 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from engine import __version__, cli_chat
+from engine import __version__, cli_chat, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
@@ -326,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     settings.set_defaults(handler=cmd_settings)
 
     cli_chat.add_parser(commands)
+    cli_models.add_parsers(commands)
 
     search = commands.add_parser("search", help="search recall or archival memory")
     search.add_argument("store", choices=["recall", "archival"])
@@ -361,10 +364,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def log_to_profile(mnemo: Mnemo) -> None:
+    """Log to ``<profile>/logs/mnemo.log`` (rotated), so problems can be looked at later."""
+    path = mnemo.profile.log_path
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "mnemo_profile_log", False)]:
+        root.removeHandler(handler)  # another profile's log, in this process
+        handler.close()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        )
+    except OSError:
+        return  # a read-only profile still works, without a log
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.mnemo_profile_log = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with Mnemo.open(args.profile) as mnemo:
+            log_to_profile(mnemo)
             return int(args.handler(mnemo, args))
     except (MnemoError, ValueError) as error:
         print(f"mnemo: {error}", file=sys.stderr)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from engine.agent import Agent
+from engine.cli_models import ask_key_for_this_run
 from engine.errors import MnemoError
 from engine.events import (
     ContextEvicted,
@@ -268,6 +269,7 @@ def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
     started = time.perf_counter()
     model = load_model(
         mnemo.settings,
+        ask_key_for_this_run,
         path=args.model,
         context_length=args.context,
         gpu_layers=args.gpu_layers,

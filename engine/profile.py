@@ -60,3 +60,12 @@ class Profile:
     @property
     def archival_path(self) -> Path:
         return self.root / "archival.lance"
+
+    @property
+    def log_path(self) -> Path:
+        return self.root / "logs" / "mnemo.log"
+
+    @property
+    def models_path(self) -> Path:
+        """Where `mnemo models` looks for GGUF files besides the configured one."""
+        return self.root / "models"

@@ -59,9 +59,13 @@ def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides
         if key:
             keys.use_key_for_this_run(backend, key)
     if key is None and needs_key:
-        raise ModelError(
-            f"There is no API key for {backend}; set one with `mnemo keys set {backend}`."
+        how = (
+            f"set one with `mnemo keys set {backend}`"
+            if keys.keyring_status()[1]
+            else f"this computer has no keyring to save one, so paste one when `mnemo chat` asks "
+            f"(it is kept for that run only) or set ${keys.ENVIRONMENT[backend]}"
         )
+        raise ModelError(f"There is no API key for {backend}; {how}.")
     if backend == "openai":
         from engine.llm.openai_api import OPENAI_URL, OpenAIModel
 

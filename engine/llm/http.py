@@ -104,6 +104,7 @@ class ApiClient:
         self, method: str, path: str, headers: dict[str, str], body: dict[str, Any] | None
     ) -> Iterator[httpx.Response]:
         url = f"{self.base_url}{path}"
+        log.info("%s %s", method, url)  # never the headers: they hold the key
         attempt = 0
         while True:
             try:
