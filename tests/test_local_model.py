@@ -136,3 +136,28 @@ def test_mnemo_chat_message_in_a_fresh_profile(tmp_path):
         env=env,
     )
     assert '"role": "user"' in shown.stdout
+
+
+def test_a_model_too_big_for_free_memory_is_refused(monkeypatch):
+    monkeypatch.setattr("engine.llm.local._available_memory", lambda: 10 * 2**20)
+    with pytest.raises(
+        ModelError, match=r"needs about 0\.1 GiB of memory but only 0\.0 GiB is free"
+    ):
+        LlamaModel()
+
+
+def test_a_gguf_without_a_chat_template_falls_back_to_chatml(monkeypatch):
+    import llama_cpp
+
+    original = llama_cpp.Llama.__init__
+
+    def without_template(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.metadata.pop("tokenizer.chat_template", None)
+
+    monkeypatch.setattr(llama_cpp.Llama, "__init__", without_template)
+    model = LlamaModel(context_length=2048)
+    rendered = model._formatter(messages=[{"role": "user", "content": "hi"}]).prompt
+    assert rendered == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    step = model.step(prompt_for("hello"))
+    assert step.call is not None and step.error is None

@@ -113,7 +113,8 @@ class LlamaModel:
                 model_path=str(self.path),
                 n_ctx=context_length,
                 n_gpu_layers=gpu_layers,
-                n_threads=threads or None,
+                # llama.cpp would use half the cores for generation; measured faster with all.
+                n_threads=threads or os.cpu_count() or 1,
                 verbose=False,
             )
         except (ValueError, RuntimeError) as error:
