@@ -15,7 +15,7 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from engine import __version__, cli_chat, cli_models
+from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
@@ -329,6 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     cli_chat.add_parser(commands)
     cli_models.add_parsers(commands)
+    cli_ingest.add_parsers(commands)
 
     search = commands.add_parser("search", help="search recall or archival memory")
     search.add_argument("store", choices=["recall", "archival"])

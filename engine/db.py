@@ -113,6 +113,30 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX proposal_status ON proposal (status, id);
         """,
     ),
+    (
+        "document_index_and_watched_folders",
+        """
+        CREATE TABLE document (
+            path TEXT PRIMARY KEY,
+            size INTEGER NOT NULL DEFAULT 0,
+            mtime REAL NOT NULL DEFAULT 0,
+            content_hash TEXT,
+            status TEXT NOT NULL
+                CHECK (status IN ('queued', 'indexing', 'done', 'error', 'skipped')),
+            error TEXT,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            embedder TEXT,
+            updated_at REAL NOT NULL
+        );
+        CREATE INDEX document_status ON document (status);
+        CREATE TABLE watched_folder (
+            path TEXT PRIMARY KEY,
+            include TEXT NOT NULL DEFAULT '[]',
+            exclude TEXT NOT NULL DEFAULT '[]',
+            added_at REAL NOT NULL
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -35,6 +35,8 @@ DEFAULTS: dict[str, Any] = {
     "model.context_length": 4096,
     "model.gpu_layers": 0,
     "model.threads": 0,  # 0: one per CPU core
+    # Larger files are refused with a message (a log dump or disk image is rarely a document).
+    "ingest.max_file_mb": 100,
 }
 
 

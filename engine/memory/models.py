@@ -85,3 +85,28 @@ class ProposalRow(SQLModel, table=True):
     decided_by: str | None = None
     created_at: float
     decided_at: float | None = None
+
+
+class DocumentRow(SQLModel, table=True):
+    """One file in the ingestion index: what was seen of it and how indexing went."""
+
+    __tablename__ = "document"
+
+    path: str = Field(primary_key=True)
+    size: int = 0
+    mtime: float = 0.0
+    content_hash: str | None = None
+    status: str
+    error: str | None = None
+    chunk_count: int = 0
+    embedder: str | None = None
+    updated_at: float
+
+
+class WatchedFolderRow(SQLModel, table=True):
+    __tablename__ = "watched_folder"
+
+    path: str = Field(primary_key=True)
+    include: str = "[]"
+    exclude: str = "[]"
+    added_at: float

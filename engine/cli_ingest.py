@@ -1,0 +1,213 @@
+"""`mnemo ingest`, `mnemo watch` and `mnemo sources`: documents into archival memory."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
+from engine.ingest.watch import FolderWatcher, WatchedFolders
+from engine.mnemo import Mnemo
+
+BAR_WIDTH = 28
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self) -> None:
+        self._tty = sys.stderr.isatty()
+        self._last = 0.0
+
+    def __call__(self, progress: IngestProgress) -> None:
+        if not self._tty:
+            return
+        now = time.monotonic()
+        if progress.current is not None and now - self._last < 0.1:
+            return
+        self._last = now
+        total = max(progress.files_total, 1)
+        filled = int(BAR_WIDTH * progress.files_done / total)
+        name = (progress.current or "").rsplit("/", 1)[-1][:30]
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {progress.files_done}/"
+            f"{progress.files_total} files, {progress.chunks} passages, {progress.errors} errors "
+            f"{name:<30}"
+        )
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self._tty:
+            sys.stderr.write("\n")
+
+
+def _print_problems(results: list[FileResult]) -> None:
+    for result in results:
+        if result.outcome in ("error", "skipped"):
+            print(f"  {result.outcome}: {result.path}: {result.error}")
+
+
+def _summary(progress: IngestProgress) -> str:
+    counts: dict[str, int] = {}
+    for result in progress.results:
+        counts[result.outcome] = counts.get(result.outcome, 0) + 1
+    parts = [f"{count} {outcome}" for outcome, count in sorted(counts.items())]
+    return f"{progress.files_total} files: {', '.join(parts) or 'nothing to do'}; " + (
+        f"{progress.chunks} passages"
+    )
+
+
+def _run_with_cancel(work: Callable[[threading.Event], IngestProgress]) -> IngestProgress:
+    """Run ingestion so that Ctrl-C stops it between files (what is done stays done)."""
+    cancel = threading.Event()
+    outcome: list[IngestProgress] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            outcome.append(work(cancel))
+        except BaseException as error:
+            failure.append(error)
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    while worker.is_alive():
+        try:
+            worker.join(0.1)
+        except KeyboardInterrupt:
+            sys.stderr.write("\nStopping after the current file; run again to continue.\n")
+            cancel.set()
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def cmd_ingest(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    ingestor = Ingestor(mnemo)
+    bar = ProgressBar()
+    leftover = ingestor.resume  # files a crash or a Ctrl-C left unfinished come first
+    resumed = _run_with_cancel(lambda cancel: leftover(bar, cancel))
+    progress = _run_with_cancel(
+        lambda cancel: ingestor.ingest(
+            args.paths,
+            progress=bar,
+            cancel=cancel,
+            include=args.include or (),
+            **({"exclude": args.exclude} if args.exclude else {}),
+        )
+    )
+    bar.done()
+    if resumed.files_total:
+        print(f"Finished {resumed.files_total} files left from an earlier run.")
+    print(_summary(progress))
+    _print_problems(progress.results)
+    return 1 if progress.errors else 0
+
+
+def cmd_watch_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
+    folders = WatchedFolders(mnemo).all()
+    if not folders:
+        print("No watched folders; add one with `mnemo watch add PATH`.")
+    for folder in folders:
+        include = f" (only {', '.join(folder.include)})" if folder.include else ""
+        print(f"{folder.path}{include}")
+    return 0
+
+
+def cmd_watch_add(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    folder = WatchedFolders(mnemo).add(args.path, args.include or (), args.exclude)
+    print(f"Watching {folder.path}; indexing what is there now...")
+    bar = ProgressBar()
+    progress = _run_with_cancel(
+        lambda cancel: Ingestor(mnemo).reconcile(
+            folder.path, folder.include, folder.exclude, bar, cancel
+        )
+    )
+    bar.done()
+    print(_summary(progress))
+    _print_problems(progress.results)
+    print("It stays in sync while Mnemo runs (`mnemo watch run` watches from the terminal).")
+    return 0
+
+
+def cmd_watch_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    WatchedFolders(mnemo).remove(args.path)
+    if args.keep:
+        print(f"Stopped watching {args.path}; its passages stay in archival memory.")
+    else:
+        removed = Ingestor(mnemo).remove(str(Path(args.path).expanduser().absolute()))
+        print(f"Stopped watching {args.path} and removed its {removed} passages.")
+    return 0
+
+
+def cmd_watch_run(mnemo: Mnemo, _args: argparse.Namespace) -> int:
+    if not WatchedFolders(mnemo).all():
+        print("No watched folders; add one with `mnemo watch add PATH`.")
+        return 1
+
+    def show(result: FileResult) -> None:
+        if result.outcome != "unchanged":
+            detail = f": {result.error}" if result.error else f" ({result.chunks} passages)"
+            print(f"{result.outcome}: {result.path}{detail}", flush=True)
+
+    watcher = FolderWatcher(mnemo, on_result=show)
+    watcher.start()
+    print("Watching; Ctrl-C stops.", flush=True)
+    try:
+        while True:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        watcher.stop()
+    return 0
+
+
+def cmd_sources(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    rows = Ingestor(mnemo).documents()
+    if args.errors:
+        rows = [row for row in rows if row.status in ("error", "skipped")]
+    if args.json:
+        print(json.dumps([row.model_dump() for row in rows], ensure_ascii=False, indent=2))
+        return 0
+    if not rows:
+        print("No documents yet; `mnemo ingest PATH` or `mnemo watch add FOLDER` adds some.")
+    for row in rows:
+        detail = f"{row.chunk_count} passages" if row.status == "done" else (row.error or "")
+        print(f"{row.status:<8} {row.path}  {detail}")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ingest = commands.add_parser("ingest", help="read files and folders into archival memory")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--include", action="append", metavar="GLOB", help="only matching files")
+    ingest.add_argument("--exclude", action="append", metavar="GLOB", help="skip matching names")
+    ingest.set_defaults(handler=cmd_ingest)
+
+    watch = commands.add_parser("watch", help="folders kept in sync with archival memory")
+    watch.set_defaults(handler=cmd_watch_list)
+    actions = watch.add_subparsers(metavar="ACTION")
+    actions.add_parser("list", help="the watched folders").set_defaults(handler=cmd_watch_list)
+    add = actions.add_parser("add", help="watch a folder (and index it now)")
+    add.add_argument("path")
+    add.add_argument("--include", action="append", metavar="GLOB")
+    add.add_argument("--exclude", action="append", metavar="GLOB")
+    add.set_defaults(handler=cmd_watch_add)
+    remove = actions.add_parser("remove", help="stop watching a folder")
+    remove.add_argument("path")
+    remove.add_argument("--keep", action="store_true", help="keep its passages")
+    remove.set_defaults(handler=cmd_watch_remove)
+    actions.add_parser("run", help="watch in the terminal until Ctrl-C").set_defaults(
+        handler=cmd_watch_run
+    )
+
+    sources = commands.add_parser("sources", help="every ingested file with its status")
+    sources.add_argument("--json", action="store_true")
+    sources.add_argument("--errors", action="store_true", help="only files that failed")
+    sources.set_defaults(handler=cmd_sources)
