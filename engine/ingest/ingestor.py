@@ -215,143 +215,160 @@ class Ingestor:
         cancel: threading.Event | None,
     ) -> IngestProgress:
         state = IngestProgress(files_total=len(files))
-        self._queue(files)
-        for path in files:
-            if cancel is not None and cancel.is_set():
-                break
-            state.current = str(path)
-            if progress:
-                progress(state)
-            result = self.ingest_file(path, cancel)
+        known = {row.path: row for row in self.documents()}
+        work: list[Path] = []
+        for path in files:  # the common case, a re-scan of unchanged files, costs one stat each
+            row = known.get(str(path))
+            unchanged = self._unchanged(row, path)
+            if unchanged is not None:
+                state.results.append(unchanged)
+                state.files_done += 1
+                state.chunks += unchanged.chunks
+            else:
+                work.append(path)
+        if progress and state.files_done:
+            progress(state)
+        self._queue(work)
+
+        def record(result: FileResult) -> None:
             state.results.append(result)
             state.files_done += 1
             state.chunks += result.chunks
             state.errors += result.outcome == "error"
             if progress:
                 progress(state)
+
+        with self._lock:
+            writer = _Writer(self, record)
+            for path in work:
+                if cancel is not None and cancel.is_set():
+                    break
+                state.current = str(path)
+                if progress:
+                    progress(state)
+                self._ingest_into(writer, path, known.get(str(path)), cancel)
+            writer.flush()
         state.current = None
         return state
 
+    def _unchanged(self, row: DocumentRow | None, path: Path) -> FileResult | None:
+        if row is None or row.status != "done" or row.embedder != self._mnemo.embedder.name:
+            return None
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        if (row.size, row.mtime) != (stat.st_size, stat.st_mtime):
+            return None
+        return FileResult(str(path), "unchanged", row.chunk_count)
+
     def ingest_file(self, path: Path, cancel: threading.Event | None = None) -> FileResult:
         """Bring one file's passages in line with the file, whatever state it is in."""
+        with Session(self._mnemo.database) as session:
+            row = session.get(DocumentRow, str(path))
+        unchanged = self._unchanged(row, path)
+        if unchanged is not None:
+            return unchanged
+        results: list[FileResult] = []
+        with self._lock:
+            writer = _Writer(self, results.append)
+            self._ingest_into(writer, path, row, cancel)
+            writer.flush()
+        return results[0]
+
+    def _ingest_into(
+        self,
+        writer: _Writer,
+        path: Path,
+        row: DocumentRow | None,
+        cancel: threading.Event | None,
+    ) -> None:
+        """Check one file and queue its passages on ``writer`` (which reports its outcome)."""
         key = str(path)
         try:
             stat = path.stat()
         except FileNotFoundError:
             removed = self.remove(key)
-            return FileResult(key, "removed", error=None if removed else "it does not exist")
+            writer.report(
+                FileResult(key, "removed", error=None if removed else "it does not exist")
+            )
+            return
         except OSError as error:
-            return self._failed(key, _reason(error))
+            writer.report(self._failed(key, _reason(error)))
+            return
         if not path.is_file():
-            return self._failed(key, _reason(IsADirectoryError()))
-        with Session(self._mnemo.database) as session:
-            row = session.get(DocumentRow, key)
-        embedder = self._mnemo.embedder.name
-        if (
-            row is not None
-            and row.status == "done"
-            and row.embedder == embedder
-            and row.size == stat.st_size
-            and row.mtime == stat.st_mtime
-        ):
-            return FileResult(key, "unchanged", row.chunk_count)
+            writer.report(self._failed(key, _reason(IsADirectoryError())))
+            return
+        had_passages = row is not None and (row.chunk_count > 0 or row.status == "indexing")
         limit = int(self._mnemo.settings.get("ingest.max_file_mb"))
-        if stat.st_size > limit * 2**20:
-            self._mnemo.archival.delete_by_source(key)
-            return self._failed(
-                key,
-                f"it is {stat.st_size / 2**20:.0f} MB and Mnemo reads files up to {limit} MB "
-                "(the setting ingest.max_file_mb)",
-            )
-        if stat.st_size == 0:
-            self._mnemo.archival.delete_by_source(key)
-            self._set(
-                key,
-                status="skipped",
-                error="it is empty",
-                chunk_count=0,
-                size=0,
-                mtime=stat.st_mtime,
-            )
-            return FileResult(key, "skipped", error="it is empty")
+        if stat.st_size > limit * 2**20 or stat.st_size == 0:
+            if had_passages:
+                self._mnemo.archival.delete_by_source(key)
+            if stat.st_size:
+                reason = (
+                    f"it is {stat.st_size / 2**20:.0f} MB and Mnemo reads files up to {limit} MB "
+                    "(the setting ingest.max_file_mb)"
+                )
+                writer.report(self._failed(key, reason))
+            else:
+                self._set(
+                    key,
+                    status="skipped",
+                    error="it is empty",
+                    chunk_count=0,
+                    size=0,
+                    mtime=stat.st_mtime,
+                )
+                writer.report(FileResult(key, "skipped", error="it is empty"))
+            return
         try:
             digest = file_hash(path)
         except OSError as error:
-            return self._failed(key, _reason(error))
+            writer.report(self._failed(key, _reason(error)))
+            return
         if (
             row is not None
             and row.status == "done"
             and row.content_hash == digest
-            and (row.embedder == embedder)
+            and row.embedder == self._mnemo.embedder.name
         ):
             self._set(key, size=stat.st_size, mtime=stat.st_mtime)  # touched, not changed
-            return FileResult(key, "unchanged", row.chunk_count)
-        with self._lock:
-            return self._index(path, stat, digest, cancel)
-
-    def _index(
-        self, path: Path, stat: os.stat_result, digest: str, cancel: threading.Event | None
-    ) -> FileResult:
-        key = str(path)
+            writer.report(FileResult(key, "unchanged", row.chunk_count))
+            return
         self._set(key, status="indexing", error=None)
-        archival = self._mnemo.archival
-        archival.delete_by_source(key)  # a changed file, or a crash mid-way: start clean
-        written = 0
+        if had_passages:
+            self._mnemo.archival.delete_by_source(key)  # changed, or a crash mid-way: start clean
+        file = writer.start(key, stat, digest)
         try:
-            batch: list[NewPassage] = []
             for chunk in chunk_sections(load(path)):
                 if cancel is not None and cancel.is_set():
                     raise GenerationCancelled("Ingestion was stopped.")
-                batch.append(
+                writer.add(
+                    file,
                     NewPassage(
                         chunk.text,
                         Source(path=key, section=chunk.section, chunk=chunk.position),
                         created_at=stat.st_mtime,
                         origin="document",
-                    )
+                    ),
                 )
-                if len(batch) >= INSERT_BATCH:
-                    archival.insert_many(batch)
-                    written += len(batch)
-                    batch = []
-            if batch:
-                archival.insert_many(batch)
-                written += len(batch)
         except GenerationCancelled:
-            archival.delete_by_source(key)
+            writer.abandon(file)
             self._set(key, status="queued", error=None, chunk_count=0)
-            return FileResult(key, "cancelled")
+            writer.report(FileResult(key, "cancelled"))
+            return
         except UnsupportedFile as error:
-            archival.delete_by_source(key)
+            writer.abandon(file)
             self._set(key, status="skipped", error=str(error), chunk_count=0)
-            return FileResult(key, "skipped", error=str(error))
+            writer.report(FileResult(key, "skipped", error=str(error)))
+            return
         except Exception as error:  # one bad file must not stop the batch
             if not isinstance(error, DocumentError | OSError):
                 log.exception("ingesting %s failed", key)
-            archival.delete_by_source(key)
-            return self._failed(key, _reason(error))
-        if not written:
-            self._set(
-                key,
-                status="skipped",
-                error="it contains no text",
-                chunk_count=0,
-                size=stat.st_size,
-                mtime=stat.st_mtime,
-                content_hash=digest,
-            )
-            return FileResult(key, "skipped", error="it contains no text")
-        self._set(
-            key,
-            status="done",
-            error=None,
-            chunk_count=written,
-            size=stat.st_size,
-            mtime=stat.st_mtime,
-            content_hash=digest,
-            embedder=self._mnemo.embedder.name,
-        )
-        return FileResult(key, "done", written)
+            writer.abandon(file)
+            writer.report(self._failed(key, _reason(error)))
+            return
+        writer.finish(file)
 
     def _failed(self, key: str, reason: str) -> FileResult:
         self._set(key, status="error", error=reason, chunk_count=0)
@@ -388,3 +405,87 @@ class Ingestor:
             if Path(row.path) not in present:
                 self.remove(row.path)
         return self._run(sorted(present), progress, cancel)
+
+
+@dataclass
+class _File:
+    key: str
+    stat: os.stat_result
+    digest: str
+    passages: int = 0
+    in_buffer: int = 0
+    flushed: bool = False
+
+
+class _Writer:
+    """Passages of many files embedded and written in large batches (as fast as the embedder
+    alone); a file is marked done only once all of its passages are written."""
+
+    def __init__(self, ingestor: Ingestor, report: Callable[[FileResult], None]) -> None:
+        self._ingestor = ingestor
+        self.report = report
+        self._buffer: list[NewPassage] = []
+        self._open: list[_File] = []  # files with passages in the buffer
+        self._finished: list[_File] = []  # complete files waiting for the next write
+
+    def start(self, key: str, stat: os.stat_result, digest: str) -> _File:
+        file = _File(key, stat, digest)
+        self._open.append(file)
+        return file
+
+    def add(self, file: _File, passage: NewPassage) -> None:
+        self._buffer.append(passage)
+        file.passages += 1
+        file.in_buffer += 1
+        if len(self._buffer) >= INSERT_BATCH:
+            self.flush()
+
+    def finish(self, file: _File) -> None:
+        self._finished.append(file)
+
+    def abandon(self, file: _File) -> None:
+        """Drop a failed file's passages: those still buffered (they are the buffer's tail) and
+        any already written."""
+        if file.in_buffer:
+            del self._buffer[-file.in_buffer :]
+        if file.flushed:
+            self._ingestor._mnemo.archival.delete_by_source(file.key)
+        self._open.remove(file)
+
+    def flush(self) -> None:
+        if self._buffer:
+            self._ingestor._mnemo.archival.insert_many(self._buffer)
+            self._buffer = []
+            for file in self._open:
+                file.flushed = file.flushed or file.in_buffer > 0
+                file.in_buffer = 0
+        for file in self._finished:
+            self._open.remove(file)
+            self._done(file)
+        self._finished = []
+
+    def _done(self, file: _File) -> None:
+        ingestor = self._ingestor
+        if not file.passages:
+            ingestor._set(
+                file.key,
+                status="skipped",
+                error="it contains no text",
+                chunk_count=0,
+                size=file.stat.st_size,
+                mtime=file.stat.st_mtime,
+                content_hash=file.digest,
+            )
+            self.report(FileResult(file.key, "skipped", error="it contains no text"))
+            return
+        ingestor._set(
+            file.key,
+            status="done",
+            error=None,
+            chunk_count=file.passages,
+            size=file.stat.st_size,
+            mtime=file.stat.st_mtime,
+            content_hash=file.digest,
+            embedder=ingestor._mnemo.embedder.name,
+        )
+        self.report(FileResult(file.key, "done", file.passages))
