@@ -9,13 +9,16 @@ from pathlib import Path
 
 import docx
 import pytest
+from agent_helpers import say, search
 from fpdf import FPDF
 
+from engine.agent import Agent
 from engine.cli import main
 from engine.ingest.chunking import CHUNK_WORDS, chunk_sections
 from engine.ingest.ingestor import Ingestor
 from engine.ingest.loaders import Section
 from engine.ingest.watch import FolderWatcher, WatchedFolders
+from engine.llm import ScriptedModel
 
 FRENCH = (
     "Le café de la place était fermé. Nous avons mangé une crème brûlée près de la façade, puis "
@@ -354,3 +357,24 @@ def test_ingest_watch_and_sources_commands(library, profile_dir, capsys, tmp_pat
     assert "removed its 1 passages" in capsys.readouterr().out
     assert main([*base, "watch", "add", str(library / "garden.txt")]) == 1
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_chat_works_while_a_folder_is_ingested(mnemo, library):
+    for number in range(40):
+        (library / f"extra-{number}.md").write_text(f"# Extra {number}\n\n" + "Words. " * 300)
+    mnemo.archival.insert("The spare key is under the blue flowerpot.")
+    seen: list[int] = []
+    worker = threading.Thread(
+        target=lambda: Ingestor(mnemo).ingest(
+            [library], progress=lambda p: seen.append(p.files_done)
+        )
+    )
+    worker.start()
+    model = ScriptedModel()
+    model.enqueue([search("spare key"), say("Under the blue flowerpot.")])
+    result = Agent(mnemo, model).send("Where is the spare key?")
+    during = worker.is_alive()
+    worker.join()
+    assert result.reply == "Under the blue flowerpot."
+    assert during, "ingestion finished before the turn; the test proves nothing"
+    assert max(seen) == 47

@@ -51,6 +51,10 @@ DEFAULT_EXCLUDES = (
     "*.swp",
 )
 
+# Files are written one batch at a time in this process, whichever Ingestor (a watcher, a drop on
+# the window, the CLI) asks, so two of them never index the same file at once.
+_WRITE_LOCK = threading.Lock()
+
 Outcome = Literal["done", "unchanged", "error", "skipped", "removed", "cancelled"]
 
 
@@ -130,7 +134,6 @@ class Ingestor:
 
     def __init__(self, mnemo: Mnemo) -> None:
         self._mnemo = mnemo
-        self._lock = threading.Lock()  # one file is written at a time
 
     # -- the index -----------------------------------------------------------------------------
 
@@ -238,7 +241,7 @@ class Ingestor:
             if progress:
                 progress(state)
 
-        with self._lock:
+        with _WRITE_LOCK:
             writer = _Writer(self, record)
             for path in work:
                 if cancel is not None and cancel.is_set():
@@ -270,7 +273,7 @@ class Ingestor:
         if unchanged is not None:
             return unchanged
         results: list[FileResult] = []
-        with self._lock:
+        with _WRITE_LOCK:
             writer = _Writer(self, results.append)
             self._ingest_into(writer, path, row, cancel)
             writer.flush()
