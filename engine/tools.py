@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from engine.errors import MnemoError
 from engine.llm.base import FunctionSchema
+from engine.memory.archival import Passage
 from engine.memory.proposals import Proposal
-from engine.memory.recall import RecallTransaction
+from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page
 from engine.resources import resource_path
 
@@ -293,10 +294,22 @@ def _archival_insert(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     return ToolResult(f"Stored in archival memory (passage {passage_id[:8]}).", summary="stored")
 
 
+def search_archival(
+    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1
+) -> Page[Passage]:
+    """The search behind `archival_memory_search` (benchmarks call exactly this)."""
+    return mnemo.archival.search(query, limit=limit, page=page)
+
+
+def search_conversation(
+    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1
+) -> Page[MessageHit]:
+    """The search behind `conversation_search` (benchmarks call exactly this)."""
+    return mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES)
+
+
 def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-    page = ctx.mnemo.archival.search(
-        arguments["query"], limit=PAGE_SIZE, page=arguments.get("page", 1)
-    )
+    page = search_archival(ctx.mnemo, arguments["query"], page=arguments.get("page", 1))
     lines = []
     for hit in page:
         origin = {"document": "from a document", "model": "saved by you"}.get(hit.origin, "")
@@ -326,9 +339,7 @@ def _message_lines(page: Page[Any]) -> list[str]:
 
 
 def _conversation_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-    page = ctx.mnemo.recall.search(
-        arguments["query"], limit=PAGE_SIZE, page=arguments.get("page", 1), roles=SEARCHED_ROLES
-    )
+    page = search_conversation(ctx.mnemo, arguments["query"], page=arguments.get("page", 1))
     return ToolResult(
         _paged(page, _message_lines(page), "messages"),
         summary=f"{len(page)} of {page.total} messages",
