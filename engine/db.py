@@ -137,6 +137,36 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "message_search_text_with_neighbours",
+        """
+        ALTER TABLE message ADD COLUMN search_text TEXT;
+        UPDATE message SET search_text = text;
+        DROP TRIGGER message_fts_insert;
+        DROP TRIGGER message_fts_delete;
+        DROP TRIGGER message_fts_update;
+        DROP TABLE message_fts;
+        CREATE VIRTUAL TABLE message_fts USING fts5 (
+            search_text, content = 'message', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
+            INSERT INTO message_fts (rowid, search_text) VALUES (new.id, new.search_text);
+        END;
+        CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
+            INSERT INTO message_fts (message_fts, rowid, search_text)
+                VALUES ('delete', old.id, old.search_text);
+        END;
+        CREATE TRIGGER message_fts_update AFTER UPDATE OF search_text ON message BEGIN
+            INSERT INTO message_fts (message_fts, rowid, search_text)
+                VALUES ('delete', old.id, old.search_text);
+            INSERT INTO message_fts (rowid, search_text) VALUES (new.id, new.search_text);
+        END;
+        INSERT INTO message_fts (message_fts) VALUES ('rebuild');
+        CREATE TABLE message_context_pending (conversation_id TEXT PRIMARY KEY);
+        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -220,3 +220,16 @@ def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, m
     assert mnemo.archival.search("topic 5", mode="semantic").total > 0
     assert mnemo.archival.count() == 720
     assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_a_passage_with_the_query_verbatim_comes_first(mnemo):
+    mnemo.archival.insert_many(
+        [
+            "Key-value pair: key = 7f3e2a10-aaaa, value = 1c2d3e4f-bbbb",
+            "Key-value pair: key = 1c2d3e4f-bbbb, value = 99887766-cccc",
+        ]
+    )
+    first = mnemo.archival.search("key = 1c2d3e4f-bbbb")[0]
+    assert first.text.startswith("Key-value pair: key = 1c2d3e4f-bbbb")
+    other = mnemo.archival.search("value = 1c2d3e4f-bbbb")[0]
+    assert other.text.startswith("Key-value pair: key = 7f3e2a10-aaaa")

@@ -198,3 +198,49 @@ def test_reading_while_another_thread_writes(mnemo):
     assert not errors
     assert reads > 0
     assert mnemo.recall.search("sailing", mode="keyword").total == 60
+
+
+def test_a_turn_is_found_by_words_of_its_neighbours(mnemo):
+    """'Lisbon, for the conference.' never says 'weekend', but the question before it does."""
+    ids = mnemo.recall.add_many(
+        [
+            {"role": "user", "text": "Where did you go last weekend?"},
+            {"role": "assistant", "text": "Lisbon, for the conference."},
+            {"role": "user", "text": "I repainted the kitchen cabinets."},
+        ]
+    )
+    hits = mnemo.recall.search("weekend", mode="keyword")
+    assert ids[1] in [hit.id for hit in hits]
+    assert hits[0].id == ids[0]  # the turn's own words weigh more than a neighbour's
+    later = mnemo.recall.add("assistant", "Nice, what colour did you choose?")
+    assert later in [hit.id for hit in mnemo.recall.search("kitchen cabinets", mode="keyword")]
+    # The earlier turn now also knows its new neighbour.
+    assert ids[1] in [hit.id for hit in mnemo.recall.search("colour", mode="keyword")]
+
+
+def test_dates_are_searchable_words(mnemo):
+    mnemo.recall.add("user", "We planted the apple tree.", created_at="2023-05-08")
+    mnemo.recall.add("user", "We pruned the apple tree.", created_at="2024-01-20")
+    hits = mnemo.recall.search("apple tree May 2023", mode="keyword")
+    assert "planted" in hits[0].text
+
+
+def test_messages_stored_before_neighbour_indexing_are_indexed_on_open(profile_dir, embedder):
+    from sqlalchemy import text as sql
+
+    from engine import Mnemo
+
+    with Mnemo.open(profile_dir, embedder=embedder) as first:
+        first.recall.add_many(
+            [
+                {"role": "user", "text": "Where did you go last weekend?"},
+                {"role": "assistant", "text": "Lisbon, for the conference."},
+            ]
+        )
+        with first.database.begin() as connection:  # as an older Mnemo left them
+            connection.execute(sql("UPDATE message SET search_text = text"))
+            connection.execute(sql("INSERT INTO message_context_pending VALUES ('default')"))
+        assert len(first.recall.search("weekend", mode="keyword")) == 1
+    with Mnemo.open(profile_dir, embedder=embedder) as second:
+        second.wait_for_background_work()
+        assert len(second.recall.search("weekend", mode="keyword")) == 2

@@ -26,6 +26,7 @@ from engine.memory.search import (
     candidate_pools,
     check_paging,
     chunked,
+    exact_first,
     from_timestamp,
     fuse,
     query_terms,
@@ -36,6 +37,7 @@ from engine.memory.vectors import VectorTable, quote_sql
 Origin = Literal["user", "model", "document"]
 ORIGINS: tuple[str, ...] = ("user", "model", "document")
 EMBED_CHUNK = 1024
+EXACT_CHECK = 50  # how many top candidates are checked for the query verbatim
 _SEARCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mnemo-archival-search")
 
 SCHEMA = pa.schema(
@@ -328,6 +330,12 @@ class ArchivalStore:
         else:
             scores = keyword if mode == "keyword" else semantic
             ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+        if mode != "semantic":
+            head = ranked[:EXACT_CHECK]
+            texts = {
+                key: row["text"] for key, row in self._rows_by_id([k for k, _ in head]).items()
+            }
+            ranked = exact_first(head, texts, query) + ranked[EXACT_CHECK:]
         chosen = ranked[(page - 1) * limit : page * limit]
         rows_by_id = self._rows_by_id([passage_id for passage_id, _ in chosen])
         hits = [

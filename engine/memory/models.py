@@ -19,6 +19,7 @@ class Message(SQLModel, table=True):
     text: str
     created_at: float
     embedded: int = 0
+    search_text: str | None = None  # what the keyword index holds (see context_index)
 
 
 class CoreBlock(SQLModel, table=True):

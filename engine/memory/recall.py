@@ -22,6 +22,7 @@ from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from engine.errors import NotFoundError
+from engine.memory import context_index
 from engine.memory.models import Message
 from engine.memory.search import (
     Page,
@@ -100,11 +101,20 @@ class RecallTransaction:
             name=name,
             text=text_,
             created_at=to_timestamp(created_at) or time_module.time(),
+            search_text=text_,
         )
         self.session.add(message)
         self.session.flush()
         assert message.id is not None
         self.rows.append(message.model_dump())
+        if role in context_index.TURN_ROLES:
+            session = self.session
+            context_index.refresh(
+                lambda sql, params: session.execute(text(sql), params).all(),
+                lambda sql, params: session.execute(text(sql), params),
+                conversation_id,
+                message.id,
+            )
         return message.id
 
 
@@ -211,10 +221,22 @@ class RecallStore:
                 for offset, row in enumerate(rows):
                     row["id"] = first_id + offset
                 connection.executemany(
-                    "INSERT INTO message (id, conversation_id, role, name, text, created_at) "
-                    "VALUES (:id, :conversation_id, :role, :name, :text, :created_at)",
+                    "INSERT INTO message "
+                    "(id, conversation_id, role, name, text, created_at, search_text) "
+                    "VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text)",
                     rows,
                 )
+                firsts: dict[str, int] = {}
+                for row in rows:
+                    if row["role"] in context_index.TURN_ROLES:
+                        firsts.setdefault(row["conversation_id"], row["id"])
+                for conversation_id, first_id in firsts.items():
+                    context_index.refresh(
+                        lambda sql, params: connection.execute(sql, params).fetchall(),
+                        connection.executemany,
+                        conversation_id,
+                        first_id,
+                    )
                 connection.commit()
             except BaseException:
                 connection.rollback()
@@ -244,8 +266,42 @@ class RecallStore:
             with self._engine.begin() as connection:
                 connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
 
+    def _index_pending_contexts(self) -> None:
+        """Give messages stored before neighbour indexing existed their context (once)."""
+        raw = self._engine.raw_connection()
+        try:
+            connection = raw.driver_connection
+            assert isinstance(connection, sqlite3.Connection)
+            pending = [
+                row[0]
+                for row in connection.execute("SELECT conversation_id FROM message_context_pending")
+            ]
+            for conversation_id in pending:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    context_index.refresh(
+                        lambda sql, params: connection.execute(sql, params).fetchall(),
+                        connection.executemany,
+                        conversation_id,
+                        0,
+                    )
+                    connection.execute(
+                        "DELETE FROM message_context_pending WHERE conversation_id = ?",
+                        (conversation_id,),
+                    )
+                    connection.commit()
+                except BaseException:
+                    connection.rollback()
+                    raise
+        finally:
+            raw.close()
+
     def _repair_missing_vectors(self) -> None:
         """Embed messages whose vector write was interrupted (a crash between the two stores)."""
+        try:
+            self._index_pending_contexts()
+        except Exception:
+            log.exception("could not index message contexts; will retry on next open")
         try:
             with self._embed_lock:
                 with self._engine.connect() as connection:

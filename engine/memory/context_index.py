@@ -1,0 +1,60 @@
+"""What the keyword index holds for a message: the turn, weighted up, with its neighbours.
+
+A question rarely repeats the words of the one turn that answers it; the turns around it often
+share them ("Where did you go?" / "Lisbon, for the conference"). So each user/assistant message
+is indexed for BM25 with its own text twice, the two turns before and after it in the same
+conversation, and its date written out ("8 May 2023"). Its vector still embeds the turn alone.
+Measured on LoCoMo: see tests/benchmarks/locomo_recall.py and the closing notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+NEIGHBOURS = 2
+TURN_ROLES = ("user", "assistant")
+
+Execute = Callable[[str, dict[str, Any]], Sequence[Any]]
+ExecuteMany = Callable[[str, list[dict[str, Any]]], object]
+
+
+def _date_words(seconds: float) -> str:
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return f"{moment.day} {moment:%B %Y} {moment:%A}"
+
+
+def search_text(text: str, created_at: float, before: Sequence[str], after: Sequence[str]) -> str:
+    return "\n".join([text, text, *before, *after, _date_words(created_at)])
+
+
+def refresh(
+    execute: Execute, execute_many: ExecuteMany, conversation_id: str, first_id: int
+) -> None:
+    """Recompute the indexed text of turns from ``first_id`` on, and of the turns before them
+    whose "after" neighbours those are. Runs inside the caller's write transaction."""
+    roles = ",".join(f"'{role}'" for role in TURN_ROLES)
+    earlier = execute(
+        f"SELECT id FROM message WHERE conversation_id = :c AND role IN ({roles}) AND id < :first "
+        "ORDER BY id DESC LIMIT :n",
+        {"c": conversation_id, "first": first_id, "n": 2 * NEIGHBOURS},
+    )
+    start = min([row[0] for row in earlier] + [first_id])
+    rows = execute(
+        f"SELECT id, text, created_at FROM message WHERE conversation_id = :c "
+        f"AND role IN ({roles}) AND id >= :start ORDER BY id",
+        {"c": conversation_id, "start": start},
+    )
+    updates = []
+    affected_from = min([row[0] for row in earlier][:NEIGHBOURS] + [first_id])
+    for index, (message_id, text, created_at) in enumerate(rows):
+        if message_id < affected_from:
+            continue  # only context for its own neighbours
+        before = [row[1] for row in rows[max(0, index - NEIGHBOURS) : index]]
+        after = [row[1] for row in rows[index + 1 : index + 1 + NEIGHBOURS]]
+        updates.append(
+            {"id": message_id, "search_text": search_text(text, created_at, before, after)}
+        )
+    if updates:
+        execute_many("UPDATE message SET search_text = :search_text WHERE id = :id", updates)
