@@ -26,7 +26,6 @@ from engine.llm.base import (
     ToolCall,
     message_text,
 )
-from engine.llm.http import ApiClient
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -43,17 +42,10 @@ class AnthropicModel(ApiChatModel):
         api_key: str | None,
         base_url: str = ANTHROPIC_URL,
         context_length: int = 200_000,
-        max_step_tokens: int = 1024,
-        timeout_s: float = 60.0,
-        retries: int = 3,
-        backoff_s: float = 1.0,
+        **options: Any,
     ) -> None:
-        client = ApiClient(
-            base_url, self.provider, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
-        )
-        super().__init__(
-            client, model, context_length=context_length, max_step_tokens=max_step_tokens
-        )
+        """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel)."""
+        super().__init__(model, base_url=base_url, context_length=context_length, **options)
         self._headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             self._headers["x-api-key"] = api_key

@@ -52,13 +52,18 @@ class ApiChatModel:
 
     def __init__(
         self,
-        client: ApiClient,
         model: str,
         *,
+        base_url: str,
         context_length: int,
         max_step_tokens: int = 1024,
+        timeout_s: float = 60.0,
+        retries: int = 3,
+        backoff_s: float = 1.0,
     ) -> None:
-        self._client = client
+        self._client = ApiClient(
+            base_url, self.provider, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
+        )
         self.model = model
         self.name = f"{self.provider}:{model}"
         self.context_length = context_length

@@ -26,7 +26,6 @@ from engine.llm.base import (
     ToolCall,
     message_text,
 )
-from engine.llm.http import ApiClient
 
 OPENAI_URL = "https://api.openai.com/v1"
 
@@ -41,17 +40,10 @@ class OpenAIModel(ApiChatModel):
         base_url: str = OPENAI_URL,
         api_key: str | None = None,
         context_length: int = 32768,
-        max_step_tokens: int = 1024,
-        timeout_s: float = 60.0,
-        retries: int = 3,
-        backoff_s: float = 1.0,
+        **options: Any,
     ) -> None:
-        client = ApiClient(
-            base_url, self.provider, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
-        )
-        super().__init__(
-            client, model, context_length=context_length, max_step_tokens=max_step_tokens
-        )
+        """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel)."""
+        super().__init__(model, base_url=base_url, context_length=context_length, **options)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._ask_for_usage = True  # dropped for servers that refuse stream_options
 
