@@ -29,6 +29,8 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
+from engine.ingest.ingestor import FileResult
+from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
@@ -275,9 +277,24 @@ def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
         gpu_layers=args.gpu_layers,
         threads=args.threads,
     )
-    if args.message is None:
-        print(f"Loaded {model.name} in {time.perf_counter() - started:.1f} s.", file=sys.stderr)
-    return chat(mnemo, model, message=args.message)
+    if args.message is not None:
+        return chat(mnemo, model, message=args.message)
+    print(f"Loaded {model.name} in {time.perf_counter() - started:.1f} s.", file=sys.stderr)
+    watcher = None
+    if WatchedFolders(mnemo).all():  # watched folders stay in sync while the chat is open
+        watcher = FolderWatcher(mnemo, on_result=_show_document_change)
+        watcher.start()
+    try:
+        return chat(mnemo, model)
+    finally:
+        if watcher is not None:
+            watcher.stop()
+
+
+def _show_document_change(result: FileResult) -> None:
+    if result.outcome in ("done", "removed", "error"):
+        detail = f": {result.error}" if result.error else ""
+        print(f"  · document {result.outcome}: {result.path}{detail}", file=sys.stderr)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -116,3 +116,28 @@ def test_settings_command(profile_dir, capsys):
     assert main([*profile, "settings", "no.such.key", "1"]) == 1
     assert main([*profile, "settings"]) == 0
     assert "agent.step_limit = 10" in capsys.readouterr().out
+
+
+def test_the_chat_keeps_watched_folders_in_sync(profile_dir, tmp_path, monkeypatch, capsys):
+    """`mnemo chat` runs the folder watcher while it is open, as the README promises."""
+    import time
+
+    from engine import cli_chat
+    from engine.cli import main
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    assert main(["--profile", str(profile_dir), "watch", "add", str(folder)]) == 0
+
+    def fake_chat(mnemo, model, message=None, **_):
+        (folder / "new.md").write_text("# New\n\nWritten while chatting.")
+        deadline = time.monotonic() + 15
+        while not mnemo.archival.list_by_source(str(folder / "new.md")):
+            assert time.monotonic() < deadline, "the watcher did not index the new file"
+            time.sleep(0.1)
+        return 0
+
+    monkeypatch.setattr(cli_chat, "chat", fake_chat)
+    monkeypatch.setattr(cli_chat, "load_model", lambda *args, **kwargs: ScriptedModel())
+    assert main(["--profile", str(profile_dir), "chat"]) == 0
+    assert "document done:" in capsys.readouterr().err
