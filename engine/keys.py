@@ -48,35 +48,32 @@ def keyring_status() -> tuple[str, bool]:
     return name, secure
 
 
-def get_key(provider: str) -> str | None:
-    """This run's key, else the keyring's, else the environment's; None when there is none."""
+def _find(provider: str) -> tuple[str | None, str]:
+    """A provider's key and where it came from: this run, the keyring, or the environment."""
     _check_provider(provider)
     if provider in _session_keys:
-        return _session_keys[provider]
+        return _session_keys[provider], "given for this run"
     if keyring_status()[1]:
         try:
             stored = keyring.get_password(SERVICE, provider)
         except keyring.errors.KeyringError:
             stored = None
         if stored:
-            return stored
-    return os.environ.get(ENVIRONMENT[provider]) or None
+            return stored, "saved in the keyring"
+    variable = ENVIRONMENT[provider]
+    if os.environ.get(variable):
+        return os.environ[variable], f"from ${variable}"
+    return None, "none"
+
+
+def get_key(provider: str) -> str | None:
+    """This run's key, else the keyring's, else the environment's; None when there is none."""
+    return _find(provider)[0]
 
 
 def key_source(provider: str) -> str:
-    """Where ``get_key`` would find the key, in words."""
-    _check_provider(provider)
-    if provider in _session_keys:
-        return "given for this run"
-    if keyring_status()[1]:
-        try:
-            if keyring.get_password(SERVICE, provider):
-                return "saved in the keyring"
-        except keyring.errors.KeyringError:
-            pass
-    if os.environ.get(ENVIRONMENT[provider]):
-        return f"from ${ENVIRONMENT[provider]}"
-    return "none"
+    """Where ``get_key`` finds the key, in words."""
+    return _find(provider)[1]
 
 
 def save_key(provider: str, key: str) -> None:
