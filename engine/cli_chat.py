@@ -31,6 +31,7 @@ from engine.events import (
 )
 from engine.ingest.ingestor import FileResult
 from engine.ingest.watch import FolderWatcher, WatchedFolders
+from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
@@ -104,30 +105,13 @@ def run_turn(
     agent: Agent, text: str | None, view: TerminalView, side: TextIO
 ) -> TurnFinished | None:
     """Run ``agent.send(text)`` (or ``resume`` when text is None) so that Ctrl-C stops it."""
-    cancel = threading.Event()
-    outcome: list[TurnFinished | None] = []
-    failure: list[BaseException] = []
 
-    def work() -> None:
-        try:
-            if text is None:
-                outcome.append(agent.resume(on_event=view, cancel=cancel))
-            else:
-                outcome.append(agent.send(text, on_event=view, cancel=cancel))
-        except BaseException as error:  # handed to the main thread
-            failure.append(error)
+    def work(cancel: threading.Event) -> TurnFinished | None:
+        if text is None:
+            return agent.resume(on_event=view, cancel=cancel)
+        return agent.send(text, on_event=view, cancel=cancel)
 
-    worker = threading.Thread(target=work, name="mnemo-turn", daemon=True)
-    worker.start()
-    while worker.is_alive():
-        try:
-            worker.join(0.1)
-        except KeyboardInterrupt:
-            side.write("\n  ! stopping…\n")
-            cancel.set()
-    if failure:
-        raise failure[0]
-    return outcome[0] if outcome else None
+    return run_interruptibly(work, lambda: side.write("\n  ! stopping…\n"))
 
 
 def describe_proposal(mnemo: Mnemo, proposal: Proposal) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
+from engine.interrupt import run_interruptibly
 from engine.mnemo import Mnemo
 
 BAR_WIDTH = 28
@@ -63,28 +64,11 @@ def _summary(progress: IngestProgress) -> str:
 
 
 def _run_with_cancel(work: Callable[[threading.Event], IngestProgress]) -> IngestProgress:
-    """Run ingestion so that Ctrl-C stops it between files (what is done stays done)."""
-    cancel = threading.Event()
-    outcome: list[IngestProgress] = []
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            outcome.append(work(cancel))
-        except BaseException as error:
-            failure.append(error)
-
-    worker = threading.Thread(target=target, daemon=True)
-    worker.start()
-    while worker.is_alive():
-        try:
-            worker.join(0.1)
-        except KeyboardInterrupt:
-            sys.stderr.write("\nStopping after the current file; run again to continue.\n")
-            cancel.set()
-    if failure:
-        raise failure[0]
-    return outcome[0]
+    """Ctrl-C stops ingestion between files (what is done stays done)."""
+    return run_interruptibly(
+        work,
+        lambda: sys.stderr.write("\nStopping after the current file; run again to continue.\n"),
+    )
 
 
 def cmd_ingest(mnemo: Mnemo, args: argparse.Namespace) -> int:
