@@ -47,6 +47,17 @@ class ProgressBar:
             sys.stderr.write("\n")
 
 
+def _ingestor(mnemo: Mnemo) -> Ingestor:
+    def waiting() -> None:
+        print(
+            "Another Mnemo is indexing documents in this profile; waiting for it to finish...",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return Ingestor(mnemo, on_wait=waiting)
+
+
 def _print_problems(results: list[FileResult]) -> None:
     for result in results:
         if result.outcome in ("error", "skipped"):
@@ -72,7 +83,7 @@ def _run_with_cancel(work: Callable[[threading.Event], IngestProgress]) -> Inges
 
 
 def cmd_ingest(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    ingestor = Ingestor(mnemo)
+    ingestor = _ingestor(mnemo)
     bar = ProgressBar()
     leftover = ingestor.resume  # files a crash or a Ctrl-C left unfinished come first
     resumed = _run_with_cancel(lambda cancel: leftover(bar, cancel))
@@ -108,7 +119,7 @@ def cmd_watch_add(mnemo: Mnemo, args: argparse.Namespace) -> int:
     print(f"Watching {folder.path}; indexing what is there now...")
     bar = ProgressBar()
     progress = _run_with_cancel(
-        lambda cancel: Ingestor(mnemo).reconcile(
+        lambda cancel: _ingestor(mnemo).reconcile(
             folder.path, folder.include, folder.exclude, bar, cancel
         )
     )
@@ -124,7 +135,7 @@ def cmd_watch_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.keep:
         print(f"Stopped watching {args.path}; its passages stay in archival memory.")
     else:
-        removed = Ingestor(mnemo).remove(str(Path(args.path).expanduser().absolute()))
+        removed = _ingestor(mnemo).remove(str(Path(args.path).expanduser().absolute()))
         print(f"Stopped watching {args.path} and removed its {removed} passages.")
     return 0
 
@@ -153,7 +164,7 @@ def cmd_watch_run(mnemo: Mnemo, _args: argparse.Namespace) -> int:
 
 
 def cmd_sources(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    rows = Ingestor(mnemo).documents()
+    rows = _ingestor(mnemo).documents()
     if args.errors:
         rows = [row for row in rows if row.status in ("error", "skipped")]
     if args.json:

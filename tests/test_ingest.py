@@ -378,3 +378,33 @@ def test_chat_works_while_a_folder_is_ingested(mnemo, library):
     assert result.reply == "Under the blue flowerpot."
     assert during, "ingestion finished before the turn; the test proves nothing"
     assert max(seen) == 47
+
+
+def test_two_processes_ingesting_at_once_write_each_passage_once(library, profile_dir, embedder):
+    """A watcher in one Mnemo and `mnemo ingest` in another must not both index a file."""
+    import subprocess
+    import sys
+
+    from engine import Mnemo
+
+    for number in range(30):
+        (library / f"note-{number}.md").write_text(f"# Note {number}\n\n" + "Rivers. " * 400)
+    command = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "--profile",
+        str(profile_dir),
+        "ingest",
+        str(library),
+    ]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    second = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    first.communicate(timeout=300)
+    with Mnemo.open(profile_dir, embedder=embedder) as mnemo:
+        passages = mnemo.archival.recent(100_000)
+        places = [(p.source.path, p.source.chunk) for p in passages]
+        assert len(places) == len(set(places)), "some passages were written twice"
+        assert {row.status for row in Ingestor(mnemo).documents()} == {"done"}
+    assert "waiting for it to finish" in second.stderr

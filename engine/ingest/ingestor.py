@@ -17,10 +17,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from filelock import FileLock, Timeout
 from sqlmodel import Session, col, select
 
 from engine.errors import GenerationCancelled
@@ -52,7 +54,8 @@ DEFAULT_EXCLUDES = (
 )
 
 # Files are written one batch at a time in this process, whichever Ingestor (a watcher, a drop on
-# the window, the CLI) asks, so two of them never index the same file at once.
+# the window, the CLI) asks, so two of them never index the same file at once; a lock file does
+# the same between processes (see Ingestor._exclusive).
 _WRITE_LOCK = threading.Lock()
 
 Outcome = Literal["done", "unchanged", "error", "skipped", "removed", "cancelled"]
@@ -132,8 +135,30 @@ def _reason(error: BaseException) -> str:
 class Ingestor:
     """Reads files into a profile's archival memory and keeps the ingestion index."""
 
-    def __init__(self, mnemo: Mnemo) -> None:
+    def __init__(self, mnemo: Mnemo, on_wait: Callable[[], None] | None = None) -> None:
+        """``on_wait`` is called once if another process is ingesting into this profile."""
         self._mnemo = mnemo
+        self._on_wait = on_wait
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Hold this profile's ingestion for the caller, in this process and across processes.
+
+        Two processes ingesting the same files at once would each write their passages (both
+        read the index before either wrote it), so the second waits for the first.
+        """
+        with _WRITE_LOCK:
+            lock = FileLock(self._mnemo.profile.root / "ingest.lock", thread_local=False)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:
+                if self._on_wait is not None:
+                    self._on_wait()
+                lock.acquire()
+            try:
+                yield
+            finally:
+                lock.release()
 
     # -- the index -----------------------------------------------------------------------------
 
@@ -217,6 +242,15 @@ class Ingestor:
         progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> IngestProgress:
+        with self._exclusive():
+            return self._run_locked(files, progress, cancel)
+
+    def _run_locked(
+        self,
+        files: list[Path],
+        progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> IngestProgress:
         state = IngestProgress(files_total=len(files))
         known = {row.path: row for row in self.documents()}
         work: list[Path] = []
@@ -241,16 +275,15 @@ class Ingestor:
             if progress:
                 progress(state)
 
-        with _WRITE_LOCK:
-            writer = _Writer(self, record)
-            for path in work:
-                if cancel is not None and cancel.is_set():
-                    break
-                state.current = str(path)
-                if progress:
-                    progress(state)
-                self._ingest_into(writer, path, known.get(str(path)), cancel)
-            writer.flush()
+        writer = _Writer(self, record)
+        for path in work:
+            if cancel is not None and cancel.is_set():
+                break
+            state.current = str(path)
+            if progress:
+                progress(state)
+            self._ingest_into(writer, path, known.get(str(path)), cancel)
+        writer.flush()
         state.current = None
         return state
 
@@ -267,17 +300,17 @@ class Ingestor:
 
     def ingest_file(self, path: Path, cancel: threading.Event | None = None) -> FileResult:
         """Bring one file's passages in line with the file, whatever state it is in."""
-        with Session(self._mnemo.database) as session:
-            row = session.get(DocumentRow, str(path))
-        unchanged = self._unchanged(row, path)
-        if unchanged is not None:
-            return unchanged
-        results: list[FileResult] = []
-        with _WRITE_LOCK:
+        with self._exclusive():
+            with Session(self._mnemo.database) as session:
+                row = session.get(DocumentRow, str(path))
+            unchanged = self._unchanged(row, path)
+            if unchanged is not None:
+                return unchanged
+            results: list[FileResult] = []
             writer = _Writer(self, results.append)
             self._ingest_into(writer, path, row, cancel)
             writer.flush()
-        return results[0]
+            return results[0]
 
     def _ingest_into(
         self,
@@ -291,7 +324,7 @@ class Ingestor:
         try:
             stat = path.stat()
         except FileNotFoundError:
-            removed = self.remove(key)
+            removed = self._remove(key)
             writer.report(
                 FileResult(key, "removed", error=None if removed else "it does not exist")
             )
@@ -379,6 +412,10 @@ class Ingestor:
 
     def remove(self, path: str) -> int:
         """Forget a file, or every file under a folder: its passages and its index rows."""
+        with self._exclusive():
+            return self._remove(path)
+
+    def _remove(self, path: str) -> int:
         removed = 0
         rows = [row.path for row in self.documents(under=path)]
         with Session(self._mnemo.database) as session:
@@ -403,11 +440,12 @@ class Ingestor:
         cancel: threading.Event | None = None,
     ) -> IngestProgress:
         """Catch up with a folder: index what is new or changed, drop what is gone."""
-        present = set(walk(folder, include, exclude))
-        for row in self.documents(under=str(folder)):
-            if Path(row.path) not in present:
-                self.remove(row.path)
-        return self._run(sorted(present), progress, cancel)
+        with self._exclusive():
+            present = set(walk(folder, include, exclude))
+            for row in self.documents(under=str(folder)):
+                if Path(row.path) not in present:
+                    self._remove(row.path)
+            return self._run_locked(sorted(present), progress, cancel)
 
 
 @dataclass
