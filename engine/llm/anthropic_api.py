@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import ModelError
-from engine.llm.api import ApiChatModel, api_parameters, function_description
+from engine.llm.api import ApiChatModel, api_parameters, function_description, streamed_step
 from engine.llm.base import (
     ChatMessage,
     FunctionSchema,
@@ -23,7 +23,6 @@ from engine.llm.base import (
     Step,
     StepStats,
     TextCallback,
-    ToolCall,
     message_text,
 )
 
@@ -191,18 +190,11 @@ class AnthropicModel(ApiChatModel):
         text = "".join(block.get("text", "") for block in ordered if block["type"] == "text")
         uses = [block for block in ordered if block["type"] == "tool_use"]
         if not uses:
-            if text.strip():
-                return Step(None, raw=text, text=text.strip(), stats=stats)
-            return Step(None, raw="", error="your reply was empty; call a function", stats=stats)
+            return streamed_step(text, None, stats)
         use = uses[0]
-        raw = json.dumps({"function": use["name"], "arguments": use["json"]})
-        try:
-            arguments = json.loads(use["json"]) if use["json"] else dict(use.get("input") or {})
-        except json.JSONDecodeError as error:
-            return Step(
-                None, raw=raw, error=f"the input of {use['name']} was not valid JSON ({error.msg})"
-            )
-        return Step(ToolCall(use["name"], arguments, use["id"]), raw=raw, stats=stats)
+        # A tool without arguments streams no JSON; its input came whole with the block's start.
+        arguments = use["json"] or json.dumps(use.get("input") or {})
+        return streamed_step(text, (use["name"], arguments, use["id"]), stats)
 
     def _stream_error(self, data: dict[str, Any]) -> Exception:
         error = data.get("error") or {}

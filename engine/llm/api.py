@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from engine.llm.base import ChatMessage, FunctionSchema, Prompt, Step, TextCallback
+from engine.llm.base import ChatMessage, FunctionSchema, Prompt, Step, StepStats, ToolCall
 from engine.llm.http import ApiClient
 
 CHARS_PER_TOKEN = 3.6
@@ -109,14 +109,30 @@ class ApiChatModel:
     def _message(self, message: ChatMessage) -> dict[str, Any]:
         raise NotImplementedError
 
-    def step(
-        self,
-        prompt: Prompt,
-        *,
-        on_text: TextCallback | None = None,
-        cancel: threading.Event | None = None,
-    ) -> Step:
-        raise NotImplementedError
-
     def close(self) -> None:
         self._client.close()
+
+
+def streamed_step(text: str, call: tuple[str, str, str] | None, stats: StepStats) -> Step:
+    """What a chat API streamed, as a step: its first tool call (name, arguments as JSON, id),
+    or, without one, its plain text taken as the reply."""
+    if call is None:
+        if text.strip():
+            return Step(None, raw=text, text=text.strip(), stats=stats)
+        return Step(None, raw="", error="your reply was empty; call a function", stats=stats)
+    name, arguments_json, call_id = call
+    raw = json.dumps({"function": name, "arguments": arguments_json})
+    try:
+        arguments = json.loads(arguments_json or "{}")
+    except json.JSONDecodeError as error:
+        return Step(
+            None,
+            raw=raw,
+            error=f"the arguments of {name} were not valid JSON ({error.msg})",
+            stats=stats,
+        )
+    if not isinstance(arguments, dict) or not name:
+        return Step(
+            None, raw=raw, error="a tool call needs a name and an object of arguments", stats=stats
+        )
+    return Step(ToolCall(name, arguments, call_id), raw=raw, stats=stats)

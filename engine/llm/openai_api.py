@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engine.errors import ModelError
-from engine.llm.api import ApiChatModel, api_parameters, function_description
+from engine.llm.api import ApiChatModel, api_parameters, function_description, streamed_step
 from engine.llm.base import (
     ChatMessage,
     FunctionSchema,
@@ -23,7 +23,6 @@ from engine.llm.base import (
     Step,
     StepStats,
     TextCallback,
-    ToolCall,
     message_text,
 )
 
@@ -174,23 +173,11 @@ class OpenAIModel(ApiChatModel):
     @staticmethod
     def _result(text: str, calls: dict[int, dict[str, Any]], stats: StepStats) -> Step:
         if not calls:
-            if text.strip():
-                return Step(None, raw=text, text=text.strip(), stats=stats)
-            return Step(None, raw="", error="your reply was empty; call a function", stats=stats)
+            return streamed_step(text, None, stats)
         first = calls[min(calls)]
-        raw = json.dumps({"function": first.get("name"), "arguments": first["arguments"]})
-        try:
-            arguments = json.loads(first["arguments"] or "{}")
-        except json.JSONDecodeError as error:
-            return Step(
-                None,
-                raw=raw,
-                error=f"the arguments of {first.get('name')} were not valid JSON ({error.msg})",
-                stats=stats,
-            )
-        if not isinstance(arguments, dict) or not first.get("name"):
-            return Step(None, raw=raw, error="a tool call needs a name and an object of arguments")
-        return Step(ToolCall(first["name"], arguments, first.get("id") or ""), raw=raw, stats=stats)
+        return streamed_step(
+            text, (first.get("name") or "", first["arguments"], first.get("id") or ""), stats
+        )
 
     def complete(
         self,
