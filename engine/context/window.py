@@ -28,6 +28,7 @@ from engine.llm.base import (
     ToolCall,
     message_text,
 )
+from engine.memory.core import Block
 from engine.memory.models import AgentStateRow
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
@@ -166,12 +167,13 @@ class ContextWindow:
 
     # -- sections ------------------------------------------------------------------------------
 
-    def functions(self) -> list[FunctionSchema]:
-        return function_schemas([block.label for block in self._mnemo.core.blocks()])
+    def functions(self, blocks: list[Block] | None = None) -> list[FunctionSchema]:
+        blocks = self._mnemo.core.blocks() if blocks is None else blocks
+        return function_schemas([block.label for block in blocks])
 
-    def core_text(self) -> str:
+    def core_text(self, blocks: list[Block] | None = None) -> str:
         parts = ["### Core memory"]
-        for block in self._mnemo.core.blocks():
+        for block in self._mnemo.core.blocks() if blocks is None else blocks:
             parts.append(
                 f'<{block.label} chars="{len(block.value)}/{block.char_limit}">\n'
                 f"{block.value}\n</{block.label}>"
@@ -227,8 +229,9 @@ class ContextWindow:
             chat[-1] = ChatMessage(
                 last.role, f"{last.content}\n\n{status}", last.call, last.call_id, last.name
             )
-        functions = self.functions()
-        core, summary = self.core_text(), self.summary_text(state)
+        blocks = self._mnemo.core.blocks()  # read once for the function schemas and the text
+        functions = self.functions(blocks)
+        core, summary = self.core_text(blocks), self.summary_text(state)
         prompt = Prompt(
             instructions=self._instructions,
             functions=functions,
