@@ -60,7 +60,7 @@ def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     pending = mnemo.proposals.pending()
     if pending:
         print(f"{len(pending)} core-memory edits wait for approval: `mnemo memory proposals`.")
-    print("Chat with `mnemo chat`; `mnemo --help` lists everything else.")
+    print("Open the window with `mnemo`, chat here with `mnemo chat`; `mnemo --help` lists more.")
     return 0
 
 
@@ -275,6 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(handler=cmd_status)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    status = commands.add_parser("status", help="the profile in one glance")
+    status.set_defaults(handler=cmd_status)
 
     memory = commands.add_parser("memory", help="show and edit core memory")
     memory.set_defaults(handler=cmd_memory_show, json=False)

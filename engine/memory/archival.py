@@ -274,9 +274,18 @@ class ArchivalStore:
     def count(self) -> int:
         return self._vectors.count()
 
-    def recent(self, limit: int = 50, offset: int = 0) -> list[Passage]:
-        """Passages for browsing, newest first."""
-        rows = self._vectors.rows(None, _COLUMNS, limit, offset, newest_first=True)
+    def recent(
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        *,
+        tags: Sequence[str] | None = None,
+        source: str | None = None,
+        origin: Origin | None = None,
+    ) -> list[Passage]:
+        """Passages for browsing, newest first, optionally filtered like ``search``."""
+        where = self._filter(tags, source, None, None, origin)
+        rows = self._vectors.rows(where, _COLUMNS, limit, offset, newest_first=True)
         return [_passage(row) for row in rows]
 
     def list_by_source(self, path: str) -> list[Passage]:
@@ -296,13 +305,15 @@ class ArchivalStore:
         source: str | None = None,
         start: datetime | date | str | None = None,
         end: datetime | date | str | None = None,
+        origin: Origin | None = None,
     ) -> Page[Passage]:
         """Passages ranked by words, by meaning, or both fused; filtered by tag, source and time.
 
-        ``source`` matches a file path exactly or everything under a folder.
+        ``source`` matches a file path exactly or everything under a folder; ``origin`` keeps
+        what the user, the model or documents wrote.
         """
         check_paging(limit, page)
-        where = self._filter(tags, source, start, end)
+        where = self._filter(tags, source, start, end, origin)
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
         terms = query_terms(query) if mode != "semantic" else []
@@ -351,8 +362,11 @@ class ArchivalStore:
         source: str | None,
         start: datetime | date | str | None,
         end: datetime | date | str | None,
+        origin: Origin | None = None,
     ) -> str | None:
         clauses = []
+        if origin is not None:
+            clauses.append(f"origin = {quote_sql(origin)}")
         if tags:
             clauses.append(
                 "(" + " OR ".join(f"array_has(tags, {quote_sql(tag)})" for tag in tags) + ")"

@@ -1,0 +1,87 @@
+"""The one place where engine events become Qt signals.
+
+The engine calls ``bridge(event)`` on whatever thread runs the work (a turn, the folder watcher);
+each signal is then delivered to widgets on the GUI thread through Qt's queued connections, so no
+widget is ever touched from a worker.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Signal
+
+from engine.events import (
+    ContextEvicted,
+    Event,
+    FunctionCalled,
+    FunctionReturned,
+    MemoryPressure,
+    MessageSent,
+    Notice,
+    ProposalApplied,
+    ProposalCreated,
+    StepStarted,
+    TextStreamed,
+    TurnFinished,
+)
+from engine.ingest.ingestor import FileResult
+
+
+class EngineBridge(QObject):
+    """Engine events as signals; call it from any thread.
+
+    Signals:
+        text_streamed(str): a piece of the reply being written.
+        function_called(FunctionCalled) / function_returned(FunctionReturned): one call's row.
+        message_sent(MessageSent): the reply is complete.
+        step_started(StepStarted): a step begins; carries the context's token use.
+        proposal_created(ProposalCreated) / proposal_applied(ProposalApplied): core-memory edits.
+        memory_pressure(MemoryPressure) / context_evicted(ContextEvicted): the window filled up.
+        notice(Notice): something about the turn the user should read.
+        turn_finished(TurnFinished): the turn is over, for whatever reason.
+        core_changed(): core memory changed (a decision, an edit, an auto-approved proposal).
+        document_changed(FileResult): the folder watcher indexed or dropped a file.
+    """
+
+    text_streamed = Signal(str)
+    function_called = Signal(object)
+    function_returned = Signal(object)
+    message_sent = Signal(object)
+    step_started = Signal(object)
+    proposal_created = Signal(object)
+    proposal_applied = Signal(object)
+    memory_pressure = Signal(object)
+    context_evicted = Signal(object)
+    notice = Signal(object)
+    turn_finished = Signal(object)
+    core_changed = Signal()
+    document_changed = Signal(object)
+
+    def __call__(self, event: Event) -> None:
+        match event:
+            case TextStreamed(text=text):
+                self.text_streamed.emit(text)
+            case FunctionCalled():
+                self.function_called.emit(event)
+            case FunctionReturned():
+                self.function_returned.emit(event)
+            case MessageSent():
+                self.message_sent.emit(event)
+            case StepStarted():
+                self.step_started.emit(event)
+            case ProposalCreated():
+                self.proposal_created.emit(event)
+            case ProposalApplied():
+                self.proposal_applied.emit(event)
+                self.core_changed.emit()
+            case MemoryPressure():
+                self.memory_pressure.emit(event)
+            case ContextEvicted():
+                self.context_evicted.emit(event)
+            case Notice():
+                self.notice.emit(event)
+            case TurnFinished():
+                self.turn_finished.emit(event)
+
+    def file_done(self, result: FileResult) -> None:
+        """The folder watcher's ``on_result``."""
+        self.document_changed.emit(result)

@@ -1,0 +1,280 @@
+"""The memory browser: archival passages (search, filter, correct, delete) and past conversations
+(search by words and by date)."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from PySide6.QtCore import QDate
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDateEdit,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import ui
+from desktop.ui import cell, label, one_line, table
+from desktop.workers import Tasks
+from engine.memory.archival import Passage
+from engine.memory.recall import MessageHit
+from engine.memory.search import Page
+from engine.mnemo import Mnemo
+
+BROWSE_LIMIT = 200
+ORIGINS = {
+    "All sources": None,
+    "Documents": "document",
+    "Saved by the assistant": "model",
+    "Added by you": "user",
+}
+ROLES = {"user": "you", "assistant": "Mnemo", "function_call": "call", "function_result": "result"}
+
+
+class PassageDialog(QDialog):
+    """Correct a passage's text or tags."""
+
+    def __init__(self, parent: QWidget, passage: Passage) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Edit passage")
+        self.resize(560, 360)
+        form = QFormLayout(self)
+        form.addRow(label(f"From: {passage.source.describe()}", "muted"))
+        self.text = QPlainTextEdit(passage.text)
+        self.tags = QLineEdit(", ".join(passage.tags))
+        self.tags.setPlaceholderText("comma-separated")
+        form.addRow("Text", self.text)
+        form.addRow("Tags", self.tags)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def values(self) -> tuple[str, list[str]]:
+        tags = [tag.strip() for tag in self.tags.text().split(",") if tag.strip()]
+        return self.text.toPlainText(), tags
+
+
+class ArchivalBrowser(QWidget):
+    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__()
+        self._mnemo = mnemo
+        self._tasks = tasks
+        layout = QVBoxLayout(self)
+        filters = QHBoxLayout()
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Search archival memory (empty: newest first)")
+        self.query.setClearButtonEnabled(True)
+        self.origin = QComboBox()
+        self.origin.addItems(list(ORIGINS))
+        self.source = QLineEdit()
+        self.source.setPlaceholderText("file or folder")
+        self.tag = QLineEdit()
+        self.tag.setPlaceholderText("tag")
+        self.tag.setMaximumWidth(120)
+        search = QPushButton("Search")
+        filters.addWidget(self.query, 3)
+        filters.addWidget(self.origin)
+        filters.addWidget(self.source, 2)
+        filters.addWidget(self.tag)
+        filters.addWidget(search)
+        layout.addLayout(filters)
+        self.status = label("", "muted")
+        layout.addWidget(self.status)
+        self.table = table(["Passage", "Source", "Tags", "Added"])
+        self.table.setColumnWidth(1, 240)
+        self.table.setColumnWidth(2, 100)
+        self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.table.doubleClicked.connect(self.edit_selected)
+        layout.addWidget(self.table, 1)
+        actions = QHBoxLayout()
+        self.edit_button = QPushButton("Edit…")
+        self.delete_button = QPushButton("Delete")
+        actions.addWidget(self.edit_button)
+        actions.addWidget(self.delete_button)
+        actions.addStretch(1)
+        layout.addLayout(actions)
+        self.passages: list[Passage] = []
+
+        for field in (self.query, self.source, self.tag):
+            field.returnPressed.connect(self.refresh)
+        search.clicked.connect(self.refresh)
+        self.origin.currentIndexChanged.connect(self.refresh)
+        self.edit_button.clicked.connect(self.edit_selected)
+        self.delete_button.clicked.connect(self.delete_selected)
+
+    def refresh(self) -> None:
+        query = self.query.text().strip()
+        tags = [self.tag.text().strip()] if self.tag.text().strip() else None
+        source = self.source.text().strip() or None
+        origin: Any = ORIGINS[self.origin.currentText()]
+        archival = self._mnemo.archival
+
+        def work() -> tuple[list[Passage], str]:
+            if query:
+                page = archival.search(query, BROWSE_LIMIT, tags=tags, source=source, origin=origin)
+                return page.hits, f"{page.total} passages match; best first."
+            passages = archival.recent(BROWSE_LIMIT, tags=tags, source=source, origin=origin)
+            total = archival.count()
+            return passages, f"{len(passages)} shown, newest first; {total} passages in all."
+
+        self.status.setText("Searching…")
+        self._tasks.submit(work, self._show, self.status.setText)
+
+    def _show(self, found: tuple[list[Passage], str]) -> None:
+        self.passages, status = found
+        self.status.setText(status)
+        self.table.setRowCount(len(self.passages))
+        for row, passage in enumerate(self.passages):
+            self.table.setItem(row, 0, cell(one_line(passage.text, 160), passage.text))
+            self.table.setItem(row, 1, cell(passage.source.describe()))
+            self.table.setItem(row, 2, cell(", ".join(passage.tags)))
+            self.table.setItem(row, 3, cell(passage.created_at.strftime("%Y-%m-%d %H:%M")))
+
+    def selected(self) -> list[Passage]:
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        return [self.passages[row] for row in rows]
+
+    def edit_selected(self) -> None:
+        chosen = self.selected()
+        if len(chosen) != 1:
+            self.status.setText("Select one passage to edit.")
+            return
+        dialog = PassageDialog(self, chosen[0])
+        if dialog.exec():
+            self.save(chosen[0].id, *dialog.values())
+
+    def save(self, passage_id: str, text: str, tags: list[str]) -> None:
+        self._tasks.submit(
+            lambda: self._mnemo.archival.update(passage_id, text, tags),
+            lambda _passage: self.refresh(),
+            self.status.setText,
+        )
+
+    def delete_selected(self) -> None:
+        chosen = self.selected()
+        if not chosen:
+            self.status.setText("Select the passages to delete.")
+            return
+        if len(chosen) > 1 and not ui.confirm(
+            self,
+            "Delete passages",
+            f"Delete {len(chosen)} passages from archival memory? This cannot be undone.",
+        ):
+            return
+        ids = [passage.id for passage in chosen]
+
+        def work() -> int:
+            for passage_id in ids:
+                self._mnemo.archival.delete(passage_id)
+            return len(ids)
+
+        def done(count: int) -> None:
+            self.refresh()
+            self.status.setText(f"Deleted {count} passage{'s' if count != 1 else ''}.")
+
+        self._tasks.submit(work, done, self.status.setText)
+
+
+class ConversationBrowser(QWidget):
+    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__()
+        self._mnemo = mnemo
+        self._tasks = tasks
+        layout = QVBoxLayout(self)
+        filters = QHBoxLayout()
+        self.query = QLineEdit()
+        self.query.setPlaceholderText("Words to find (empty: everything in the dates)")
+        self.query.setClearButtonEnabled(True)
+        self.use_dates = QCheckBox("From")
+        today = QDate.currentDate()
+        self.start = QDateEdit(today.addDays(-7))
+        self.end = QDateEdit(today)
+        for edit in (self.start, self.end):
+            edit.setCalendarPopup(True)
+            edit.setDisplayFormat("yyyy-MM-dd")
+        self.with_calls = QCheckBox("include function calls")
+        search = QPushButton("Search")
+        filters.addWidget(self.query, 3)
+        filters.addWidget(self.use_dates)
+        filters.addWidget(self.start)
+        filters.addWidget(label("to", wrap=False))
+        filters.addWidget(self.end)
+        filters.addWidget(self.with_calls)
+        filters.addWidget(search)
+        layout.addLayout(filters)
+        self.status = label("", "muted")
+        layout.addWidget(self.status)
+        self.table = table(["When", "Who", "Message"])
+        self.table.setColumnWidth(0, 130)
+        self.table.setColumnWidth(1, 70)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        layout.addWidget(self.table, 1)
+        self.hits: list[MessageHit] = []
+        self.query.returnPressed.connect(self.refresh)
+        search.clicked.connect(self.refresh)
+
+    def search_for(self, query: str) -> None:
+        self.query.setText(query)
+        self.refresh()
+
+    def refresh(self) -> None:
+        query = self.query.text().strip()
+        start = end = None
+        if self.use_dates.isChecked():
+            start = date.fromisoformat(self.start.date().toString("yyyy-MM-dd"))
+            end = date.fromisoformat(self.end.date().toString("yyyy-MM-dd"))
+        roles = None if self.with_calls.isChecked() else ["user", "assistant"]
+        recall = self._mnemo.recall
+
+        def work() -> Page[MessageHit]:
+            if query:
+                return recall.search(query, BROWSE_LIMIT, start=start, end=end, roles=roles)
+            return recall.search_by_date(start, end, BROWSE_LIMIT, roles=roles)
+
+        if start and end and start > end:
+            self.status.setText("The start date is after the end date; swap them.")
+            return
+        self.status.setText("Searching…")
+        self._tasks.submit(work, self._show, self.status.setText)
+
+    def _show(self, page: Page[MessageHit]) -> None:
+        self.hits = list(page)
+        order = "best first" if self.query.text().strip() else "oldest first"
+        self.status.setText(f"{page.total} messages found; {len(self.hits)} shown, {order}.")
+        self.table.setRowCount(len(self.hits))
+        for row, hit in enumerate(self.hits):
+            self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))
+            self.table.setItem(row, 1, cell(ROLES.get(hit.role, hit.role)))
+            self.table.setItem(row, 2, cell(one_line(hit.text, 200), hit.text))
+
+
+class MemoryBrowser(QTabWidget):
+    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__()
+        self.archival = ArchivalBrowser(mnemo, tasks)
+        self.conversations = ConversationBrowser(mnemo, tasks)
+        self.addTab(self.archival, "Archival memory")
+        self.addTab(self.conversations, "Conversations")
+        self.archival.table.setAlternatingRowColors(True)
+        self.conversations.table.setAlternatingRowColors(True)
+        self.setDocumentMode(True)
+        self.currentChanged.connect(self._refresh_shown)
+
+    def _refresh_shown(self) -> None:
+        page = self.currentWidget()
+        if isinstance(page, ArchivalBrowser | ConversationBrowser):
+            page.refresh()

@@ -1,0 +1,313 @@
+"""The chat: the transcript (replies as Markdown, function calls as compact rows) and the input."""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.ui import label, one_line, remove_widgets, widgets_in
+from engine.events import FunctionCalled, FunctionReturned
+from engine.memory.recall import MessageHit
+from engine.tools import describe_call
+
+RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
+RESTORED_MESSAGES = 200
+
+
+class MessageBubble(QFrame):
+    """One message; an assistant reply grows as it streams and is shown as Markdown."""
+
+    def __init__(self, role: str, text: str = "") -> None:
+        super().__init__()
+        self.role = role
+        self.setObjectName(f"bubble_{role}")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 6, 10, 8)
+        layout.setSpacing(2)
+        layout.addWidget(label("You" if role == "user" else "Mnemo", "muted"))
+        self.body = QLabel()
+        self.body.setWordWrap(True)
+        self.body.setTextFormat(
+            Qt.TextFormat.PlainText if role == "user" else Qt.TextFormat.MarkdownText
+        )
+        self.body.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+            | Qt.TextInteractionFlag.LinksAccessibleByMouse
+        )
+        self.body.setOpenExternalLinks(True)
+        layout.addWidget(self.body)
+        self._text = text
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(RENDER_INTERVAL_MS)
+        self._timer.timeout.connect(self._render)
+        self._render()
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def append(self, piece: str) -> None:
+        """Streaming: pieces arrive many times a second; the label is redrawn in batches."""
+        self._text += piece
+        if not self._timer.isActive():
+            self._timer.start()
+
+    def set_text(self, text: str) -> None:
+        self._text = text
+        self._timer.stop()
+        self._render()
+
+    def _render(self) -> None:
+        self.body.setText(self._text)
+
+
+class CallRow(QFrame):
+    """A function call in one line ("searched archival memory for 'taxes' → 3 of 12"); a click
+    shows its arguments and result."""
+
+    def __init__(self, name: str, arguments: dict, description: str) -> None:
+        super().__init__()
+        self.name = name
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        layout.setSpacing(0)
+        self.toggle = QToolButton()
+        self.toggle.setCheckable(True)
+        self.toggle.setArrowType(Qt.ArrowType.RightArrow)
+        self.toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.toggle.setAutoRaise(True)
+        self.toggle.toggled.connect(self._expand)
+        self.description = description
+        self.summary = "…"
+        layout.addWidget(self.toggle)
+        shown = {key: value for key, value in arguments.items() if key != "request_heartbeat"}
+        self.details = label(json.dumps(shown, ensure_ascii=False, indent=1), "muted")
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setVisible(False)
+        self.details.setContentsMargins(24, 0, 0, 4)
+        layout.addWidget(self.details)
+        self._update()
+
+    def set_result(self, ok: bool, summary: str, result: str) -> None:
+        self.summary = summary if ok else f"failed: {one_line(result, 70)}"
+        self.details.setText(self.details.text() + "\n→ " + result[:2000])
+        self._update()
+
+    def _update(self) -> None:
+        self.toggle.setText(f"{self.description} → {self.summary}")
+
+    def _expand(self, shown: bool) -> None:
+        self.toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        self.details.setVisible(shown)
+
+
+class MessageInput(QPlainTextEdit):
+    """Enter sends; Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): the user pressed Enter.
+    """
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class ChatView(QWidget):
+    """Signals:
+    send_requested(str): the user sent a message.
+    stop_requested(): the user pressed Stop.
+    search_requested(str): the user searched past conversations.
+    """
+
+    send_requested = Signal(str)
+    stop_requested = Signal()
+    search_requested = Signal(str)
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        header = QHBoxLayout()
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search past conversations…")
+        self.search.setClearButtonEnabled(True)
+        self.search.returnPressed.connect(self._search)
+        header.addWidget(self.search)
+        layout.addLayout(header)
+
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        container = QWidget()
+        self.messages = QVBoxLayout(container)
+        self.messages.addStretch(1)
+        self.scroll_area.setWidget(container)
+        self.scroll_area.verticalScrollBar().rangeChanged.connect(self._follow)
+        layout.addWidget(self.scroll_area, 1)
+
+        row = QHBoxLayout()
+        self.input = MessageInput()
+        self.input.setPlaceholderText("Message Mnemo (Enter sends, Shift+Enter for a new line)")
+        self.input.setFixedHeight(64)
+        self.input.submitted.connect(self._send)
+        row.addWidget(self.input, 1)
+        self.send_button = QPushButton("Send")
+        self.send_button.clicked.connect(self._send_or_stop)
+        row.addWidget(self.send_button)
+        layout.addLayout(row)
+
+        self.busy = False
+        self.ready = False
+        self._reply: MessageBubble | None = None
+        self._calls: list[CallRow] = []
+        self._at_bottom = True
+        self.scroll_area.verticalScrollBar().valueChanged.connect(self._remember_position)
+        self._update_button()
+
+    # -- the transcript ------------------------------------------------------------------------
+
+    def _add(self, widget: QWidget) -> None:
+        self._at_bottom = self._is_at_bottom()
+        self.messages.addWidget(widget)
+
+    def add_message(self, role: str, text: str) -> MessageBubble:
+        bubble = MessageBubble(role, text)
+        self._add(bubble)
+        return bubble
+
+    def add_notice(self, text: str, error: bool = False) -> QLabel:
+        notice = label(text, "notice_error" if error else "notice")
+        self._add(notice)
+        return notice
+
+    def stream(self, piece: str) -> None:
+        if self._reply is None:
+            self._reply = self.add_message("assistant", "")
+        self._reply.append(piece)
+
+    def reply_done(self, text: str) -> None:
+        if self._reply is None:
+            self.add_message("assistant", text)
+        else:
+            self._reply.set_text(text)
+        self._reply = None
+
+    def call_started(self, event: FunctionCalled) -> None:
+        self._end_stream()
+        row = CallRow(event.name, event.arguments, event.description)
+        self._calls.append(row)
+        self._add(row)
+
+    def call_returned(self, event: FunctionReturned) -> None:
+        open_rows = [row for row in self._calls if row.summary == "…"]
+        if open_rows:
+            open_rows[-1].set_result(event.ok, event.summary, event.result)
+        else:  # malformed output: no call row was opened for it
+            self.add_notice(f"The assistant's output was not a valid call: {event.result}")
+
+    def turn_done(self) -> None:
+        self._end_stream()
+
+    def _end_stream(self) -> None:
+        if self._reply is not None and self._reply.text:
+            self._reply.set_text(self._reply.text + "\n\n*(not finished)*")
+        self._reply = None
+
+    def restore(self, hits: list[MessageHit]) -> None:
+        """Show the end of the stored conversation, as it looked when it was written."""
+        row: CallRow | None = None
+        for hit in hits:
+            if hit.role in ("user", "assistant"):
+                self.add_message(hit.role, hit.text)
+            elif hit.role == "function_call":
+                try:
+                    stored = json.loads(hit.text)
+                    name, arguments = stored["function"], stored["arguments"]
+                    row = CallRow(name, arguments, describe_call(name, arguments))
+                except (ValueError, KeyError, TypeError):
+                    row = CallRow("(invalid)", {}, "wrote something that was not a valid call")
+                self._add(row)
+            elif hit.role == "function_result" and row is not None:
+                failed = hit.text.startswith("Error")
+                row.set_result(not failed, one_line(hit.text, 60), hit.text)
+                row = None
+
+    def clear(self) -> None:
+        remove_widgets(self.messages)
+        self._calls.clear()
+        self._reply = None
+
+    def bubbles(self) -> list[MessageBubble]:
+        return [w for w in widgets_in(self.messages) if isinstance(w, MessageBubble)]
+
+    # -- scrolling: follow new content unless the user scrolled up to read ----------------------
+
+    def _is_at_bottom(self) -> bool:
+        bar = self.scroll_area.verticalScrollBar()
+        return bar.value() >= bar.maximum() - 8
+
+    def _remember_position(self) -> None:
+        self._at_bottom = self._is_at_bottom()
+
+    def _follow(self, _minimum: int, maximum: int) -> None:
+        if self._at_bottom:
+            self.scroll_area.verticalScrollBar().setValue(maximum)
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def set_ready(self, ready: bool) -> None:
+        """Whether a model is loaded, so that sending can work."""
+        self.ready = ready
+        self._update_button()
+
+    def set_busy(self, busy: bool) -> None:
+        self.busy = busy
+        if not busy:
+            self.turn_done()
+        self._update_button()
+
+    def _update_button(self) -> None:
+        self.send_button.setText("Stop" if self.busy else "Send")
+        self.send_button.setEnabled(self.busy or self.ready)
+
+    def _send_or_stop(self) -> None:
+        if self.busy:
+            self.send_button.setEnabled(False)
+            self.send_button.setText("Stopping…")
+            self.stop_requested.emit()
+        else:
+            self._send()
+
+    def _send(self) -> None:
+        text = self.input.toPlainText().strip()
+        if not text or self.busy or not self.ready:
+            return
+        self.input.clear()
+        self.add_message("user", text)
+        self._at_bottom = True
+        self.send_requested.emit(text)
+
+    def _search(self) -> None:
+        query = self.search.text().strip()
+        if query:
+            self.search_requested.emit(query)

@@ -1,0 +1,374 @@
+"""The main window: pages on the left (chat, memory, browser, documents, context, settings), the
+model, pending proposals and work in progress always visible in the status bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, QThread, Signal
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QListWidget,
+    QMainWindow,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.bridge import EngineBridge
+from desktop.browser import MemoryBrowser
+from desktop.chat import RESTORED_MESSAGES, ChatView
+from desktop.context_view import ContextView
+from desktop.core_cards import CoreMemoryPage
+from desktop.documents import DocumentsPage, WatchedFoldersList
+from desktop.proposals import ProposalPanel
+from desktop.settings_page import SettingsPage
+from desktop.ui import STYLE, label, one_line
+from desktop.workers import (
+    ChatWorker,
+    IngestWorker,
+    ModelLoader,
+    Tasks,
+    load_configured_model,
+    start_thread,
+)
+from engine.context.window import ContextStats
+from engine.events import (
+    ContextEvicted,
+    MemoryPressure,
+    Notice,
+    ProposalApplied,
+    ProposalCreated,
+)
+from engine.ingest.ingestor import FileResult, IngestProgress
+from engine.mnemo import Mnemo
+
+PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Settings")
+
+
+class MainWindow(QMainWindow):
+    """Signals (the workers' slots are driven through these, so they run on their threads):
+    send_requested(str), load_requested(), stats_requested(), ingest_requested(list),
+    watch_requested(), add_watched_requested(str), remove_watched_requested(str, bool).
+    """
+
+    send_requested = Signal(str)
+    load_requested = Signal()
+    stats_requested = Signal()
+    ingest_requested = Signal(list)
+    watch_requested = Signal()
+    add_watched_requested = Signal(str)
+    remove_watched_requested = Signal(str, bool)
+
+    def __init__(self, mnemo: Mnemo, loader: ModelLoader = load_configured_model) -> None:
+        super().__init__()
+        self.mnemo = mnemo
+        self.setWindowTitle(f"Mnemo — {mnemo.profile.root}")
+        self.resize(1180, 760)
+        self.setStyleSheet(STYLE)
+        self.setAcceptDrops(True)
+        self.bridge = EngineBridge()
+        self.tasks = Tasks(self)
+        self.chat_worker = ChatWorker(mnemo, self.bridge, loader)
+        self.ingest_worker = IngestWorker(mnemo)
+        self._threads: list[QThread] = []
+        self.model_ready = False
+
+        self._build()
+        self._connect()
+        self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES))
+        self.proposals.refresh()
+        self.core.refresh()
+        self.documents.refresh()
+        self._threads = [
+            start_thread(self.chat_worker, "mnemo-chat"),
+            start_thread(self.ingest_worker, "mnemo-ingest"),
+        ]
+        self.load_requested.emit()
+        self.watch_requested.emit()
+
+    # -- building ------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        mnemo, tasks = self.mnemo, self.tasks
+        self.chat = ChatView()
+        self.proposals = ProposalPanel(mnemo, tasks)
+        self.core = CoreMemoryPage(mnemo, tasks)
+        self.browser = MemoryBrowser(mnemo, tasks)
+        self.documents = DocumentsPage(mnemo, tasks)
+        self.context = ContextView()
+        self.settings_watched = WatchedFoldersList(mnemo)
+        self.settings = SettingsPage(mnemo, self.settings_watched)
+
+        chat_page = QSplitter(Qt.Orientation.Horizontal)
+        chat_page.addWidget(self.chat)
+        chat_page.addWidget(self.proposals)
+        chat_page.setStretchFactor(0, 3)
+        chat_page.setStretchFactor(1, 2)
+        chat_page.setSizes([700, 400])
+        chat_page.setChildrenCollapsible(False)
+
+        self.nav = QListWidget()
+        self.nav.setObjectName("nav")
+        self.nav.addItems(list(PAGES))
+        self.nav.setFixedWidth(160)
+        self.pages = QStackedWidget()
+        for page in (
+            chat_page,
+            self.core,
+            self.browser,
+            self.documents,
+            self.context,
+            self.settings,
+        ):
+            self.pages.addWidget(page)
+        self.nav.currentRowChanged.connect(self._show_page)
+        self.nav.setCurrentRow(0)
+
+        self.banner = label("", "error_banner")
+        self.banner.setVisible(False)
+        dismiss = QPushButton("Dismiss")
+        dismiss.clicked.connect(lambda: self.show_error(""))
+        self.banner_row = QWidget()
+        banner_layout = QHBoxLayout(self.banner_row)
+        banner_layout.setContentsMargins(0, 0, 0, 0)
+        banner_layout.addWidget(self.banner, 1)
+        banner_layout.addWidget(dismiss)
+        self.banner_row.setVisible(False)
+
+        body = QWidget()
+        layout = QHBoxLayout(body)
+        layout.addWidget(self.nav)
+        right = QVBoxLayout()
+        right.addWidget(self.banner_row)
+        right.addWidget(self.pages, 1)
+        layout.addLayout(right, 1)
+        self.setCentralWidget(body)
+
+        status = self.statusBar()
+        self.model_label = label("Starting…", "muted", wrap=False)
+        status.addWidget(self.model_label, 1)
+        self.ingest_bar = QProgressBar()
+        self.ingest_bar.setMaximumWidth(160)
+        self.ingest_bar.setFormat("documents %v/%m")
+        self.ingest_bar.setVisible(False)
+        status.addPermanentWidget(self.ingest_bar)
+        self.context_bar = QProgressBar()
+        self.context_bar.setMaximumWidth(140)
+        self.context_bar.setFormat("context %p%")
+        self.context_bar.setValue(0)
+        status.addPermanentWidget(self.context_bar)
+        self.pending_button = QPushButton()
+        self.pending_button.setFlat(True)
+        self.pending_button.clicked.connect(lambda: self.nav.setCurrentRow(0))
+        status.addPermanentWidget(self.pending_button)
+
+    def _connect(self) -> None:
+        chat, bridge, worker = self.chat, self.bridge, self.chat_worker
+        chat.send_requested.connect(self._send)
+        chat.stop_requested.connect(worker.cancel.set)
+        chat.search_requested.connect(self._search_conversations)
+        self.send_requested.connect(worker.send)
+        self.load_requested.connect(worker.load_model)
+        self.stats_requested.connect(worker.refresh_stats)
+        worker.loading.connect(self._model_loading)
+        worker.loaded.connect(self._model_loaded)
+        worker.load_failed.connect(self._model_failed)
+        worker.busy.connect(chat.set_busy)
+        worker.failed.connect(self._turn_failed)
+        worker.stats.connect(self._show_stats)
+
+        bridge.text_streamed.connect(chat.stream)
+        bridge.message_sent.connect(lambda event: chat.reply_done(event.text))
+        bridge.function_called.connect(chat.call_started)
+        bridge.function_returned.connect(chat.call_returned)
+        bridge.step_started.connect(lambda event: self._show_stats(event.stats))
+        bridge.proposal_created.connect(self._proposal_created)
+        bridge.proposal_applied.connect(self._proposal_applied)
+        bridge.memory_pressure.connect(self._memory_pressure)
+        bridge.context_evicted.connect(self._evicted)
+        bridge.notice.connect(self._notice)
+        bridge.core_changed.connect(self.core.refresh)
+
+        self.proposals.count_changed.connect(self._show_pending)
+        self.proposals.decided.connect(self._core_changed)
+        self.core.changed.connect(self._core_changed)
+        self.tasks.error.connect(self.show_error)
+
+        ingest = self.ingest_worker
+        self.documents.ingest_requested.connect(self.ingest)
+        self.documents.cancel_requested.connect(ingest.cancel.set)
+        self.ingest_requested.connect(ingest.ingest)
+        self.watch_requested.connect(ingest.watch)
+        self.add_watched_requested.connect(ingest.add_watched)
+        self.remove_watched_requested.connect(ingest.remove_watched)
+        ingest.started.connect(self._ingest_started)
+        ingest.progress.connect(self._ingest_progress)
+        ingest.file_done.connect(self._file_done)
+        ingest.finished.connect(self._ingest_finished)
+        ingest.failed.connect(self.show_error)
+        ingest.waiting.connect(self.documents.progress_text.setText)
+        ingest.folders_changed.connect(self._folders_changed)
+        for watched in (self.documents.watched, self.settings_watched):
+            watched.add_requested.connect(self.add_watched_requested)
+            watched.remove_requested.connect(self.remove_watched_requested)
+
+        self.settings.apply_requested.connect(self.load_requested)
+        self.settings.policy_changed.connect(self.stats_requested)
+
+    # -- chat ----------------------------------------------------------------------------------
+
+    def _send(self, text: str) -> None:
+        self.chat_worker.cancel.clear()
+        self.send_requested.emit(text)
+
+    def _turn_failed(self, message: str) -> None:
+        self.chat.add_notice(message, error=True)
+
+    def _notice(self, event: Notice) -> None:
+        self.chat.add_notice(event.text, error=event.kind == "error")
+
+    def _proposal_created(self, event: ProposalCreated) -> None:
+        self.chat.add_notice(
+            f"The assistant proposes a change to core memory ({event.proposal.label}); "
+            "it waits for you on the right."
+        )
+        self.proposals.refresh()
+
+    def _proposal_applied(self, event: ProposalApplied) -> None:
+        self.chat.add_notice(f"Core memory updated: {one_line(event.proposal.describe(), 120)}")
+
+    def _memory_pressure(self, event: MemoryPressure) -> None:
+        self.chat.add_notice(
+            f"The context is {round(100 * event.stats.fraction)}% full; the assistant was told "
+            "to save what matters before older messages are summarised."
+        )
+
+    def _evicted(self, event: ContextEvicted) -> None:
+        self.chat.add_notice(
+            f"{event.evicted} older messages were moved into the summary (still searchable)."
+        )
+
+    def _search_conversations(self, query: str) -> None:
+        self.nav.setCurrentRow(PAGES.index("Browse memory"))
+        self.browser.setCurrentWidget(self.browser.conversations)
+        self.browser.conversations.search_for(query)
+
+    def _show_pending(self, count: int) -> None:
+        self.proposals.setVisible(bool(count))
+        self.pending_button.setText(
+            f"{count} change{'s' if count != 1 else ''} to approve"
+            if count
+            else "No changes waiting"
+        )
+        self.pending_button.setObjectName("pending" if count else "")
+        self.pending_button.setStyleSheet("")
+
+    def _core_changed(self) -> None:
+        self.core.refresh()
+        self.stats_requested.emit()
+
+    def _show_stats(self, stats: ContextStats) -> None:
+        self.context.show_stats(stats)
+        self.context_bar.setValue(min(100, round(100 * stats.fraction)))
+        self.context_bar.setToolTip(f"{stats.total:,} of {stats.limit:,} usable tokens")
+
+    # -- the model -----------------------------------------------------------------------------
+
+    def _model_loading(self, what: str) -> None:
+        self.model_ready = False
+        self.chat.set_ready(False)
+        self.model_label.setText(f"Loading {what}…")
+        self.settings.model_loading(what)
+
+    def _model_loaded(self, name: str, context_length: int) -> None:
+        self.model_ready = True
+        self.chat.set_ready(True)
+        self.model_label.setText(f"{name} · {context_length:,}-token context")
+        self.settings.model_loaded(name, context_length)
+
+    def _model_failed(self, message: str) -> None:
+        self.chat.set_ready(False)
+        self.model_label.setText("No model loaded")
+        self.settings.model_failed(message)
+        self.show_error(f"The model could not be loaded: {message}")
+
+    # -- documents -----------------------------------------------------------------------------
+
+    def ingest(self, paths: list[str]) -> None:
+        self.ingest_requested.emit(paths)
+
+    def _ingest_started(self, files: int) -> None:
+        self.documents.batch_started(files)
+        self.ingest_bar.setRange(0, max(files, 1))
+        self.ingest_bar.setValue(0)
+        self.ingest_bar.setVisible(True)
+
+    def _ingest_progress(self, done: int, total: int, current: str) -> None:
+        self.documents.batch_progress(done, total, current)
+        self.ingest_bar.setRange(0, max(total, 1))
+        self.ingest_bar.setValue(done)
+
+    def _file_done(self, result: FileResult) -> None:
+        self.documents.file_done(result)
+
+    def _ingest_finished(self, final: IngestProgress) -> None:
+        self.ingest_bar.setVisible(False)
+        self.documents.batch_finished(final)
+        self.stats_requested.emit()
+
+    def _folders_changed(self) -> None:
+        self.documents.watched.refresh()
+        self.settings_watched.refresh()
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt's name)
+        if event.mimeData().hasUrls() and any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 (Qt's name)
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            names = ", ".join(Path(path).name for path in paths[:3])
+            more = f" and {len(paths) - 3} more" if len(paths) > 3 else ""
+            self.statusBar().showMessage(f"Adding {names}{more} to archival memory…", 5000)
+            self.ingest(paths)
+
+    # -- pages and errors ----------------------------------------------------------------------
+
+    def _show_page(self, row: int) -> None:
+        self.pages.setCurrentIndex(row)
+        if PAGES[row] == "Browse memory":
+            self.browser.currentWidget().refresh()  # type: ignore[attr-defined]
+        elif PAGES[row] == "Context":
+            self.stats_requested.emit()
+
+    def show_page(self, name: str) -> None:
+        self.nav.setCurrentRow(PAGES.index(name))
+
+    def show_error(self, message: str) -> None:
+        self.banner.setText(message)
+        self.banner.setVisible(bool(message))
+        self.banner_row.setVisible(bool(message))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def shutdown(self) -> None:
+        """Stop the work in progress at its next safe point and end the worker threads."""
+        self.chat_worker.cancel.set()
+        self.ingest_worker.cancel.set()
+        for thread in self._threads:
+            thread.quit()
+        for thread in self._threads:
+            thread.wait()
+        self._threads = []
+        self.ingest_worker.stop_watching()
+        self.tasks.stop()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        self.shutdown()
+        super().closeEvent(event)

@@ -1,0 +1,182 @@
+"""The model's proposed core-memory edits, each with a diff, its source and Approve/Edit/Reject.
+
+The panel sits beside the chat, so the conversation goes on while a proposal waits.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.ui import diff_html, label, remove_widgets, widgets_in
+from desktop.workers import Tasks
+from engine.errors import MnemoError
+from engine.memory.proposals import Proposal
+from engine.mnemo import Mnemo
+
+
+class ProposalCard(QFrame):
+    """Signals:
+    decided(int, str, object): proposal id, "approve" or "reject", the edited text or None.
+    """
+
+    decided = Signal(int, str, object)
+
+    def __init__(self, proposal: Proposal, before: str | None, after: str | None, problem: str):
+        super().__init__()
+        self.proposal = proposal
+        self.setObjectName("proposal")
+        layout = QVBoxLayout(self)
+        verb = "add to" if proposal.action == "append" else "change"
+        layout.addWidget(label(f"The assistant wants to {verb} “{proposal.label}”", "title"))
+        when = proposal.created_at.strftime("%Y-%m-%d %H:%M")
+        source = f"Proposed during the conversation, {when}"
+        if proposal.cause_ref:
+            source += f" (message {proposal.cause_ref})"
+        layout.addWidget(label(source, "muted"))
+        if not proposal.trusted:
+            layout.addWidget(
+                label(
+                    f"Caution: written after reading {proposal.untrusted_reason}; text from "
+                    "documents or searches can carry instructions you did not give. Check it.",
+                    "caution",
+                )
+            )
+        self.diff = label()
+        self.diff.setTextFormat(Qt.TextFormat.RichText)
+        if before is not None and after is not None:
+            self.diff.setText(diff_html(before, after))
+        else:
+            self.diff.setText(f"It no longer applies: {problem}")
+        layout.addWidget(self.diff)
+        what = (
+            f"Text to add to {proposal.label}:"
+            if proposal.action == "append"
+            else f"Text to put in place of “{proposal.old_content}”:"
+        )
+        self.editor_label = label(what, "muted")
+        self.editor = QPlainTextEdit(proposal.new_content)
+        self.editor.setMinimumHeight(70)
+        self.editing = False
+        for widget in (self.editor_label, self.editor):
+            widget.setVisible(False)
+            layout.addWidget(widget)
+
+        buttons = QHBoxLayout()
+        self.approve_button = QPushButton("Approve")
+        self.edit_button = QPushButton("Edit")
+        self.reject_button = QPushButton("Reject")
+        self.approve_button.setEnabled(after is not None)
+        self.edit_button.setEnabled(after is not None)
+        for button in (self.approve_button, self.edit_button, self.reject_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
+        self.error = label("", "notice_error")
+        self.error.setVisible(False)
+        layout.addWidget(self.error)
+        self.approve_button.clicked.connect(self._approve)
+        self.edit_button.clicked.connect(self._toggle_edit)
+        self.reject_button.clicked.connect(
+            lambda: self.decided.emit(self.proposal.id, "reject", None)
+        )
+
+    def _approve(self) -> None:
+        edited = self.editor.toPlainText().strip() if self.editing else None
+        self.decided.emit(self.proposal.id, "approve", edited)
+
+    def _toggle_edit(self) -> None:
+        self.editing = editing = not self.editing
+        self.editor.setVisible(editing)
+        self.editor_label.setVisible(editing)
+        self.diff.setVisible(not editing)
+        self.edit_button.setText("Show the change" if editing else "Edit")
+        self.approve_button.setText("Approve my text" if editing else "Approve")
+
+    def show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.setVisible(True)
+
+
+class ProposalPanel(QWidget):
+    """Signals:
+    count_changed(int): how many proposals wait.
+    decided(): a proposal was approved or rejected (core memory may have changed).
+    """
+
+    count_changed = Signal(int)
+    decided = Signal()
+
+    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__()
+        self._mnemo = mnemo
+        self._tasks = tasks
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.heading = label("", "title")
+        layout.addWidget(self.heading)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setMinimumWidth(320)
+        container = QWidget()
+        self.cards = QVBoxLayout(container)
+        self.cards.addStretch(1)
+        scroll.setWidget(container)
+        layout.addWidget(scroll, 1)
+        self.count = 0
+
+    def refresh(self) -> None:
+        """Re-read the pending proposals (a quick SQLite read) and rebuild the cards."""
+        remove_widgets(self.cards)
+        pending = self._mnemo.proposals.pending()
+        for position, proposal in enumerate(pending):
+            try:
+                before, after = self._mnemo.proposals.preview(proposal.id)
+                card = ProposalCard(proposal, before, after, "")
+            except MnemoError as error:
+                card = ProposalCard(proposal, None, None, str(error))
+            card.decided.connect(self._decide)
+            self.cards.insertWidget(position, card)
+        self.count = len(pending)
+        self.heading.setText(
+            f"{self.count} core-memory change{'s' if self.count != 1 else ''} waiting for you"
+            if self.count
+            else "No core-memory changes are waiting."
+        )
+        self.count_changed.emit(self.count)
+
+    def card(self, proposal_id: int) -> ProposalCard:
+        for widget in widgets_in(self.cards):
+            if isinstance(widget, ProposalCard) and widget.proposal.id == proposal_id:
+                return widget
+        raise KeyError(proposal_id)
+
+    def _decide(self, proposal_id: int, decision: str, text: str | None) -> None:
+        card = self.card(proposal_id)
+        card.setEnabled(False)
+        store = self._mnemo.proposals
+
+        def work() -> Proposal:
+            if decision == "approve":
+                return store.approve(proposal_id, text)
+            return store.reject(proposal_id)
+
+        def failed(message: str) -> None:
+            card.setEnabled(True)
+            card.show_error(message)
+
+        self._tasks.submit(work, lambda _proposal: self._after_decision(), failed)
+
+    def _after_decision(self) -> None:
+        self.refresh()
+        self.decided.emit()

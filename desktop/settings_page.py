@@ -1,0 +1,319 @@
+"""Settings: the model (a local GGUF file or an API), API keys (through the keyring), the
+confirmation policy, watched folders and where the profile lives."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import QSettings, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLineEdit,
+    QProgressBar,
+    QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import ui
+from desktop.documents import WatchedFoldersList
+from desktop.ui import label
+from engine import keys
+from engine.errors import MnemoError
+from engine.llm import API_CONTEXT
+from engine.mnemo import Mnemo
+from engine.settings import DEFAULTS
+
+BACKENDS = {
+    "local": "Local model (a GGUF file, runs on this computer)",
+    "openai": "OpenAI-compatible server (OpenAI, llama.cpp server, Ollama, LM Studio…)",
+    "anthropic": "Anthropic (Claude)",
+}
+POLICIES = {
+    "ask": "Ask me before every change the assistant makes",
+    "auto": "Apply changes from our conversation; ask about ones made after reading documents",
+}
+PROFILE_SETTING = "profile"
+
+
+def app_settings() -> QSettings:
+    """Where the app keeps what must be known before a profile is open (its location)."""
+    return QSettings("Mnemo", "Mnemo")
+
+
+class SettingsPage(QWidget):
+    """Signals:
+    apply_requested(): the model settings were saved; load the model they name.
+    policy_changed(): the confirmation policy changed.
+    """
+
+    apply_requested = Signal()
+    policy_changed = Signal()
+
+    def __init__(self, mnemo: Mnemo, watched: WatchedFoldersList) -> None:
+        super().__init__()
+        self._mnemo = mnemo
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        outer.addWidget(scroll)
+        content = QWidget()
+        scroll.setWidget(content)
+        layout = QVBoxLayout(content)
+        layout.addWidget(self._model_group())
+        layout.addWidget(self._memory_group())
+        folders = QGroupBox("Watched folders")
+        QVBoxLayout(folders).addWidget(watched)
+        layout.addWidget(folders)
+        layout.addWidget(self._profile_group())
+        layout.addStretch(1)
+        self.load()
+
+    # -- building ------------------------------------------------------------------------------
+
+    def _model_group(self) -> QGroupBox:
+        group = QGroupBox("Model")
+        form = QFormLayout(group)
+        self.backend = QComboBox()
+        for key, text in BACKENDS.items():
+            self.backend.addItem(text, key)
+        form.addRow("Runs on", self.backend)
+
+        self.local = QWidget()
+        local = QFormLayout(self.local)
+        local.setContentsMargins(0, 0, 0, 0)
+        path_row = QHBoxLayout()
+        self.path = QLineEdit()
+        self.path.setPlaceholderText("the bundled SmolLM2-135M-Instruct (small and quick)")
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(self._choose_model)
+        path_row.addWidget(self.path, 1)
+        path_row.addWidget(choose)
+        local.addRow("GGUF file", path_row)
+        self.gpu_layers = QSpinBox()
+        self.gpu_layers.setRange(-1, 999)
+        self.gpu_layers.setSpecialValueText("all")
+        self.gpu_layers.setToolTip("Layers to run on the GPU: 0 for none, 'all' (-1) for every one")
+        local.addRow("GPU layers", self.gpu_layers)
+        self.threads = QSpinBox()
+        self.threads.setRange(0, 256)
+        self.threads.setSpecialValueText(f"all cores ({os.cpu_count()})")
+        local.addRow("CPU threads", self.threads)
+        form.addRow(self.local)
+
+        self.api = QWidget()
+        api = QFormLayout(self.api)
+        api.setContentsMargins(0, 0, 0, 0)
+        self.model_name = QLineEdit()
+        self.model_name.setPlaceholderText("e.g. gpt-4o-mini or claude-sonnet-4-5")
+        api.addRow("Model name", self.model_name)
+        self.base_url = QLineEdit()
+        self.base_url.setPlaceholderText("empty: the provider's own (http://127.0.0.1:8080/v1 …)")
+        api.addRow("Server address", self.base_url)
+        self.key = QLineEdit()
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        self.key.setPlaceholderText("paste a new key to save it in the system keyring")
+        key_row = QHBoxLayout()
+        key_row.addWidget(self.key, 1)
+        self.forget_key = QPushButton("Forget key")
+        self.forget_key.clicked.connect(self._forget_key)
+        key_row.addWidget(self.forget_key)
+        api.addRow("API key", key_row)
+        self.key_status = label("", "muted")
+        api.addRow("", self.key_status)
+        form.addRow(self.api)
+
+        self.context = QSpinBox()
+        self.context.setRange(512, 2_000_000)
+        self.context.setSingleStep(1024)
+        self.context.setSuffix(" tokens")
+        form.addRow("Context size", self.context)
+        apply_row = QHBoxLayout()
+        self.apply_button = QPushButton("Apply and load")
+        self.apply_button.clicked.connect(self.apply)
+        self.loading = QProgressBar()
+        self.loading.setRange(0, 0)  # llama.cpp reports no progress: a busy bar and the time
+        self.loading.setMaximumWidth(160)
+        self.loading.setVisible(False)
+        apply_row.addWidget(self.apply_button)
+        apply_row.addWidget(self.loading)
+        apply_row.addStretch(1)
+        form.addRow(apply_row)
+        self.model_status = label("")
+        form.addRow(self.model_status)
+        self.backend.currentIndexChanged.connect(self._show_backend)
+        return group
+
+    def _memory_group(self) -> QGroupBox:
+        group = QGroupBox("Memory")
+        form = QFormLayout(group)
+        self.policy = QComboBox()
+        for key, text in POLICIES.items():
+            self.policy.addItem(text, key)
+        self.policy.currentIndexChanged.connect(self._save_memory)
+        form.addRow("Core-memory changes", self.policy)
+        self.step_limit = QSpinBox()
+        self.step_limit.setRange(1, 100)
+        self.step_limit.setToolTip("The most steps the assistant may take for one message")
+        self.step_limit.valueChanged.connect(self._save_memory)
+        form.addRow("Steps per message", self.step_limit)
+        self.memory_status = label("", "notice_error")
+        form.addRow(self.memory_status)
+        return group
+
+    def _profile_group(self) -> QGroupBox:
+        group = QGroupBox("Profile")
+        form = QFormLayout(group)
+        profile = self._mnemo.profile
+        form.addRow("Location", label(str(profile.root)))
+        form.addRow("Log", label(str(profile.log_path)))
+        buttons = QHBoxLayout()
+        open_button = QPushButton("Open folder")
+        open_button.clicked.connect(
+            lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(profile.root)))
+        )
+        move = QPushButton("Use another folder…")
+        move.clicked.connect(self._choose_profile)
+        buttons.addWidget(open_button)
+        buttons.addWidget(move)
+        buttons.addStretch(1)
+        form.addRow(buttons)
+        self.profile_status = label("", "muted")
+        form.addRow(self.profile_status)
+        return group
+
+    # -- values --------------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Show the stored settings."""
+        settings = self._mnemo.settings
+        self.backend.setCurrentIndex(self.backend.findData(settings.get("model.backend")))
+        self.path.setText(settings.get("model.path"))
+        self.gpu_layers.setValue(settings.get("model.gpu_layers"))
+        self.threads.setValue(settings.get("model.threads"))
+        self.model_name.setText(settings.get("model.name"))
+        self.base_url.setText(settings.get("model.base_url"))
+        self.context.setValue(settings.get("model.context_length"))
+        for widget in (self.policy, self.step_limit):
+            widget.blockSignals(True)
+        self.policy.setCurrentIndex(self.policy.findData(settings.core_write_policy))
+        self.step_limit.setValue(settings.step_limit)
+        for widget in (self.policy, self.step_limit):
+            widget.blockSignals(False)
+        self._show_backend()
+
+    def _backend_key(self) -> str:
+        return str(self.backend.currentData())
+
+    def _show_backend(self) -> None:
+        backend = self._backend_key()
+        self.local.setVisible(backend == "local")
+        self.api.setVisible(backend != "local")
+        if not self._mnemo.settings.is_set("model.context_length"):
+            self.context.setValue(API_CONTEXT.get(backend, DEFAULTS["model.context_length"]))
+        self._show_key_status()
+
+    def _show_key_status(self) -> None:
+        backend = self._backend_key()
+        if backend == "local":
+            return
+        source = keys.key_source(backend)
+        name, secure = keys.keyring_status()
+        text = f"Key: {source}." if source != "none" else "No key yet."
+        if not secure:
+            text += " This computer has no secure keyring; a key can be used for this run only."
+        self.key_status.setText(text)
+        self.forget_key.setEnabled(source != "none")
+
+    def apply(self) -> None:
+        """Save the model settings (and a new key) and ask for the model to be loaded."""
+        backend = self._backend_key()
+        settings = self._mnemo.settings
+        try:
+            if backend != "local" and self.key.text().strip():
+                self._store_key(backend, self.key.text())
+            settings.set("model.backend", backend)
+            settings.set("model.path", self.path.text().strip())
+            settings.set("model.gpu_layers", self.gpu_layers.value())
+            settings.set("model.threads", self.threads.value())
+            settings.set("model.name", self.model_name.text().strip())
+            settings.set("model.base_url", self.base_url.text().strip())
+            settings.set("model.context_length", self.context.value())
+        except MnemoError as error:
+            self.model_status.setText(str(error))
+            self.model_status.setObjectName("notice_error")
+            self.model_status.setStyleSheet("")
+            return
+        self.key.clear()
+        self._show_key_status()
+        self.apply_requested.emit()
+
+    def _store_key(self, backend: str, key: str) -> None:
+        try:
+            keys.save_key(backend, key)
+        except keys.KeyringUnavailableError as error:
+            if not ui.confirm(self, "No keyring", f"{error}\n\nUse the key for this run only?"):
+                raise MnemoError("The key was not saved.") from None
+            keys.use_key_for_this_run(backend, key)
+
+    def _forget_key(self) -> None:
+        backend = self._backend_key()
+        if ui.confirm(self, "Forget key", f"Forget the {backend} API key?"):
+            keys.delete_key(backend)
+            self._show_key_status()
+
+    def _save_memory(self) -> None:
+        try:
+            self._mnemo.settings.set("memory.core_write_policy", self.policy.currentData())
+            self._mnemo.settings.set("agent.step_limit", self.step_limit.value())
+            self.memory_status.setText("")
+        except MnemoError as error:
+            self.memory_status.setText(str(error))
+        self.policy_changed.emit()
+
+    def _choose_model(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Choose a model", "", "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.path.setText(path)
+
+    def _choose_profile(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Folder for Mnemo's profile")
+        if folder:
+            app_settings().setValue(PROFILE_SETTING, folder)
+            self.profile_status.setText(
+                f"Mnemo will use {folder} from its next start (a new, empty profile if the folder "
+                "holds none). Your current profile stays where it is."
+            )
+
+    # -- model state ---------------------------------------------------------------------------
+
+    def model_loading(self, what: str) -> None:
+        self.apply_button.setEnabled(False)
+        self.loading.setVisible(True)
+        self.model_status.setObjectName("muted")
+        self.model_status.setStyleSheet("")
+        self.model_status.setText(f"Loading {what}…")
+
+    def model_loaded(self, name: str, context_length: int) -> None:
+        self.apply_button.setEnabled(True)
+        self.loading.setVisible(False)
+        self.model_status.setObjectName("muted")
+        self.model_status.setStyleSheet("")
+        self.model_status.setText(f"Using {name} with a {context_length:,}-token context.")
+
+    def model_failed(self, message: str) -> None:
+        self.apply_button.setEnabled(True)
+        self.loading.setVisible(False)
+        self.model_status.setObjectName("notice_error")
+        self.model_status.setStyleSheet("")
+        self.model_status.setText(message)

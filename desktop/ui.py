@@ -1,0 +1,113 @@
+"""Small pieces every view uses: asking before destructive actions, showing errors, the look."""
+
+from __future__ import annotations
+
+import difflib
+import html
+import re
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
+
+STYLE = """
+QFrame#bubble_user { background: #e8f0fe; border-radius: 8px; }
+QFrame#bubble_assistant { background: #f4f4f5; border-radius: 8px; }
+QFrame#card { border: 1px solid #d4d4d8; border-radius: 8px; background: palette(base); }
+QFrame#proposal { border: 1px solid #f59e0b; border-radius: 8px; background: #fffbeb; }
+QLabel#muted { color: #6b7280; }
+QLabel#notice { color: #6b7280; font-style: italic; }
+QLabel#notice_error { color: #b91c1c; }
+QLabel#caution { color: #b45309; }
+QLabel#title { font-weight: bold; }
+QLabel#error_banner { background: #fee2e2; color: #991b1b; padding: 6px; border-radius: 4px; }
+QPushButton#pending { color: #b45309; font-weight: bold; }
+QListWidget#nav { border: none; background: transparent; font-size: 11pt; }
+QListWidget#nav::item { padding: 8px 10px; border-radius: 6px; }
+QListWidget#nav::item:selected { background: #dbeafe; color: #1e3a8a; }
+"""
+
+
+def confirm(parent: QWidget, title: str, text: str) -> bool:
+    """Ask before something that cannot be undone (tests replace this function)."""
+    answer = QMessageBox.question(
+        parent,
+        title,
+        text,
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel,
+        QMessageBox.StandardButton.Cancel,
+    )
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLabel:
+    widget = QLabel(text)
+    widget.setWordWrap(wrap)
+    widget.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    if name:
+        widget.setObjectName(name)
+    return widget
+
+
+def one_line(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def diff_html(old: str, new: str) -> str:
+    """Word-level differences: removed words struck through in red, added ones in green."""
+    old_words, new_words = re.findall(r"\S+|\s+", old), re.findall(r"\S+|\s+", new)
+    parts = []
+    matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
+    for operation, a1, a2, b1, b2 in matcher.get_opcodes():
+        removed = html.escape("".join(old_words[a1:a2]))
+        added = html.escape("".join(new_words[b1:b2]))
+        if operation == "equal":
+            parts.append(removed)
+            continue
+        if removed.strip():
+            parts.append(
+                f'<span style="background:#fecaca;text-decoration:line-through">{removed}</span>'
+            )
+        if added.strip():
+            parts.append(f'<span style="background:#bbf7d0">{added}</span>')
+    return "<div style='white-space:pre-wrap'>" + "".join(parts).replace("\n", "<br>") + "</div>"
+
+
+def table(headers: list[str]) -> QTableWidget:
+    widget = QTableWidget(0, len(headers))
+    widget.setHorizontalHeaderLabels(headers)
+    widget.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+    widget.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+    widget.verticalHeader().setVisible(False)
+    widget.setWordWrap(False)
+    header = widget.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+    header.setStretchLastSection(False)
+    return widget
+
+
+def cell(text: str, tooltip: str | None = None) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setToolTip(tooltip or text)
+    return item
+
+
+def widgets_in(layout: QBoxLayout) -> list[QWidget]:
+    items = (layout.itemAt(index) for index in range(layout.count()))
+    return [widget for item in items if item is not None and (widget := item.widget())]
+
+
+def remove_widgets(layout: QBoxLayout) -> None:
+    """Delete a list's widgets (its stretch stays)."""
+    for widget in widgets_in(layout):
+        layout.removeWidget(widget)
+        widget.deleteLater()

@@ -1,0 +1,496 @@
+"""The desktop app with real widgets (offscreen), a real profile and the scripted model."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from desktop import ui
+from desktop.chat import CallRow
+from desktop.main_window import MainWindow
+from engine import Mnemo
+from engine.llm import ScriptedModel, ScriptedStep
+from tests.agent_helpers import call, say
+
+TIMEOUT_MS = 15_000
+
+
+class MemoryKeyring(KeyringBackend):
+    """A test keyring that keeps secrets in memory."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.secrets.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.secrets[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        self.secrets.pop((service, username), None)
+
+
+def open_window(qtbot, mnemo: Mnemo, model: ScriptedModel) -> MainWindow:
+    window = MainWindow(mnemo, loader=lambda _settings: model)
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.model_ready, timeout=TIMEOUT_MS)
+    return window
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def window(qtbot, mnemo, model) -> Iterator[MainWindow]:
+    window = open_window(qtbot, mnemo, model)
+    yield window
+    window.shutdown()
+
+
+def send(qtbot, window: MainWindow, text: str) -> None:
+    window.chat.input.setPlainText(text)
+    with qtbot.waitSignal(window.bridge.turn_finished, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+
+
+def wait_for_tasks(qtbot, window: MainWindow) -> None:
+    qtbot.waitUntil(lambda: window.tasks.pending == 0, timeout=TIMEOUT_MS)
+
+
+# -- chat ------------------------------------------------------------------------------------------
+
+
+def test_a_reply_streams_into_the_chat(qtbot, window, model):
+    model.enqueue(
+        [
+            call("archival_memory_search", query="keys", request_heartbeat=True),
+            say("Your **keys** are under the blue pot, next to the door."),
+        ]
+    )
+    pieces: list[str] = []
+    window.bridge.text_streamed.connect(pieces.append)
+    send(qtbot, window, "Where are my keys?")
+
+    bubbles = window.chat.bubbles()
+    assert [b.role for b in bubbles] == ["user", "assistant"]
+    assert bubbles[0].text == "Where are my keys?"
+    assert bubbles[1].text == "Your **keys** are under the blue pot, next to the door."
+    assert len(pieces) > 3  # it arrived in pieces, not at the end
+    assert "keys" in bubbles[1].body.text()
+    rows = [w for w in window.chat.findChildren(CallRow)]
+    assert len(rows) == 1 and "searched archival memory" in rows[0].toggle.text()
+    assert "0 of 0" in rows[0].toggle.text()
+    rows[0].toggle.click()
+    assert rows[0].details.isVisible() or not window.isVisible()
+    assert '"query": "keys"' in rows[0].details.text()
+    assert window.context.stats is not None and window.context.stats.total > 0
+
+
+def test_stop_cancels_a_reply(qtbot, window, model):
+    model.enqueue([ScriptedStep(say("This is never shown."), delay_s=30)])
+    window.chat.input.setPlainText("Tell me a long story")
+    qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.chat.busy, timeout=TIMEOUT_MS)
+    assert window.chat.send_button.text() == "Stop"
+    with qtbot.waitSignal(window.bridge.turn_finished, timeout=5000) as finished:
+        qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+    assert finished.args[0].reason == "cancelled"
+    qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+    assert [b.role for b in window.chat.bubbles()] == ["user"]
+    assert window.chat.send_button.text() == "Send"
+
+
+def test_restart_restores_the_conversation(qtbot, mnemo, window, model):
+    model.enqueue(
+        [
+            call("conversation_search", query="Lisbon", request_heartbeat=True),
+            say("You went to Lisbon in May."),
+        ]
+    )
+    send(qtbot, window, "When was I in Lisbon?")
+    window.close()
+
+    reopened = open_window(qtbot, mnemo, ScriptedModel())
+    try:
+        texts = [(b.role, b.text) for b in reopened.chat.bubbles()]
+        assert texts == [
+            ("user", "When was I in Lisbon?"),
+            ("assistant", "You went to Lisbon in May."),
+        ]
+        (row,) = reopened.chat.findChildren(CallRow)
+        assert "Lisbon" in row.toggle.text() and row.summary != "…"
+    finally:
+        reopened.shutdown()
+
+
+def test_a_model_that_cannot_load_is_explained(qtbot, mnemo):
+    def broken(_settings):
+        raise FileNotFoundError("no such model")
+
+    from engine.errors import ModelError
+
+    def missing(_settings):
+        raise ModelError("The model file /tmp/none.gguf does not exist; choose another.")
+
+    window = MainWindow(mnemo, loader=missing)
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+        assert "does not exist" in window.banner.text()
+        assert "does not exist" in window.settings.model_status.text()
+        assert not window.chat.send_button.isEnabled()
+    finally:
+        window.shutdown()
+    window = MainWindow(mnemo, loader=broken)
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+        assert "Something went wrong" in window.banner.text()
+        assert "no such model" in window.banner.text()
+    finally:
+        window.shutdown()
+
+
+# -- proposals and core memory ---------------------------------------------------------------------
+
+
+def propose(qtbot, window: MainWindow, model: ScriptedModel, content: str) -> None:
+    model.enqueue(
+        [
+            call("core_memory_append", label="human", content=content, request_heartbeat=True),
+            say("Noted."),
+        ]
+    )
+    send(qtbot, window, f"Remember: {content}")
+    qtbot.waitUntil(lambda: window.proposals.count >= 1, timeout=TIMEOUT_MS)
+
+
+def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
+    before = mnemo.core.get("human")
+    propose(qtbot, window, model, "Name: Sam.")
+    assert window.pending_button.text() == "1 change to approve"
+    assert window.proposals.isVisibleTo(window)
+    (proposal,) = mnemo.proposals.pending()
+    card = window.proposals.card(proposal.id)
+    assert "Name: Sam." in card.diff.text()  # the added words, highlighted
+    assert "bbf7d0" in card.diff.text()
+    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+    assert mnemo.core.get("human").endswith("Name: Sam.")
+    assert "Name: Sam." in window.core.cards["human"].editor.toPlainText()
+    assert window.pending_button.text() == "No changes waiting"
+
+    propose(qtbot, window, model, "Likes tea.")
+    (proposal,) = mnemo.proposals.pending()
+    card = window.proposals.card(proposal.id)
+    qtbot.mouseClick(card.edit_button, Qt.MouseButton.LeftButton)
+    assert card.editor.toPlainText() == "Likes tea."
+    card.editor.setPlainText("Likes green tea.")
+    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+    assert mnemo.core.get("human").endswith("Likes green tea.")
+    assert window.core.cards["human"].editor.toPlainText().endswith("Likes green tea.")
+
+    propose(qtbot, window, model, "Hates tea.")
+    (proposal,) = mnemo.proposals.pending()
+    value = mnemo.core.get("human")
+    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(
+            window.proposals.card(proposal.id).reject_button, Qt.MouseButton.LeftButton
+        )
+    assert mnemo.core.get("human") == value
+    assert mnemo.proposals.get(proposal.id).status == "rejected"
+    assert not mnemo.proposals.pending()
+    assert not window.proposals.isVisibleTo(window)
+    assert before != value
+
+
+def test_edit_a_card_then_undo(qtbot, mnemo, window):
+    card = window.core.cards["human"]
+    original = card.editor.toPlainText()
+    qtbot.mouseClick(card.edit_button, Qt.MouseButton.LeftButton)
+    assert not card.editor.isReadOnly()
+    card.editor.setPlainText("Name: Ada.\nLikes chess.")
+    assert card.usage.text() == f"23 / {card.block.char_limit} characters"
+    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(card.save_button, Qt.MouseButton.LeftButton)
+    assert mnemo.core.get("human") == "Name: Ada.\nLikes chess."
+    card = window.core.cards["human"]
+    assert card.editor.isReadOnly()
+
+    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(card.undo_button, Qt.MouseButton.LeftButton)
+    assert mnemo.core.get("human") == original
+    assert window.core.cards["human"].editor.toPlainText() == original
+    assert [v.author for v in mnemo.core.history("human")][-2:] == ["user", "user"]
+
+
+def test_a_card_refuses_text_over_its_limit(qtbot, mnemo, window):
+    card = window.core.cards["persona"]
+    qtbot.mouseClick(card.edit_button, Qt.MouseButton.LeftButton)
+    card.editor.setPlainText("x" * (card.block.char_limit + 1))
+    qtbot.mouseClick(card.save_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: card.error.isVisibleTo(window.core), timeout=TIMEOUT_MS)
+    assert "limit" in card.error.text() or "characters" in card.error.text()
+    assert not card.editor.isReadOnly()  # the user's text is still there to shorten
+    assert mnemo.core.get("persona") != "x" * (card.block.char_limit + 1)
+
+
+def test_add_and_remove_a_block(qtbot, mnemo, window, monkeypatch):
+    window.tasks.submit(lambda: mnemo.core.add_block("projects", "Mnemo"), lambda _b: None)
+    wait_for_tasks(qtbot, window)
+    window.core.refresh()
+    card = window.core.cards["projects"]
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(card.remove_button, Qt.MouseButton.LeftButton)
+    assert "projects" not in window.core.cards
+    assert "projects" not in [block.label for block in mnemo.core.blocks()]
+
+
+# -- the memory browser ----------------------------------------------------------------------------
+
+
+def test_search_edit_and_delete_passages(qtbot, mnemo, window, monkeypatch):
+    mnemo.archival.insert("The spare key is under the blue pot.", tags=["home"])
+    mnemo.archival.insert("Passport renewal is due in March.", tags=["admin"])
+    mnemo.archival.insert("The wifi password is on the fridge.", tags=["home"])
+    browser = window.browser.archival
+    window.show_page("Browse memory")
+    wait_for_tasks(qtbot, window)
+    assert len(browser.passages) == 3
+
+    browser.query.setText("spare key")
+    browser.refresh()
+    wait_for_tasks(qtbot, window)
+    assert browser.passages[0].text == "The spare key is under the blue pot."
+
+    browser.query.clear()
+    browser.tag.setText("home")
+    browser.refresh()
+    wait_for_tasks(qtbot, window)
+    assert sorted(p.text for p in browser.passages) == [
+        "The spare key is under the blue pot.",
+        "The wifi password is on the fridge.",
+    ]
+
+    browser.save(browser.passages[0].id, "The spare key is under the red pot.", ["home"])
+    wait_for_tasks(qtbot, window)
+    assert "The spare key is under the red pot." in [p.text for p in mnemo.archival.recent()]
+
+    browser.tag.clear()
+    browser.refresh()
+    wait_for_tasks(qtbot, window)
+    browser.table.selectRow(0)
+    deleted = browser.passages[0].id
+    browser.delete_selected()  # one passage: deleted without a question
+    wait_for_tasks(qtbot, window)
+    assert mnemo.archival.count() == 2
+    assert deleted not in [p.id for p in mnemo.archival.recent()]
+
+    asked: list[str] = []
+    monkeypatch.setattr(ui, "confirm", lambda _parent, _title, text: asked.append(text) or False)
+    browser.table.selectAll()
+    browser.delete_selected()
+    assert asked == ["Delete 2 passages from archival memory? This cannot be undone."]
+    assert mnemo.archival.count() == 2  # the user said no
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    browser.delete_selected()
+    wait_for_tasks(qtbot, window)
+    assert mnemo.archival.count() == 0
+    assert browser.table.rowCount() == 0
+
+
+def test_search_conversations_by_words_and_date(qtbot, mnemo, window):
+    mnemo.recall.add("user", "We talked about the Lisbon trip.", created_at="2024-05-02T10:00:00")
+    mnemo.recall.add("user", "Dentist appointment on Friday.", created_at="2024-06-10T09:00:00")
+    window.chat.search.setText("Lisbon")
+    window.chat.search.returnPressed.emit()
+    wait_for_tasks(qtbot, window)
+    conversations = window.browser.conversations
+    assert window.browser.currentWidget() is conversations
+    assert conversations.hits[0].text == "We talked about the Lisbon trip."
+
+    conversations.query.clear()
+    conversations.use_dates.setChecked(True)
+    conversations.start.setDate(conversations.start.date().fromString("2024-06-01", "yyyy-MM-dd"))
+    conversations.end.setDate(conversations.end.date().fromString("2024-06-30", "yyyy-MM-dd"))
+    conversations.refresh()
+    wait_for_tasks(qtbot, window)
+    assert [hit.text for hit in conversations.hits] == ["Dentist appointment on Friday."]
+
+
+# -- documents -------------------------------------------------------------------------------------
+
+
+def drop(window: MainWindow, paths: list[Path]) -> None:
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(path)) for path in paths])
+    event = QDropEvent(
+        QPointF(50, 50),
+        Qt.DropAction.CopyAction,
+        data,
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    window.dropEvent(event)
+
+
+def test_a_dropped_file_is_ingested(qtbot, mnemo, window, tmp_path):
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Garden\n\nThe tomatoes need water every second day.\n", "utf-8")
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4 this is not really a pdf")
+    with qtbot.waitSignal(window.ingest_worker.finished, timeout=60_000) as finished:
+        drop(window, [notes, broken])
+    assert finished.args[0].files_done == 2
+    wait_for_tasks(qtbot, window)
+    documents = window.documents
+    qtbot.waitUntil(lambda: documents.status_of(str(notes)) == "done", timeout=TIMEOUT_MS)
+    assert documents.status_of(str(broken)) == "error"
+    row = [d.path for d in documents.documents].index(str(broken))
+    assert "PDF" in documents.table.item(row, 3).text()
+    assert "2 of 2 files" in documents.progress_text.text()
+    assert mnemo.archival.search("tomatoes water").hits[0].source.path == str(notes)
+
+
+def test_watching_a_folder_from_the_window(qtbot, mnemo, window, tmp_path):
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    (folder / "first.txt").write_text("The boiler is serviced every October.", "utf-8")
+    with qtbot.waitSignal(window.ingest_worker.finished, timeout=60_000):
+        window.documents.watched.add_requested.emit(str(folder))
+    qtbot.waitUntil(lambda: window.documents.watched.list.count() == 1, timeout=TIMEOUT_MS)
+    assert str(folder) in window.documents.watched.list.item(0).text()
+    assert str(folder) in window.settings_watched.list.item(0).text()
+    assert mnemo.archival.search("boiler").hits
+
+    (folder / "second.txt").write_text("The bins go out on Tuesday evenings.", "utf-8")
+    second = str(folder / "second.txt")
+    with qtbot.waitSignal(
+        window.ingest_worker.file_done,
+        timeout=30_000,
+        check_params_cb=lambda result: result.path == second,
+    ) as seen:
+        pass
+    assert seen.args[0].outcome == "done"
+    assert mnemo.archival.search("bins Tuesday").hits
+
+
+# -- settings --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)
+
+
+def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
+    page = window.settings
+    page.backend.setCurrentIndex(page.backend.findData("openai"))
+    page.model_name.setText("gpt-4o-mini")
+    page.base_url.setText("http://127.0.0.1:9/v1")
+    page.context.setValue(16384)
+    page.key.setText("sk-test-123")
+    page.policy.setCurrentIndex(page.policy.findData("auto"))
+    page.step_limit.setValue(7)
+    with qtbot.waitSignal(window.chat_worker.loaded, timeout=TIMEOUT_MS):
+        qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
+
+    assert memory_keyring.secrets == {("mnemo", "openai"): "sk-test-123"}
+    assert page.key.text() == ""  # never shown again
+    assert "saved in the keyring" in page.key_status.text()
+    settings = mnemo.settings
+    assert settings.get("model.backend") == "openai"
+    assert settings.get("model.name") == "gpt-4o-mini"
+    assert settings.get("model.base_url") == "http://127.0.0.1:9/v1"
+    assert settings.get("model.context_length") == 16384
+    assert settings.core_write_policy == "auto"
+    assert settings.step_limit == 7
+
+    from desktop.documents import WatchedFoldersList
+    from desktop.settings_page import SettingsPage
+
+    again = SettingsPage(mnemo, WatchedFoldersList(mnemo))
+    qtbot.addWidget(again)
+    assert again.backend.currentData() == "openai"
+    assert (again.model_name.text(), again.base_url.text()) == (
+        "gpt-4o-mini",
+        "http://127.0.0.1:9/v1",
+    )
+    assert again.context.value() == 16384
+    assert again.policy.currentData() == "auto" and again.step_limit.value() == 7
+    assert again.api.isVisibleTo(again) and not again.local.isVisibleTo(again)
+    assert "saved in the keyring" in again.key_status.text()
+    assert str(mnemo.profile.root) in [w.text() for w in again.findChildren(type(again.key_status))]
+
+
+def test_a_missing_api_key_is_explained(qtbot, mnemo, memory_keyring, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    mnemo.settings.set("model.backend", "anthropic")
+    mnemo.settings.set("model.name", "claude-sonnet-4-5")
+    window = MainWindow(mnemo)  # the real loader
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+        assert "There is no API key for anthropic. Enter it in Settings" in window.banner.text()
+    finally:
+        window.shutdown()
+
+
+# -- starting --------------------------------------------------------------------------------------
+
+
+def test_mnemo_alone_opens_the_window_and_commands_stay_the_cli():
+    from desktop.launcher import wants_window
+
+    assert wants_window([]) and wants_window(["--profile", "/tmp/p"])
+    assert wants_window(["--profile=/tmp/p"])
+    assert not wants_window(["chat"]) and not wants_window(["--profile", "/tmp/p", "status"])
+
+
+def test_without_a_display_mnemo_says_what_to_do(tmp_path):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")
+    }
+    env["MNEMO_HOME"] = str(tmp_path / "home")
+    result = subprocess.run(
+        [sys.executable, "-m", "desktop.launcher"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "needs a desktop session" in result.stderr and "mnemo chat" in result.stderr
+    status = subprocess.run(
+        [sys.executable, "-m", "desktop.launcher", "status"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert status.returncode == 0, status.stderr
+    assert "Core memory: 2 blocks" in status.stdout
