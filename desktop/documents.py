@@ -33,6 +33,14 @@ STATUS_WORDS = {
     "skipped": "skipped",
 }
 
+OUTCOME_STATUS = {
+    "done": "done",
+    "unchanged": "done",
+    "error": "error",
+    "skipped": "skipped",
+    "cancelled": "queued",
+}
+
 
 class WatchedFoldersList(QWidget):
     """The watched folders with Add and Remove (shown in Documents and in Settings).
@@ -147,6 +155,7 @@ class DocumentsPage(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         layout.addWidget(self.table, 1)
         self.documents: list[DocumentRow] = []
+        self._rows: dict[str, int] = {}
 
         add_files.clicked.connect(self._choose_files)
         add_folder.clicked.connect(self._choose_folder)
@@ -194,9 +203,31 @@ class DocumentsPage(QWidget):
         self.progress_text.setText("; ".join(words) + ".")
         self.refresh()
 
-    def file_done(self, _result: FileResult) -> None:
-        if not self._refresh_soon.isActive():
-            self._refresh_soon.start()
+    def file_done(self, result: FileResult) -> None:
+        """Update the file's row in place (re-reading the whole index per file would compete
+        with the ingestion for the interpreter and stall the window)."""
+        if result.outcome == "removed":
+            if not self._refresh_soon.isActive():
+                self._refresh_soon.start()
+            return
+        status = OUTCOME_STATUS[result.outcome]
+        row = DocumentRow(
+            path=result.path,
+            status=status,
+            chunk_count=result.chunks,
+            error=result.error,
+            updated_at=time.time(),
+        )
+        index = self._rows.get(result.path)
+        if index is None:
+            if self.only_problems.isChecked() and status not in ("error", "skipped"):
+                return
+            index = self._rows[result.path] = len(self.documents)
+            self.documents.append(row)
+            self.table.setRowCount(len(self.documents))
+        else:
+            self.documents[index] = row
+        self._fill(index, row)
 
     def _cancel(self) -> None:
         self.cancel_button.setEnabled(False)
@@ -213,12 +244,16 @@ class DocumentsPage(QWidget):
         if self.only_problems.isChecked():
             documents = [row for row in documents if row.status in ("error", "skipped")]
         self.documents = documents
+        self._rows = {document.path: index for index, document in enumerate(documents)}
         self.table.setRowCount(len(documents))
-        for row, document in enumerate(documents):
-            self.table.setItem(row, 0, cell(document.path))
-            self.table.setItem(row, 1, cell(STATUS_WORDS.get(document.status, document.status)))
-            self.table.setItem(row, 2, cell(str(document.chunk_count)))
-            self.table.setItem(row, 3, cell(document.error or ""))
+        for index, document in enumerate(documents):
+            self._fill(index, document)
+
+    def _fill(self, index: int, document: DocumentRow) -> None:
+        self.table.setItem(index, 0, cell(document.path))
+        self.table.setItem(index, 1, cell(STATUS_WORDS.get(document.status, document.status)))
+        self.table.setItem(index, 2, cell(str(document.chunk_count)))
+        self.table.setItem(index, 3, cell(document.error or ""))
 
     def status_of(self, path: str) -> str | None:
         for document in self.documents:

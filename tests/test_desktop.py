@@ -73,6 +73,21 @@ def wait_for_tasks(qtbot, window: MainWindow) -> None:
     qtbot.waitUntil(lambda: window.tasks.pending == 0, timeout=TIMEOUT_MS)
 
 
+def test_emitting_signals_keeps_reference_counts():
+    """PySide6 6.12.0 dropped a reference to True on every emit (Python 3.11): a streamed
+    conversation then aborted the app with "deallocating True or False"."""
+    from desktop.bridge import EngineBridge
+
+    bridge = EngineBridge()
+    received: list[str] = []
+    bridge.text_streamed.connect(received.append)
+    before = sys.getrefcount(True), sys.getrefcount(False)
+    for _ in range(2000):
+        bridge.text_streamed.emit("piece ")
+    assert len(received) == 2000
+    assert (sys.getrefcount(True), sys.getrefcount(False)) == before
+
+
 # -- chat ------------------------------------------------------------------------------------------
 
 
