@@ -34,6 +34,7 @@ def run(argv: Sequence[str]) -> int:
 
     from desktop.main_window import MainWindow
     from desktop.settings_page import PROFILE_SETTING, app_settings
+    from desktop.workers import describe_failure
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Mnemo")
@@ -49,6 +50,9 @@ def run(argv: Sequence[str]) -> int:
     try:
         log_to_profile(mnemo)
         window = MainWindow(mnemo)
+        window.restore_layout()
+        # A bug in a slot must not pass silently: log it and say so in the window.
+        sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
         return int(app.exec())
     finally:

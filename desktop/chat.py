@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.ui import label, one_line, remove_widgets, widgets_in
+from desktop.ui import label, one_line, widgets_in
 from engine.events import FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
 from engine.tools import describe_call
@@ -161,6 +161,14 @@ class ChatView(QWidget):
         container = QWidget()
         self.messages = QVBoxLayout(container)
         self.messages.addStretch(1)
+        self.empty = label(
+            "Say hello. Mnemo keeps what matters about you in core memory (you approve every "
+            "change), can look back through all your conversations, and searches the documents "
+            "you drop on this window.",
+            "muted",
+        )
+        self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.messages.addWidget(self.empty)
         self.scroll_area.setWidget(container)
         self.scroll_area.verticalScrollBar().rangeChanged.connect(self._follow)
         layout.addWidget(self.scroll_area, 1)
@@ -188,6 +196,7 @@ class ChatView(QWidget):
 
     def _add(self, widget: QWidget) -> None:
         self._at_bottom = self._is_at_bottom()
+        self.empty.setVisible(False)
         self.messages.addWidget(widget)
 
     def add_message(self, role: str, text: str) -> MessageBubble:
@@ -251,11 +260,6 @@ class ChatView(QWidget):
                 failed = hit.text.startswith("Error")
                 row.set_result(not failed, one_line(hit.text, 60), hit.text)
                 row = None
-
-    def clear(self) -> None:
-        remove_widgets(self.messages)
-        self._calls.clear()
-        self._reply = None
 
     def bubbles(self) -> list[MessageBubble]:
         return [w for w in widgets_in(self.messages) if isinstance(w, MessageBubble)]

@@ -27,7 +27,7 @@ from desktop.context_view import ContextView
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.proposals import ProposalPanel
-from desktop.settings_page import SettingsPage
+from desktop.settings_page import SettingsPage, app_settings
 from desktop.ui import STYLE, label, one_line
 from desktop.workers import (
     ChatWorker,
@@ -375,6 +375,19 @@ class MainWindow(QMainWindow):
         self.ingest_worker.stop_watching()
         self.tasks.stop()
 
+    def restore_layout(self) -> None:
+        """Size, position and page as the user left them."""
+        stored = app_settings()
+        geometry = stored.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        page = stored.value("window/page")
+        if page in PAGES:
+            self.show_page(str(page))
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        stored = app_settings()
+        stored.setValue("window/geometry", self.saveGeometry())
+        stored.setValue("window/page", PAGES[self.nav.currentRow()])
         self.shutdown()
         super().closeEvent(event)

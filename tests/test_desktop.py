@@ -13,6 +13,7 @@ import pytest
 from keyring.backend import KeyringBackend
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
+from PySide6.QtWidgets import QLabel
 
 from desktop import ui
 from desktop.chat import CallRow
@@ -139,10 +140,13 @@ def test_restart_restores_the_conversation(qtbot, mnemo, window, model):
         ]
     )
     send(qtbot, window, "When was I in Lisbon?")
+    window.show_page("Context")
     window.close()
 
     reopened = open_window(qtbot, mnemo, ScriptedModel())
+    reopened.restore_layout()
     try:
+        assert reopened.nav.currentItem().text() == "Context"  # the page it was left on
         texts = [(b.role, b.text) for b in reopened.chat.bubbles()]
         assert texts == [
             ("user", "When was I in Lisbon?"),
@@ -152,6 +156,20 @@ def test_restart_restores_the_conversation(qtbot, mnemo, window, model):
         assert "Lisbon" in row.toggle.text() and row.summary != "…"
     finally:
         reopened.shutdown()
+
+
+def test_a_turn_a_crash_cut_short_is_finished_on_start(qtbot, mnemo):
+    mnemo.recall.add("user", "Are you still there?")  # the app died before replying
+    model = ScriptedModel()
+    model.enqueue([say("Yes, I'm here.")])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        qtbot.waitUntil(lambda: len(window.chat.bubbles()) == 2, timeout=TIMEOUT_MS)
+        assert window.chat.bubbles()[-1].text == "Yes, I'm here."
+        notices = [w.text() for w in window.chat.findChildren(QLabel, "notice")]
+        assert "Continuing the turn that was interrupted." in notices
+    finally:
+        window.shutdown()
 
 
 def test_a_model_that_cannot_load_is_explained(qtbot, mnemo):
