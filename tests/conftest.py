@@ -6,7 +6,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import keyring
+import keyring.errors
 import pytest
+from keyring.backend import KeyringBackend
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -36,3 +39,33 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may touch the real user's profile."""
     monkeypatch.setenv("MNEMO_HOME", str(tmp_path / "mnemo-home"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the app's window settings
+
+
+class MemoryKeyring(KeyringBackend):
+    """A keyring for tests: secure as far as Mnemo can tell, gone when the test ends."""
+
+    priority = 1  # type: ignore[assignment]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service: str, username: str) -> str | None:
+        return self.store.get((service, username))
+
+    def set_password(self, service: str, username: str, password: str) -> None:
+        self.store[(service, username)] = password
+
+    def delete_password(self, service: str, username: str) -> None:
+        if (service, username) not in self.store:
+            raise keyring.errors.PasswordDeleteError("no such key")
+        del self.store[(service, username)]
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)

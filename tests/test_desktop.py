@@ -8,9 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import keyring
 import pytest
-from keyring.backend import KeyringBackend
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QLabel
@@ -23,25 +21,6 @@ from engine.llm import ScriptedModel, ScriptedStep
 from tests.agent_helpers import call, say
 
 TIMEOUT_MS = 15_000
-
-
-class MemoryKeyring(KeyringBackend):
-    """A test keyring that keeps secrets in memory."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.secrets: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.secrets.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.secrets[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        self.secrets.pop((service, username), None)
 
 
 def open_window(qtbot, mnemo: Mnemo, model: ScriptedModel) -> MainWindow:
@@ -429,15 +408,6 @@ def test_watching_a_folder_from_the_window(qtbot, mnemo, window, tmp_path):
 # -- settings --------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def memory_keyring() -> Iterator[MemoryKeyring]:
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
-
-
 def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     page = window.settings
     page.backend.setCurrentIndex(page.backend.findData("openai"))
@@ -450,7 +420,7 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     with qtbot.waitSignal(window.chat_worker.loaded, timeout=TIMEOUT_MS):
         qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
 
-    assert memory_keyring.secrets == {("mnemo", "openai"): "sk-test-123"}
+    assert memory_keyring.store == {("mnemo", "openai"): "sk-test-123"}
     assert page.key.text() == ""  # never shown again
     assert "saved in the keyring" in page.key_status.text()
     settings = mnemo.settings

@@ -10,7 +10,6 @@ import keyring
 import keyring.backends.fail
 import pytest
 from fake_servers import FakeServer, recorded
-from keyring.backend import KeyringBackend
 
 from engine import keys
 from engine.cli import main
@@ -18,27 +17,6 @@ from engine.errors import ModelError
 from engine.llm import load_model
 
 SECRET = "sk-mnemo-SECRET-4242-do-not-leak"
-
-
-class MemoryKeyring(KeyringBackend):
-    """A keyring for tests: secure as far as Mnemo can tell, gone when the test ends."""
-
-    priority = 1  # type: ignore[assignment]
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service: str, username: str) -> str | None:
-        return self.store.get((service, username))
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self.store[(service, username)] = password
-
-    def delete_password(self, service: str, username: str) -> None:
-        if (service, username) not in self.store:
-            raise keyring.errors.PasswordDeleteError("no such key")
-        del self.store[(service, username)]
 
 
 @pytest.fixture(autouse=True)
@@ -50,13 +28,6 @@ def _clean_keys(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     keys._session_keys.clear()
     keyring.set_keyring(previous)
-
-
-@pytest.fixture
-def memory_keyring() -> MemoryKeyring:
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    return backend
 
 
 @pytest.fixture
