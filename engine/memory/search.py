@@ -22,9 +22,11 @@ SEMANTIC_WEIGHT = 0.4
 # for something that is not there come back empty instead of returning the least-bad rows.
 MIN_SIMILARITY = 0.25
 # How many candidates each side contributes before fusion (both grow for deep pages). Keyword
-# candidates are cheap (SQLite FTS5); each vector candidate costs an exact re-rank read.
+# candidates are cheap (SQLite FTS5); each vector candidate costs an exact re-rank read. 60 vector
+# candidates: LoCoMo frac@10 76.5 against 75.7 with 30 (100: 76.6, but +5 ms per fused search at
+# 100k messages; 60 costs nothing measurable there).
 KEYWORD_CANDIDATES = 100
-SEMANTIC_CANDIDATES = 30
+SEMANTIC_CANDIDATES = 60
 
 
 def candidate_pools(limit: int, page: int) -> tuple[int, int]:
