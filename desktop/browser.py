@@ -106,37 +106,59 @@ class ArchivalBrowser(QWidget):
         actions.addWidget(self.edit_button)
         actions.addWidget(self.delete_button)
         actions.addStretch(1)
+        self.previous_button = QPushButton("‹ Previous")
+        self.next_button = QPushButton("Next ›")
+        actions.addWidget(self.previous_button)
+        actions.addWidget(self.next_button)
         layout.addLayout(actions)
         self.passages: list[Passage] = []
+        self.page = 1
+        self.previous_button.clicked.connect(lambda: self.refresh(self.page - 1))
+        self.next_button.clicked.connect(lambda: self.refresh(self.page + 1))
 
         for field in (self.query, self.source, self.tag):
-            field.returnPressed.connect(self.refresh)
-        search.clicked.connect(self.refresh)
-        self.origin.currentIndexChanged.connect(self.refresh)
+            field.returnPressed.connect(lambda: self.refresh())
+        search.clicked.connect(lambda: self.refresh())
+        self.origin.currentIndexChanged.connect(lambda: self.refresh())
         self.edit_button.clicked.connect(self.edit_selected)
         self.delete_button.clicked.connect(self.delete_selected)
 
-    def refresh(self) -> None:
+    def refresh(self, page: int = 1) -> None:
+        """Show page ``page`` of the passages matching the search and filters."""
         query = self.query.text().strip()
         tags = [self.tag.text().strip()] if self.tag.text().strip() else None
         source = self.source.text().strip() or None
         origin: Any = ORIGINS[self.origin.currentText()]
         archival = self._mnemo.archival
 
-        def work() -> tuple[list[Passage], str]:
+        def work() -> tuple[list[Passage], str, bool]:
             if query:
-                page = archival.search(query, BROWSE_LIMIT, tags=tags, source=source, origin=origin)
-                return page.hits, f"{page.total} passages match; best first."
-            passages = archival.recent(BROWSE_LIMIT, tags=tags, source=source, origin=origin)
-            total = archival.count()
-            return passages, f"{len(passages)} shown, newest first; {total} passages in all."
+                found = archival.search(
+                    query, BROWSE_LIMIT, page, tags=tags, source=source, origin=origin
+                )
+                status = f"{found.total} passages match, best first; {found.describe()}."
+                return found.hits, " ".join([status, *found.notes]), page < found.pages
+            passages = archival.recent(
+                BROWSE_LIMIT, (page - 1) * BROWSE_LIMIT, tags=tags, source=source, origin=origin
+            )
+            first = (page - 1) * BROWSE_LIMIT + 1
+            status = (
+                f"Passages {first}–{first + len(passages) - 1}, newest first "
+                f"({archival.count()} in archival memory)."
+                if passages
+                else "No passages here."
+            )
+            return passages, status, len(passages) == BROWSE_LIMIT
 
+        self.page = page
         self.status.setText("Searching…")
         self._tasks.submit(work, self._show, self.status.setText)
 
-    def _show(self, found: tuple[list[Passage], str]) -> None:
-        self.passages, status = found
+    def _show(self, found: tuple[list[Passage], str, bool]) -> None:
+        self.passages, status, more = found
         self.status.setText(status)
+        self.previous_button.setEnabled(self.page > 1)
+        self.next_button.setEnabled(more)
         self.table.setRowCount(len(self.passages))
         for row, passage in enumerate(self.passages):
             self.table.setItem(row, 0, cell(one_line(passage.text, 160), passage.text))
@@ -160,7 +182,7 @@ class ArchivalBrowser(QWidget):
     def save(self, passage_id: str, text: str, tags: list[str]) -> None:
         self._tasks.submit(
             lambda: self._mnemo.archival.update(passage_id, text, tags),
-            lambda _passage: self.refresh(),
+            lambda _passage: self.refresh(self.page),
             self.status.setText,
         )
 
@@ -183,7 +205,7 @@ class ArchivalBrowser(QWidget):
             return len(ids)
 
         def done(count: int) -> None:
-            self.refresh()
+            self.refresh(self.page)
             self.status.setText(f"Deleted {count} passage{'s' if count != 1 else ''}.")
 
         self._tasks.submit(work, done, self.status.setText)

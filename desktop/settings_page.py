@@ -4,8 +4,9 @@ confirmation policy, watched folders and where the profile lives."""
 from __future__ import annotations
 
 import os
+import time
 
-from PySide6.QtCore import QSettings, QUrl, Signal
+from PySide6.QtCore import QSettings, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QComboBox,
@@ -143,6 +144,10 @@ class SettingsPage(QWidget):
         self.loading.setRange(0, 0)  # llama.cpp reports no progress: a busy bar and the time
         self.loading.setMaximumWidth(160)
         self.loading.setVisible(False)
+        self._loading_clock = QTimer(self)
+        self._loading_clock.setInterval(1000)
+        self._loading_clock.timeout.connect(self._show_loading)
+        self._loading_what, self._loading_since = "", 0.0
         apply_row.addWidget(self.apply_button)
         apply_row.addWidget(self.loading)
         apply_row.addStretch(1)
@@ -302,9 +307,17 @@ class SettingsPage(QWidget):
         self.loading.setVisible(True)
         self.model_status.setObjectName("muted")
         self.model_status.setStyleSheet("")
-        self.model_status.setText(f"Loading {what}…")
+        self._loading_what = what
+        self._loading_since = time.monotonic()
+        self._show_loading()
+        self._loading_clock.start()
+
+    def _show_loading(self) -> None:
+        seconds = time.monotonic() - self._loading_since
+        self.model_status.setText(f"Loading {self._loading_what}… {seconds:.0f} s")
 
     def model_loaded(self, name: str, context_length: int) -> None:
+        self._loading_clock.stop()
         self.apply_button.setEnabled(True)
         self.loading.setVisible(False)
         self.model_status.setObjectName("muted")
@@ -312,6 +325,7 @@ class SettingsPage(QWidget):
         self.model_status.setText(f"Using {name} with a {context_length:,}-token context.")
 
     def model_failed(self, message: str) -> None:
+        self._loading_clock.stop()
         self.apply_button.setEnabled(True)
         self.loading.setVisible(False)
         self.model_status.setObjectName("notice_error")

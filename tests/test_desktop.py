@@ -329,6 +329,22 @@ def test_search_edit_and_delete_passages(qtbot, mnemo, window, monkeypatch):
     assert browser.table.rowCount() == 0
 
 
+def test_browsing_archival_memory_in_pages(qtbot, mnemo, window):
+    from desktop.browser import BROWSE_LIMIT
+
+    mnemo.archival.insert_many([f"Note number {n} about the garden." for n in range(205)])
+    browser = window.browser.archival
+    window.show_page("Browse memory")
+    wait_for_tasks(qtbot, window)
+    assert browser.table.rowCount() == BROWSE_LIMIT
+    assert browser.next_button.isEnabled() and not browser.previous_button.isEnabled()
+    qtbot.mouseClick(browser.next_button, Qt.MouseButton.LeftButton)
+    wait_for_tasks(qtbot, window)
+    assert browser.table.rowCount() == 205 - BROWSE_LIMIT
+    assert not browser.next_button.isEnabled() and browser.previous_button.isEnabled()
+    assert "201–205" in browser.status.text()
+
+
 def test_search_conversations_by_words_and_date(qtbot, mnemo, window):
     mnemo.recall.add("user", "We talked about the Lisbon trip.", created_at="2024-05-02T10:00:00")
     mnemo.recall.add("user", "Dentist appointment on Friday.", created_at="2024-06-10T09:00:00")
