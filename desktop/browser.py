@@ -245,9 +245,16 @@ class ConversationBrowser(QWidget):
         self.table.setColumnWidth(1, 70)
         self.table.horizontalHeader().setStretchLastSection(True)
         layout.addWidget(self.table, 1)
+        actions = QHBoxLayout()
+        self.delete_button = QPushButton("Delete")
+        self.delete_button.setToolTip("Forget the selected messages everywhere, for good")
+        actions.addWidget(self.delete_button)
+        actions.addStretch(1)
+        layout.addLayout(actions)
         self.hits: list[MessageHit] = []
         self.query.returnPressed.connect(self.refresh)
         search.clicked.connect(self.refresh)
+        self.delete_button.clicked.connect(self.delete_selected)
 
     def search_for(self, query: str) -> None:
         self.query.setText(query)
@@ -282,6 +289,33 @@ class ConversationBrowser(QWidget):
             self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))
             self.table.setItem(row, 1, cell(ROLES.get(hit.role, hit.role)))
             self.table.setItem(row, 2, cell(one_line(hit.text, 200), hit.text))
+
+    def delete_selected(self) -> None:
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        chosen = [self.hits[row] for row in rows if self.hits[row].role in ("user", "assistant")]
+        if not chosen:
+            self.status.setText("Select your messages or Mnemo's replies to delete.")
+            return
+        count = len(chosen)
+        if not ui.confirm(
+            self,
+            "Delete messages",
+            f"Delete {count} message{'s' if count != 1 else ''} from the conversation history? "
+            "Mnemo will no longer find or see them. This cannot be undone.",
+        ):
+            return
+        ids = [hit.id for hit in chosen]
+
+        def work() -> int:
+            for message_id in ids:
+                self._mnemo.recall.delete(message_id)
+            return len(ids)
+
+        def done(deleted: int) -> None:
+            self.refresh()
+            self.status.setText(f"Deleted {deleted} message{'s' if deleted != 1 else ''}.")
+
+        self._tasks.submit(work, done, self.status.setText)
 
 
 class MemoryBrowser(QTabWidget):

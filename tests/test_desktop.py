@@ -345,7 +345,7 @@ def test_browsing_archival_memory_in_pages(qtbot, mnemo, window):
     assert "201–205" in browser.status.text()
 
 
-def test_search_conversations_by_words_and_date(qtbot, mnemo, window):
+def test_search_and_delete_conversations(qtbot, mnemo, window, monkeypatch):
     mnemo.recall.add("user", "We talked about the Lisbon trip.", created_at="2024-05-02T10:00:00")
     mnemo.recall.add("user", "Dentist appointment on Friday.", created_at="2024-06-10T09:00:00")
     window.chat.search.setText("Lisbon")
@@ -362,6 +362,15 @@ def test_search_conversations_by_words_and_date(qtbot, mnemo, window):
     conversations.refresh()
     wait_for_tasks(qtbot, window)
     assert [hit.text for hit in conversations.hits] == ["Dentist appointment on Friday."]
+
+    asked: list[str] = []
+    monkeypatch.setattr(ui, "confirm", lambda _parent, _title, text: asked.append(text) or True)
+    conversations.table.selectRow(0)
+    conversations.delete_selected()
+    wait_for_tasks(qtbot, window)
+    assert asked and "cannot be undone" in asked[0]
+    assert conversations.hits == []
+    assert not mnemo.recall.search("dentist appointment").hits
 
 
 # -- documents -------------------------------------------------------------------------------------

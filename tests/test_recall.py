@@ -155,6 +155,27 @@ def test_delete_removes_message_from_every_search(chat):
         mnemo.recall.delete(ids[5])
 
 
+def test_a_deleted_message_leaves_no_words_in_its_neighbours_index(mnemo):
+    ids = [
+        mnemo.recall.add("user" if n % 2 else "assistant", text)
+        for n, text in enumerate(
+            [
+                "Morning!",
+                "How was the weekend?",
+                "My bank PIN is zebra-quartz-91, do not tell anyone.",
+                "Noted.",
+                "Let's plan the week.",
+                "Sure, Monday first.",
+            ]
+        )
+    ]
+    assert len(mnemo.recall.search("zebra quartz", mode="keyword")) == 5  # it and 4 neighbours
+    mnemo.recall.delete(ids[2])
+    assert len(mnemo.recall.search("zebra quartz", mode="keyword")) == 0
+    hits = mnemo.recall.search("weekend", mode="keyword")  # neighbours keep each other
+    assert {hit.id for hit in hits} >= {ids[1], ids[3]}
+
+
 def test_message_left_without_vector_by_a_crash_is_embedded_on_reopen(profile_dir, embedder):
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         m.recall.add("user", "I play the cello in a community orchestra")

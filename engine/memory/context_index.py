@@ -30,10 +30,15 @@ def search_text(text: str, created_at: float, before: Sequence[str], after: Sequ
 
 
 def refresh(
-    execute: Execute, execute_many: ExecuteMany, conversation_id: str, first_id: int
+    execute: Execute,
+    execute_many: ExecuteMany,
+    conversation_id: str,
+    first_id: int,
+    last_id: int | None = None,
 ) -> None:
-    """Recompute the indexed text of turns from ``first_id`` on, and of the turns before them
-    whose "after" neighbours those are. Runs inside the caller's write transaction."""
+    """Recompute the indexed text of turns from ``first_id`` on (up to ``last_id``), and of the
+    turns before them whose "after" neighbours those are. Runs inside the caller's write
+    transaction."""
     roles = ",".join(f"'{role}'" for role in TURN_ROLES)
     earlier = execute(
         f"SELECT id FROM message WHERE conversation_id = :c AND role IN ({roles}) AND id < :first "
@@ -51,6 +56,8 @@ def refresh(
     for index, (message_id, text, created_at) in enumerate(rows):
         if message_id < affected_from:
             continue  # only context for its own neighbours
+        if last_id is not None and message_id > last_id:
+            break
         before = [row[1] for row in rows[max(0, index - NEIGHBOURS) : index]]
         after = [row[1] for row in rows[index + 1 : index + 1 + NEIGHBOURS]]
         updates.append(
