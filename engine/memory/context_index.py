@@ -65,3 +65,18 @@ def refresh(
         )
     if updates:
         execute_many("UPDATE message SET search_text = :search_text WHERE id = :id", updates)
+
+
+def refresh_around(
+    execute: Execute, execute_many: ExecuteMany, conversation_id: str, removed_id: int
+) -> None:
+    """After turn ``removed_id`` was deleted: recompute the turns that had it as a neighbour, so
+    its words are no longer found through them."""
+    roles = ",".join(f"'{role}'" for role in TURN_ROLES)
+    following = execute(
+        f"SELECT id FROM message WHERE conversation_id = :c AND role IN ({roles}) "
+        "AND id > :id ORDER BY id LIMIT :n",
+        {"c": conversation_id, "id": removed_id, "n": NEIGHBOURS},
+    )
+    last = max([removed_id] + [row[0] for row in following])
+    refresh(execute, execute_many, conversation_id, removed_id, last)

@@ -360,20 +360,11 @@ class RecallStore:
             if row is None:
                 raise NotFoundError(f"There is no message {message_id} in recall memory.")
             connection.execute(text("DELETE FROM message WHERE id = :id"), {"id": message_id})
-            roles = ",".join(f"'{role}'" for role in context_index.TURN_ROLES)
-            following = connection.execute(
-                text(
-                    f"SELECT id FROM message WHERE conversation_id = :c AND role IN ({roles}) "
-                    "AND id > :id ORDER BY id LIMIT :n"
-                ),
-                {"c": row.conversation_id, "id": message_id, "n": context_index.NEIGHBOURS},
-            ).all()
-            context_index.refresh(
+            context_index.refresh_around(
                 lambda sql, params: connection.execute(text(sql), params).all(),
                 lambda sql, rows: connection.execute(text(sql), rows),
                 row.conversation_id,
                 message_id,
-                max([message_id] + [r.id for r in following]),
             )
         self._vectors.delete(f"id = {int(message_id)}")
 
