@@ -41,9 +41,11 @@ from engine.context.window import ContextStats
 from engine.events import (
     ContextEvicted,
     MemoryPressure,
+    MessageSent,
     Notice,
     ProposalApplied,
     ProposalCreated,
+    StepStarted,
 )
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.mnemo import Mnemo
@@ -189,10 +191,12 @@ class MainWindow(QMainWindow):
         worker.stats.connect(self._show_stats)
 
         bridge.text_streamed.connect(chat.stream)
-        bridge.message_sent.connect(lambda event: chat.reply_done(event.text))
+        # Cross-thread connections go to methods of GUI objects (never lambdas, which Qt would
+        # call on the worker's thread).
+        bridge.message_sent.connect(self._reply_done)
         bridge.function_called.connect(chat.call_started)
         bridge.function_returned.connect(chat.call_returned)
-        bridge.step_started.connect(lambda event: self._show_stats(event.stats))
+        bridge.step_started.connect(self._step_started)
         bridge.proposal_created.connect(self._proposal_created)
         bridge.proposal_applied.connect(self._proposal_applied)
         bridge.memory_pressure.connect(self._memory_pressure)
@@ -231,6 +235,12 @@ class MainWindow(QMainWindow):
     def _send(self, text: str) -> None:
         self.chat_worker.cancel.clear()
         self.send_requested.emit(text)
+
+    def _reply_done(self, event: MessageSent) -> None:
+        self.chat.reply_done(event.text)
+
+    def _step_started(self, event: StepStarted) -> None:
+        self._show_stats(event.stats)
 
     def _turn_failed(self, message: str) -> None:
         self.chat.add_notice(message, error=True)

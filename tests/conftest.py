@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import keyring
 import keyring.errors
 import pytest
@@ -15,6 +20,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402
+from engine.llm.local import bundled_model_path  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -69,3 +75,46 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
     keyring.set_keyring(backend)
     yield backend
     keyring.set_keyring(previous)
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """A real OpenAI-compatible server (llama-cpp-python's) with the bundled model, on 127.0.0.1."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(bundled_model_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+            "--chat_format",
+            "chatml-function-calling",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None, "the llama.cpp server exited"
+            assert time.monotonic() < deadline, "the llama.cpp server did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(10)

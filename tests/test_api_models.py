@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 from agent_helpers import Recorder
 from fake_servers import FakeServer, Reply, check_messages_request, recorded
@@ -20,7 +17,6 @@ from engine.errors import ModelError
 from engine.events import Notice, TextStreamed
 from engine.llm import ChatMessage, Prompt
 from engine.llm.anthropic_api import AnthropicModel
-from engine.llm.local import bundled_model_path
 from engine.llm.openai_api import OpenAIModel
 from engine.tools import function_schemas
 
@@ -205,48 +201,6 @@ def test_a_wrong_base_url_says_404(plain_server):
 
 
 # -- the OpenAI back-end against a real llama.cpp server ---------------------------------------
-
-
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(bundled_model_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "4096",
-            "--chat_format",
-            "chatml-function-calling",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, "the llama.cpp server exited"
-            assert time.monotonic() < deadline, "the llama.cpp server did not start"
-            time.sleep(0.2)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(10)
 
 
 def test_openai_backend_against_llama_cpp_server(mnemo, llama_server):

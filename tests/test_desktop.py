@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtCore import QMimeData, QObject, QPointF, Qt, QUrl, Signal
 from PySide6.QtGui import QDropEvent
 from PySide6.QtWidgets import QLabel
 
@@ -21,6 +21,26 @@ from engine.llm import ScriptedModel, ScriptedStep
 from tests.agent_helpers import call, say
 
 TIMEOUT_MS = 15_000
+
+
+class GuiRelay(QObject):
+    """Re-emits a worker-thread signal on the GUI thread: pytest-qt's waitSignal must not be
+    connected to a signal emitted by another thread (its slot would run on that thread)."""
+
+    fired = Signal(object)
+
+    def __init__(self, signal) -> None:
+        super().__init__()
+        signal.connect(self._relay)
+
+    def _relay(self, *args) -> None:
+        self.fired.emit(args[0] if len(args) == 1 else args)
+
+
+def on_gui_thread(window: MainWindow, signal):
+    relay = GuiRelay(signal)
+    window.test_relays = [*getattr(window, "test_relays", []), relay]  # keep it alive
+    return relay.fired
 
 
 def open_window(qtbot, mnemo: Mnemo, model: ScriptedModel) -> MainWindow:
@@ -44,7 +64,7 @@ def window(qtbot, mnemo, model) -> Iterator[MainWindow]:
 
 def send(qtbot, window: MainWindow, text: str) -> None:
     window.chat.input.setPlainText(text)
-    with qtbot.waitSignal(window.bridge.turn_finished, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(on_gui_thread(window, window.bridge.turn_finished), timeout=TIMEOUT_MS):
         qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
 
@@ -103,7 +123,9 @@ def test_stop_cancels_a_reply(qtbot, window, model):
     qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.chat.busy, timeout=TIMEOUT_MS)
     assert window.chat.send_button.text() == "Stop"
-    with qtbot.waitSignal(window.bridge.turn_finished, timeout=5000) as finished:
+    with qtbot.waitSignal(
+        on_gui_thread(window, window.bridge.turn_finished), timeout=5000
+    ) as finished:
         qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
     assert finished.args[0].reason == "cancelled"
     qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
@@ -394,7 +416,9 @@ def test_a_dropped_file_is_ingested(qtbot, mnemo, window, tmp_path):
     notes.write_text("# Garden\n\nThe tomatoes need water every second day.\n", "utf-8")
     broken = tmp_path / "broken.pdf"
     broken.write_bytes(b"%PDF-1.4 this is not really a pdf")
-    with qtbot.waitSignal(window.ingest_worker.finished, timeout=60_000) as finished:
+    with qtbot.waitSignal(
+        on_gui_thread(window, window.ingest_worker.finished), timeout=60_000
+    ) as finished:
         drop(window, [notes, broken])
     assert finished.args[0].files_done == 2
     wait_for_tasks(qtbot, window)
@@ -411,7 +435,7 @@ def test_watching_a_folder_from_the_window(qtbot, mnemo, window, tmp_path):
     folder = tmp_path / "watched"
     folder.mkdir()
     (folder / "first.txt").write_text("The boiler is serviced every October.", "utf-8")
-    with qtbot.waitSignal(window.ingest_worker.finished, timeout=60_000):
+    with qtbot.waitSignal(on_gui_thread(window, window.ingest_worker.finished), timeout=60_000):
         window.documents.watched.add_requested.emit(str(folder))
     qtbot.waitUntil(lambda: window.documents.watched.list.count() == 1, timeout=TIMEOUT_MS)
     assert str(folder) in window.documents.watched.list.item(0).text()
@@ -421,7 +445,7 @@ def test_watching_a_folder_from_the_window(qtbot, mnemo, window, tmp_path):
     (folder / "second.txt").write_text("The bins go out on Tuesday evenings.", "utf-8")
     second = str(folder / "second.txt")
     with qtbot.waitSignal(
-        window.ingest_worker.file_done,
+        on_gui_thread(window, window.ingest_worker.file_done),
         timeout=30_000,
         check_params_cb=lambda result: result.path == second,
     ) as seen:
@@ -442,7 +466,7 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     page.key.setText("sk-test-123")
     page.policy.setCurrentIndex(page.policy.findData("auto"))
     page.step_limit.setValue(7)
-    with qtbot.waitSignal(window.chat_worker.loaded, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(on_gui_thread(window, window.chat_worker.loaded), timeout=TIMEOUT_MS):
         qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
 
     assert memory_keyring.store == {("mnemo", "openai"): "sk-test-123"}
@@ -522,3 +546,49 @@ def test_without_a_display_mnemo_says_what_to_do(tmp_path):
     )
     assert status.returncode == 0, status.stderr
     assert "Core memory: 2 blocks" in status.stdout
+
+
+# -- real models -----------------------------------------------------------------------------------
+
+
+def test_chatting_with_the_bundled_local_model(qtbot, mnemo):
+    mnemo.settings.set("agent.step_limit", 3)
+    window = MainWindow(mnemo)  # the real loader: llama.cpp with the bundled model
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.model_ready, timeout=120_000)
+        assert "SmolLM2" in window.model_label.text()
+        send(qtbot, window, "Hello! Please say hi back.")
+        reply = window.chat.bubbles()[-1]
+        assert reply.role == "assistant" and reply.text.strip()
+        assert mnemo.recall.recent(1)[0].text == reply.text
+    finally:
+        window.shutdown()
+
+
+def test_settings_switch_to_an_openai_compatible_server(qtbot, mnemo, llama_server):
+    mnemo.settings.set("agent.step_limit", 3)
+    window = MainWindow(mnemo)  # the real loader
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: window.model_ready, timeout=120_000)
+        page = window.settings
+        page.backend.setCurrentIndex(page.backend.findData("openai"))
+        page.model_name.setText("smollm2")
+        page.base_url.setText(llama_server)  # a local server needs no key
+        page.context.setValue(4096)
+        with qtbot.waitSignal(
+            on_gui_thread(window, window.chat_worker.loaded), timeout=60_000
+        ) as loaded:
+            qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
+        assert loaded.args == [("openai:smollm2", 4096)]
+        assert "4,096-token context" in window.model_label.text()
+        assert window.model_label.text().startswith("openai:smollm2")
+        pieces: list[str] = []
+        window.bridge.text_streamed.connect(pieces.append)
+        send(qtbot, window, "Hello!")
+        reply = window.chat.bubbles()[-1]
+        assert reply.role == "assistant" and reply.text.strip()
+        assert pieces  # streamed from the server
+    finally:
+        window.shutdown()
