@@ -200,8 +200,7 @@ class DocumentsPage(QWidget):
             words.append(f"{final.errors} with problems (listed below)")
         if cancelled:
             words.append("the rest was cancelled")
-        self.progress_text.setText("; ".join(words) + ".")
-        self.refresh()
+        self.progress_text.setText("; ".join(words) + ".")  # the rows were updated file by file
 
     def file_done(self, result: FileResult) -> None:
         """Update the file's row in place (re-reading the whole index per file would compete

@@ -191,8 +191,6 @@ class MainWindow(QMainWindow):
         worker.stats.connect(self._show_stats)
 
         bridge.text_streamed.connect(chat.stream)
-        # Cross-thread connections go to methods of GUI objects (never lambdas, which Qt would
-        # call on the worker's thread).
         bridge.message_sent.connect(self._reply_done)
         bridge.function_called.connect(chat.call_started)
         bridge.function_returned.connect(chat.call_returned)
@@ -335,7 +333,6 @@ class MainWindow(QMainWindow):
     def _ingest_finished(self, final: IngestProgress) -> None:
         self.ingest_bar.setVisible(False)
         self.documents.batch_finished(final)
-        self.stats_requested.emit()
 
     def _folders_changed(self) -> None:
         self.documents.watched.refresh()

@@ -8,7 +8,9 @@ edits, deletions) that would still stall the window if they ran on the GUI threa
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -62,10 +64,33 @@ def load_configured_model(settings: Settings) -> ChatModel:
     return load_model(settings)
 
 
+# Worker threads run at a lower scheduling priority than the GUI thread, and so do the threads
+# they start (llama.cpp's and the watcher's inherit it): on a machine with few cores, generation
+# and embedding otherwise keep every core busy and the window waits its turn for a CPU.
+WORKER_NICENESS = 5
+
+
+class _Niceness(QObject):
+    """Lives on the worker's thread, so that its slot runs there (Linux: niceness is per
+    thread). A plain function would run on the thread that owns the QThread object."""
+
+    @Slot()
+    def lower(self) -> None:
+        if sys.platform.startswith("linux"):
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+            except OSError as error:
+                log.info("could not lower a worker's priority: %s", error)
+
+
 def start_thread(worker: QObject, name: str) -> QThread:
     thread = QThread()
     thread.setObjectName(name)
     worker.moveToThread(thread)
+    niceness = _Niceness()
+    niceness.moveToThread(thread)
+    thread.started.connect(niceness.lower)
+    thread.niceness = niceness  # type: ignore[attr-defined]  # kept alive with the thread
     thread.start()
     return thread
 
