@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -16,6 +17,7 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
@@ -40,6 +42,28 @@ ORIGINS = {
     "Added by you": "user",
 }
 ROLES = {"user": "you", "assistant": "Mnemo", "function_call": "call", "function_result": "result"}
+
+
+def delete_in_background(
+    tasks: Tasks,
+    status: QLabel,
+    delete: Callable[[Any], None],
+    keys: list[Any],
+    noun: str,
+    refresh: Callable[[str], None],
+) -> None:
+    """Delete items one by one on the tasks thread, then show the list again with a note."""
+
+    def work() -> int:
+        for key in keys:
+            delete(key)
+        return len(keys)
+
+    tasks.submit(
+        work,
+        lambda count: refresh(f"Deleted {count} {noun}{'s' if count != 1 else ''}."),
+        status.setText,
+    )
 
 
 class PassageDialog(QDialog):
@@ -123,8 +147,9 @@ class ArchivalBrowser(QWidget):
         self.edit_button.clicked.connect(self.edit_selected)
         self.delete_button.clicked.connect(self.delete_selected)
 
-    def refresh(self, page: int = 1) -> None:
-        """Show page ``page`` of the passages matching the search and filters."""
+    def refresh(self, page: int = 1, note: str = "") -> None:
+        """Show page ``page`` of the passages matching the search and filters (``note`` goes
+        before the count)."""
         query = self.query.text().strip()
         tags = [self.tag.text().strip()] if self.tag.text().strip() else None
         source = self.source.text().strip() or None
@@ -137,7 +162,11 @@ class ArchivalBrowser(QWidget):
                     query, BROWSE_LIMIT, page, tags=tags, source=source, origin=origin
                 )
                 status = f"{found.total} passages match, best first; {found.describe()}."
-                return found.hits, " ".join([status, *found.notes]), page < found.pages
+                return (
+                    found.hits,
+                    " ".join([note, status, *found.notes]).strip(),
+                    page < found.pages,
+                )
             passages = archival.recent(
                 BROWSE_LIMIT, (page - 1) * BROWSE_LIMIT, tags=tags, source=source, origin=origin
             )
@@ -148,7 +177,7 @@ class ArchivalBrowser(QWidget):
                 if passages
                 else "No passages here."
             )
-            return passages, status, len(passages) == BROWSE_LIMIT
+            return passages, f"{note} {status}".strip(), len(passages) == BROWSE_LIMIT
 
         self.page = page
         self.status.setText("Searching…")
@@ -197,18 +226,14 @@ class ArchivalBrowser(QWidget):
             f"Delete {len(chosen)} passages from archival memory? This cannot be undone.",
         ):
             return
-        ids = [passage.id for passage in chosen]
-
-        def work() -> int:
-            for passage_id in ids:
-                self._mnemo.archival.delete(passage_id)
-            return len(ids)
-
-        def done(count: int) -> None:
-            self.refresh(self.page)
-            self.status.setText(f"Deleted {count} passage{'s' if count != 1 else ''}.")
-
-        self._tasks.submit(work, done, self.status.setText)
+        delete_in_background(
+            self._tasks,
+            self.status,
+            self._mnemo.archival.delete,
+            [passage.id for passage in chosen],
+            "passage",
+            lambda note: self.refresh(self.page, note),
+        )
 
 
 class ConversationBrowser(QWidget):
@@ -252,17 +277,19 @@ class ConversationBrowser(QWidget):
         actions.addStretch(1)
         layout.addLayout(actions)
         self.hits: list[MessageHit] = []
-        self.query.returnPressed.connect(self.refresh)
-        search.clicked.connect(self.refresh)
+        self._note = ""
+        self.query.returnPressed.connect(lambda: self.refresh())
+        search.clicked.connect(lambda: self.refresh())
         self.delete_button.clicked.connect(self.delete_selected)
 
     def search_for(self, query: str) -> None:
         self.query.setText(query)
         self.refresh()
 
-    def refresh(self) -> None:
+    def refresh(self, note: str = "") -> None:
         query = self.query.text().strip()
         start = end = None
+        self._note = note
         if self.use_dates.isChecked():
             start = date.fromisoformat(self.start.date().toString("yyyy-MM-dd"))
             end = date.fromisoformat(self.end.date().toString("yyyy-MM-dd"))
@@ -283,7 +310,9 @@ class ConversationBrowser(QWidget):
     def _show(self, page: Page[MessageHit]) -> None:
         self.hits = list(page)
         order = "best first" if self.query.text().strip() else "oldest first"
-        self.status.setText(f"{page.total} messages found; {len(self.hits)} shown, {order}.")
+        self.status.setText(
+            f"{self._note} {page.total} messages found; {len(self.hits)} shown, {order}.".strip()
+        )
         self.table.setRowCount(len(self.hits))
         for row, hit in enumerate(self.hits):
             self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))
@@ -304,18 +333,14 @@ class ConversationBrowser(QWidget):
             "Mnemo will no longer find or see them. This cannot be undone.",
         ):
             return
-        ids = [hit.id for hit in chosen]
-
-        def work() -> int:
-            for message_id in ids:
-                self._mnemo.recall.delete(message_id)
-            return len(ids)
-
-        def done(deleted: int) -> None:
-            self.refresh()
-            self.status.setText(f"Deleted {deleted} message{'s' if deleted != 1 else ''}.")
-
-        self._tasks.submit(work, done, self.status.setText)
+        delete_in_background(
+            self._tasks,
+            self.status,
+            self._mnemo.recall.delete,
+            [hit.id for hit in chosen],
+            "message",
+            lambda note: self.refresh(note),
+        )
 
 
 class MemoryBrowser(QTabWidget):

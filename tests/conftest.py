@@ -117,4 +117,8 @@ def llama_server() -> Iterator[str]:
         yield url
     finally:
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:  # still generating for a request it was sent
+            server.kill()
+            server.wait()
