@@ -27,7 +27,7 @@ from engine.errors import MnemoError
 from engine.events import TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
-from engine.llm import ChatModel, load_model, model_settings
+from engine.llm import ChatModel, load_model, model_settings, needs_api_key
 from engine.mnemo import Mnemo
 from engine.settings import Settings
 
@@ -55,8 +55,7 @@ def load_configured_model(settings: Settings) -> ChatModel:
     """The model the settings name, with the desktop's wording for a missing key."""
     values = model_settings(settings)
     backend = values["backend"]
-    needs_key = backend == "anthropic" or (backend == "openai" and not values["base_url"])
-    if needs_key and keys.get_key(backend) is None:
+    if needs_api_key(values) and keys.get_key(backend) is None:
         raise MnemoError(
             f"There is no API key for {backend}. Enter it in Settings under Model, then press "
             "Apply."

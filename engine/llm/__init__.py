@@ -33,6 +33,14 @@ def model_settings(settings: Settings, **overrides: Any) -> dict[str, Any]:
     return values
 
 
+def needs_api_key(values: dict[str, Any]) -> bool:
+    """Whether these model settings need an API key: Anthropic always, an OpenAI-compatible
+    server only at the provider's own address (a local server usually takes none)."""
+    return values["backend"] == "anthropic" or (
+        values["backend"] == "openai" and not values["base_url"]
+    )
+
+
 def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides: Any) -> ChatModel:
     """The model the settings name. ``ask_key`` is asked for a missing API key (this run only)."""
     values = model_settings(settings, **overrides)
@@ -53,7 +61,7 @@ def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides
             f"Choose which {backend} model to use: `mnemo models use {backend}:MODEL-NAME`."
         )
     key = keys.get_key(backend)
-    needs_key = backend == "anthropic" or not values["base_url"]
+    needs_key = needs_api_key(values)
     if key is None and needs_key and ask_key is not None:
         key = ask_key(backend)
         if key:
@@ -96,4 +104,5 @@ __all__ = [
     "ToolCall",
     "load_model",
     "model_settings",
+    "needs_api_key",
 ]
