@@ -135,6 +135,15 @@ def _check_role(role: str) -> None:
         raise ValueError(f"unknown message role {role!r}; use one of {', '.join(ROLES)}")
 
 
+def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first_id: int) -> None:
+    context_index.refresh(
+        lambda sql, params: connection.execute(sql, params).fetchall(),
+        connection.executemany,
+        conversation_id,
+        first_id,
+    )
+
+
 class RecallStore:
     """All messages of a profile. Thread-safe: each call uses its own pooled connection."""
 
@@ -210,33 +219,34 @@ class RecallStore:
         BEGIN IMMEDIATE takes the write lock before reading max(id), so another process
         writing at the same time cannot take the same ids.
         """
+        with self._immediate() as connection:
+            first = connection.execute("SELECT coalesce(max(id), 0) + 1 FROM message")
+            first_id = first.fetchone()[0]
+            for offset, row in enumerate(rows):
+                row["id"] = first_id + offset
+            connection.executemany(
+                "INSERT INTO message "
+                "(id, conversation_id, role, name, text, created_at, search_text) "
+                "VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text)",
+                rows,
+            )
+            firsts: dict[str, int] = {}
+            for row in rows:
+                if row["role"] in context_index.TURN_ROLES:
+                    firsts.setdefault(row["conversation_id"], row["id"])
+            for conversation_id, first_id in firsts.items():
+                _refresh_context(connection, conversation_id, first_id)
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes SQLite's write lock at once (BEGIN IMMEDIATE)."""
         raw = self._engine.raw_connection()
         try:
             connection = raw.driver_connection
             assert isinstance(connection, sqlite3.Connection)
             connection.execute("BEGIN IMMEDIATE")
             try:
-                first = connection.execute("SELECT coalesce(max(id), 0) + 1 FROM message")
-                first_id = first.fetchone()[0]
-                for offset, row in enumerate(rows):
-                    row["id"] = first_id + offset
-                connection.executemany(
-                    "INSERT INTO message "
-                    "(id, conversation_id, role, name, text, created_at, search_text) "
-                    "VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text)",
-                    rows,
-                )
-                firsts: dict[str, int] = {}
-                for row in rows:
-                    if row["role"] in context_index.TURN_ROLES:
-                        firsts.setdefault(row["conversation_id"], row["id"])
-                for conversation_id, first_id in firsts.items():
-                    context_index.refresh(
-                        lambda sql, params: connection.execute(sql, params).fetchall(),
-                        connection.executemany,
-                        conversation_id,
-                        first_id,
-                    )
+                yield connection
                 connection.commit()
             except BaseException:
                 connection.rollback()
@@ -268,33 +278,20 @@ class RecallStore:
 
     def _index_pending_contexts(self) -> None:
         """Give messages stored before neighbour indexing existed their context (once)."""
-        raw = self._engine.raw_connection()
-        try:
-            connection = raw.driver_connection
-            assert isinstance(connection, sqlite3.Connection)
+        with self._engine.connect() as connection:
             pending = [
                 row[0]
-                for row in connection.execute("SELECT conversation_id FROM message_context_pending")
+                for row in connection.execute(
+                    text("SELECT conversation_id FROM message_context_pending")
+                )
             ]
-            for conversation_id in pending:
-                connection.execute("BEGIN IMMEDIATE")
-                try:
-                    context_index.refresh(
-                        lambda sql, params: connection.execute(sql, params).fetchall(),
-                        connection.executemany,
-                        conversation_id,
-                        0,
-                    )
-                    connection.execute(
-                        "DELETE FROM message_context_pending WHERE conversation_id = ?",
-                        (conversation_id,),
-                    )
-                    connection.commit()
-                except BaseException:
-                    connection.rollback()
-                    raise
-        finally:
-            raw.close()
+        for conversation_id in pending:
+            with self._immediate() as connection:
+                _refresh_context(connection, conversation_id, 0)
+                connection.execute(
+                    "DELETE FROM message_context_pending WHERE conversation_id = ?",
+                    (conversation_id,),
+                )
 
     def _repair_missing_vectors(self) -> None:
         """Embed messages whose vector write was interrupted (a crash between the two stores)."""
