@@ -277,7 +277,6 @@ class ConversationBrowser(QWidget):
         actions.addStretch(1)
         layout.addLayout(actions)
         self.hits: list[MessageHit] = []
-        self._note = ""
         self.query.returnPressed.connect(lambda: self.refresh())
         search.clicked.connect(lambda: self.refresh())
         self.delete_button.clicked.connect(self.delete_selected)
@@ -289,7 +288,6 @@ class ConversationBrowser(QWidget):
     def refresh(self, note: str = "") -> None:
         query = self.query.text().strip()
         start = end = None
-        self._note = note
         if self.use_dates.isChecked():
             start = date.fromisoformat(self.start.date().toString("yyyy-MM-dd"))
             end = date.fromisoformat(self.end.date().toString("yyyy-MM-dd"))
@@ -305,13 +303,13 @@ class ConversationBrowser(QWidget):
             self.status.setText("The start date is after the end date; swap them.")
             return
         self.status.setText("Searching…")
-        self._tasks.submit(work, self._show, self.status.setText)
+        order = "best first" if query else "oldest first"
+        self._tasks.submit(work, lambda page: self._show(page, note, order), self.status.setText)
 
-    def _show(self, page: Page[MessageHit]) -> None:
+    def _show(self, page: Page[MessageHit], note: str, order: str) -> None:
         self.hits = list(page)
-        order = "best first" if self.query.text().strip() else "oldest first"
         self.status.setText(
-            f"{self._note} {page.total} messages found; {len(self.hits)} shown, {order}.".strip()
+            f"{note} {page.total} messages found; {len(self.hits)} shown, {order}.".strip()
         )
         self.table.setRowCount(len(self.hits))
         for row, hit in enumerate(self.hits):
