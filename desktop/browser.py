@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from PySide6.QtCore import QDate
+from PySide6.QtCore import QDate, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -237,6 +237,12 @@ class ArchivalBrowser(QWidget):
 
 
 class ConversationBrowser(QWidget):
+    """Signals:
+    messages_deleted(): messages were deleted, so what the chat shows may be out of date.
+    """
+
+    messages_deleted = Signal()
+
     def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
@@ -337,8 +343,12 @@ class ConversationBrowser(QWidget):
             self._mnemo.recall.delete,
             [hit.id for hit in chosen],
             "message",
-            lambda note: self.refresh(note),
+            self._deleted,
         )
+
+    def _deleted(self, note: str) -> None:
+        self.refresh(note)
+        self.messages_deleted.emit()
 
 
 class MemoryBrowser(QTabWidget):

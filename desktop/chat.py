@@ -243,7 +243,15 @@ class ChatView(QWidget):
         self._reply = None
 
     def restore(self, hits: list[MessageHit]) -> None:
-        """Show the end of the stored conversation, as it looked when it was written."""
+        """Show the end of the stored conversation, as it looked when it was written (in place of
+        whatever is shown: after messages were deleted, the chat shows what is left)."""
+        for widget in widgets_in(self.messages):
+            if widget is not self.empty:
+                self.messages.removeWidget(widget)
+                widget.deleteLater()
+        self._reply = None
+        self._calls = []
+        self.empty.setVisible(not hits)
         row: CallRow | None = None
         for hit in hits:
             if hit.role in ("user", "assistant"):

@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.ingest_worker = IngestWorker(mnemo)
         self._threads: list[QThread] = []
         self.model_ready = False
+        self._reload_chat_after_turn = False
 
         self._build()
         self._connect()
@@ -180,6 +181,7 @@ class MainWindow(QMainWindow):
         chat.send_requested.connect(self._send)
         chat.stop_requested.connect(worker.cancel.set)
         chat.search_requested.connect(self._search_conversations)
+        self.browser.conversations.messages_deleted.connect(self._reload_chat)
         self.send_requested.connect(worker.send)
         self.load_requested.connect(worker.load_model)
         self.stats_requested.connect(worker.refresh_stats)
@@ -187,6 +189,7 @@ class MainWindow(QMainWindow):
         worker.loaded.connect(self._model_loaded)
         worker.load_failed.connect(self._model_failed)
         worker.busy.connect(chat.set_busy)
+        worker.busy.connect(self._turn_busy)
         worker.failed.connect(self._turn_failed)
         worker.stats.connect(self._show_stats)
 
@@ -266,6 +269,20 @@ class MainWindow(QMainWindow):
         self.chat.add_notice(
             f"{event.evicted} older messages were moved into the summary (still searchable)."
         )
+
+    def _reload_chat(self) -> None:
+        """Show the stored conversation again after messages were deleted, so that a deleted
+        message does not stay on screen; during a turn, once it ends."""
+        if self.chat.busy:
+            self._reload_chat_after_turn = True
+            return
+        self._reload_chat_after_turn = False
+        recall = self.mnemo.recall
+        self.tasks.submit(lambda: recall.recent(RESTORED_MESSAGES), self.chat.restore)
+
+    def _turn_busy(self, busy: bool) -> None:
+        if not busy and self._reload_chat_after_turn:
+            self._reload_chat()
 
     def _search_conversations(self, query: str) -> None:
         self.nav.setCurrentRow(PAGES.index("Browse memory"))

@@ -398,6 +398,31 @@ def test_search_and_delete_conversations(qtbot, mnemo, window, monkeypatch):
     assert not mnemo.recall.search("dentist appointment").hits
 
 
+def test_a_message_deleted_in_the_browser_leaves_the_chat(qtbot, window, model, monkeypatch):
+    model.enqueue([say("Noted: the spare key is under the blue pot.")])
+    send(qtbot, window, "My spare key is under the blue pot.")
+    model.enqueue([say("Good morning!")])
+    send(qtbot, window, "Good morning")
+    shown = [bubble.text for bubble in window.chat.bubbles()]
+    assert "My spare key is under the blue pot." in shown
+
+    conversations = window.browser.conversations
+    conversations.search_for("spare key blue pot")
+    wait_for_tasks(qtbot, window)
+    row = next(n for n, hit in enumerate(conversations.hits) if hit.text.startswith("My spare key"))
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    conversations.table.selectRow(row)
+    conversations.delete_selected()
+    wait_for_tasks(qtbot, window)
+    qtbot.waitUntil(lambda: "My spare key is under the blue pot." not in bubble_texts(window))
+    assert "Good morning" in bubble_texts(window)
+    assert "Noted: the spare key is under the blue pot." in bubble_texts(window)
+
+
+def bubble_texts(window: MainWindow) -> list[str]:
+    return [bubble.text for bubble in window.chat.bubbles()]
+
+
 # -- documents -------------------------------------------------------------------------------------
 
 
