@@ -8,8 +8,9 @@ we measure the share of its evidence turns in the top 5 and 10 (frac@k, mean ove
 the share of questions with all evidence in the top 10 (all@10). One JSON line out.
 
 ``ceiling@20`` and ``ceiling@40`` say how far re-ranking alone could go: the frac@10 that a
-perfect re-ranker of the first 20 or 40 hits of the same search would reach (the evidence among
-them, at most 10, moved to the top). The gap between frac@10 and these is ranking, not recall.
+perfect re-ranker of the first 20 or 40 hits of the same search, asked for 40 hits (so it fuses
+80 vector candidates, not 60), would reach: the evidence among them, at most 10, moved to the top.
+The gap between frac@10 and these is ranking, not recall.
 
 Baseline (plain BM25 over turns, from the data's README): frac@10 58.6 overall. Target >= 80.
 
