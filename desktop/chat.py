@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.ui import label, one_line, widgets_in
+from desktop.ui import label, one_line, remove_widgets, widgets_in
 from engine.events import FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
 from engine.tools import describe_call
@@ -245,10 +245,7 @@ class ChatView(QWidget):
     def restore(self, hits: list[MessageHit]) -> None:
         """Show the end of the stored conversation, as it looked when it was written (in place of
         whatever is shown: after messages were deleted, the chat shows what is left)."""
-        for widget in widgets_in(self.messages):
-            if widget is not self.empty:
-                self.messages.removeWidget(widget)
-                widget.deleteLater()
+        remove_widgets(self.messages, keep=[self.empty])
         self._reply = None
         self._calls = []
         self.empty.setVisible(not hits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import html
 import re
+from collections.abc import Collection
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
@@ -106,8 +107,10 @@ def widgets_in(layout: QBoxLayout) -> list[QWidget]:
     return [widget for item in items if item is not None and (widget := item.widget())]
 
 
-def remove_widgets(layout: QBoxLayout) -> None:
-    """Delete a list's widgets (its stretch stays)."""
+def remove_widgets(layout: QBoxLayout, keep: Collection[QWidget] = ()) -> None:
+    """Delete a list's widgets but those in ``keep`` (its stretch stays)."""
     for widget in widgets_in(layout):
+        if widget in keep:
+            continue
         layout.removeWidget(widget)
         widget.deleteLater()
