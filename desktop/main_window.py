@@ -31,6 +31,7 @@ from desktop.settings_page import SettingsPage, app_settings
 from desktop.ui import STYLE, label, one_line
 from desktop.workers import (
     ChatWorker,
+    GuiThreadCollector,
     IngestWorker,
     ModelLoader,
     Tasks,
@@ -74,6 +75,7 @@ class MainWindow(QMainWindow):
         # default 5 ms switch interval the GUI thread waited up to 100+ ms for the interpreter
         # while three of them were busy. 1 ms hands it over sooner, at little cost to them.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
+        self.collector = GuiThreadCollector(self)  # before any worker thread starts
         self.mnemo = mnemo
         self.setWindowTitle(f"Mnemo — {mnemo.profile.root}")
         self.resize(1180, 760)
@@ -398,6 +400,7 @@ class MainWindow(QMainWindow):
         self._threads = []
         self.ingest_worker.stop_watching()
         self.tasks.stop()
+        self.collector.stop()
 
     def restore_layout(self) -> None:
         """Size, position and page as the user left them."""

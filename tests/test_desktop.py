@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -90,6 +92,32 @@ def test_emitting_signals_keeps_reference_counts():
 
 
 # -- chat ------------------------------------------------------------------------------------------
+
+
+def test_garbage_is_collected_on_the_gui_thread_only(qtbot, window):
+    """A collection on a worker thread destroys the Qt objects it frees there; one CI run died of
+    it. While the window lives, only the GUI thread collects."""
+    collected_on: list[str] = []
+
+    def record(phase: str, _info: dict) -> None:
+        if phase == "start":
+            collected_on.append(threading.current_thread().name)
+
+    def make_cycles() -> None:
+        for _ in range(50_000):
+            cycle: list = []
+            cycle.append(cycle)
+
+    gc.callbacks.append(record)
+    try:
+        assert not gc.isenabled()
+        worker = threading.Thread(target=make_cycles, name="cycle-maker")
+        worker.start()
+        worker.join()
+        qtbot.waitUntil(lambda: bool(collected_on), timeout=TIMEOUT_MS)
+    finally:
+        gc.callbacks.remove(record)
+    assert set(collected_on) == {threading.main_thread().name}
 
 
 def test_a_reply_streams_into_the_chat(qtbot, window, model):
