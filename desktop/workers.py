@@ -101,9 +101,9 @@ class GuiThreadCollector(QObject):
     Left automatic, a collection runs on whichever thread happens to allocate, and destroys what
     it frees there, Qt objects included: undefined behaviour in Qt, and one CI run died of it (a
     segmentation fault, "Garbage-collecting" on the chat thread). So automatic collection is off
-    and a timer on the GUI thread collects when CPython would (its thresholds). What is alive at
-    start-up (modules, the window: ~190k objects) is frozen first, so that a full collection walks
-    only what came later: ~100 ms otherwise, a pause the window would show.
+    and a timer on the GUI thread collects when CPython would (its thresholds). What is alive when
+    the window opens (modules and the engine: ~190k objects) is frozen first, so that a full
+    collection walks only what came later: ~100 ms otherwise, a pause the window would show.
     """
 
     INTERVAL_MS = 100
