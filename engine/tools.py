@@ -20,7 +20,7 @@ from engine.llm.base import FunctionSchema
 from engine.memory.archival import Passage
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
-from engine.memory.search import Page
+from engine.memory.search import Page, excerpt
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -317,7 +317,7 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         where = ", ".join(
             part for part in (hit.created_at.date().isoformat(), origin, source) if part
         )
-        lines.append(f"- ({where}) {_cut(hit.text, HIT_CHARS)}")
+        lines.append(f"- ({where}) {excerpt(hit.text, arguments['query'], HIT_CHARS)}")
     untrusted = [hit for hit in page if not hit.trusted]
     return ToolResult(
         _paged(page, lines, "passages"),
@@ -331,9 +331,10 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     )
 
 
-def _message_lines(page: Page[Any]) -> list[str]:
+def _message_lines(page: Page[Any], query: str = "") -> list[str]:
+    """One line per message: its date, its role, and the part of it that matched ``query``."""
     return [
-        f"- [{hit.created_at:%Y-%m-%d %H:%M}] {hit.role}: {_cut(hit.text, HIT_CHARS)}"
+        f"- [{hit.created_at:%Y-%m-%d %H:%M}] {hit.role}: {excerpt(hit.text, query, HIT_CHARS)}"
         for hit in page
     ]
 
@@ -341,7 +342,7 @@ def _message_lines(page: Page[Any]) -> list[str]:
 def _conversation_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     page = search_conversation(ctx.mnemo, arguments["query"], page=arguments.get("page", 1))
     return ToolResult(
-        _paged(page, _message_lines(page), "messages"),
+        _paged(page, _message_lines(page, arguments["query"]), "messages"),
         summary=f"{len(page)} of {page.total} messages",
         untrusted_reason="written after reading conversation search results"
         if page.total

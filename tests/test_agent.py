@@ -223,6 +223,23 @@ def test_conversation_search_pages_through_past_messages(mnemo, model, agent):
     assert results(mnemo)[0].startswith("showing 5 of 8, page 1 of 2")  # 7 + this question
 
 
+def test_conversation_search_shows_the_part_of_a_long_turn_that_matched(mnemo, model, agent):
+    filler = "Here is a long and friendly answer about planning a trip to Portugal. " * 12
+    mnemo.recall.add(
+        "assistant",
+        filler + "Since you are allergic to peanuts, skip the satay stall. " + filler,
+        created_at="2024-03-05T18:30",
+    )
+    model.enqueue(
+        [call("conversation_search", query="peanut allergy", request_heartbeat=True), say("Ok.")]
+    )
+    agent.send("Remind me what you said about my allergy.")
+    line = next(line for line in results(mnemo)[0].splitlines() if "satay" in line)
+    assert line.startswith("- [2024-03-05 18:30] assistant: …")
+    assert "allergic to peanuts" in line
+    assert len(line) < 400
+
+
 def test_cancel_drops_the_unfinished_step(mnemo, model, agent):
     model.enqueue([ScriptedStep(say("never shown"), delay_s=5)])
     cancel = threading.Event()

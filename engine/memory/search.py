@@ -89,6 +89,48 @@ def query_terms(text: str, max_terms: int = 32) -> list[str]:
     return list(dict.fromkeys(content))[:max_terms]
 
 
+def _same_word(word: str, term: str) -> bool:
+    """A crude stem match ("allergic" ~ "allergy", "moved" ~ "moving"): equal, or the same first
+    five letters when both are that long. Good enough to find where a hit talks about the query."""
+    return word == term or (len(word) >= 5 and len(term) >= 5 and word[:5] == term[:5])
+
+
+def excerpt(text: str, query: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, centred on the part that matches ``query``.
+
+    A long hit (an assistant's answer, a document section) often holds what was asked far from
+    its start; its first few hundred characters would hide it. The window with the most distinct
+    query words wins (the earliest on a tie); with none, the text's start. Cuts are marked "…".
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    terms = query_terms(query)
+    matches = [
+        (found.start(), term)
+        for found in _WORD.finditer(flat)
+        for term in terms
+        if _same_word(found.group().lower(), term)
+    ]
+    best_start, best_count = 0, 0
+    for position, _ in matches:
+        start = max(0, min(position - limit // 4, len(flat) - limit))
+        count = len({term for at, term in matches if start <= at < start + limit - 2})
+        if count > best_count:
+            best_start, best_count = start, count
+    if best_start > 0:
+        space = flat.find(" ", best_start)
+        best_start = space + 1 if 0 <= space < best_start + 20 else best_start
+    head = "…" if best_start > 0 else ""
+    room = limit - len(head)
+    body = flat[best_start : best_start + room]
+    if best_start + room < len(flat):
+        body = body[: room - 1]
+        space = body.rfind(" ")
+        body = (body[:space] if space > room - 20 else body) + "…"
+    return head + body
+
+
 def fts5_match(text: str) -> str | None:
     """An FTS5 MATCH expression that ORs the query's words, each quoted; None when empty."""
     terms = query_terms(text)
