@@ -167,6 +167,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
         """,
     ),
+    (
+        "message_search_text_short_neighbours",
+        """
+        INSERT OR IGNORE INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -31,6 +31,7 @@ log = logging.getLogger("mnemo.tools")
 SEND_MESSAGE = "send_message"
 PAGE_SIZE = 5
 HIT_CHARS = 300  # each search hit is cut to this many characters
+_WEAK = "weak match"
 MESSAGE_CHARS = 1200
 CONTENT_CHARS = 400
 PASSAGE_CHARS = 1000
@@ -255,7 +256,12 @@ def _paged(page: Page[Any], lines: list[str], what: str) -> str:
     head = page.describe()
     if page.page < page.pages:
         head += f"; call again with page={page.page + 1} for more"
-    return "\n".join([f"{head}:", *lines, *page.notes])
+    notes = list(page.notes)
+    if any(getattr(hit, "weak", False) for hit in page):
+        notes.append(
+            f"Results marked '{_WEAK}' only loosely fit the query: nothing may be stored about it."
+        )
+    return "\n".join([f"{head}:", *lines, *notes])
 
 
 def _propose(ctx: ToolContext, arguments: dict[str, Any], action: str) -> ToolResult:
@@ -315,7 +321,9 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         origin = {"document": "from a document", "model": "saved by you"}.get(hit.origin, "")
         source = hit.source.describe() if hit.source.path else ""
         where = ", ".join(
-            part for part in (hit.created_at.date().isoformat(), origin, source) if part
+            part
+            for part in (hit.created_at.date().isoformat(), origin, source, _WEAK * hit.weak)
+            if part
         )
         lines.append(f"- ({where}) {excerpt(hit.text, arguments['query'], HIT_CHARS)}")
     untrusted = [hit for hit in page if not hit.trusted]
@@ -334,7 +342,8 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
 def _message_lines(page: Page[Any], query: str = "") -> list[str]:
     """One line per message: its date, its role, and the part of it that matched ``query``."""
     return [
-        f"- [{hit.created_at:%Y-%m-%d %H:%M}] {hit.role}: {excerpt(hit.text, query, HIT_CHARS)}"
+        f"- [{hit.created_at:%Y-%m-%d %H:%M}{', ' + _WEAK if hit.weak else ''}] {hit.role}: "
+        + excerpt(hit.text, query, HIT_CHARS)
         for hit in page
     ]
 

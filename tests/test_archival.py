@@ -233,3 +233,58 @@ def test_a_passage_with_the_query_verbatim_comes_first(mnemo):
     assert first.text.startswith("Key-value pair: key = 1c2d3e4f-bbbb")
     other = mnemo.archival.search("value = 1c2d3e4f-bbbb")[0]
     assert other.text.startswith("Key-value pair: key = 7f3e2a10-aaaa")
+
+
+def test_a_question_in_other_words_finds_the_note(mnemo):
+    """No word shared and a cosine of only 0.24: a fixed similarity floor of 0.25 lost it."""
+    boiler = mnemo.archival.insert("The boiler service code is 7731 and the plumber is Ana Ruiz.")
+    mnemo.archival.insert("Buy oat milk, rye bread and two lemons on the way home.")
+    hits = mnemo.archival.search("who repairs the heating")
+    assert hits[0].id == boiler
+
+
+def test_a_question_about_something_never_stored_finds_nothing(facts):
+    mnemo, _ = facts
+    assert len(mnemo.archival.search("what did the cardiologist say about my heart")) == 0
+    assert len(mnemo.archival.search("which airline lost my suitcase")) == 0
+
+
+def test_among_many_notes_a_loose_match_is_marked_weak(mnemo):
+    topics = ["budget", "roadmap", "hiring", "pricing", "security", "audit", "launch", "report"]
+    people = ["Alice", "Bruno", "Carla", "Diego", "Elena", "Felix", "Greta", "Hugo", "Irene"]
+    mnemo.archival.insert_many(
+        [
+            f"Meeting with {p} about the {t} on day {d}."
+            for p in people
+            for t in topics
+            for d in (1, 2)
+        ]
+        + [f"Call {p} back about the {t} report." for p in people for t in topics]
+        + FACTS
+    )
+    loose = mnemo.archival.search("what did the cardiologist say about my heart")
+    assert loose.hits and all(hit.weak for hit in loose)
+    clear = mnemo.archival.search("dentist opening hours")
+    assert "Okafor" in clear[0].text and not clear[0].weak
+
+
+def test_search_does_not_favour_long_passages(mnemo):
+    """Notes are a sentence; document sections are ~160 words. Each kind must win the queries
+    it answers, although a long section shares more words with any query by its length."""
+    section = (
+        "Chapter 4 of the household manual covers the garden, the garage and the heating. "
+        "The garden hose is stored in the garage; the garage door code and the boiler's "
+        "settings are described in chapter 6. Winter care: drain the hose, cover the garden "
+        "tap, check the boiler pressure, bleed the radiators, and keep the garage dry. "
+    ) * 3
+    short = {
+        "boiler pressure": "Boiler pressure should read 1.5 bar when cold.",
+        "garage door code": "The garage door code is 4417.",
+        "garden hose": "Lent the garden hose to Pedro next door.",
+    }
+    ids = {query: mnemo.archival.insert(text) for query, text in short.items()}
+    long_id = mnemo.archival.insert(section, origin="document")
+    mnemo.archival.insert_many([f"Shopping list {n}: bread, milk and eggs." for n in range(30)])
+    for query, passage_id in ids.items():
+        assert mnemo.archival.search(query)[0].id == passage_id, query
+    assert mnemo.archival.search("winter care radiators")[0].id == long_id

@@ -6,6 +6,7 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import NotFoundError
+from engine.memory.search import addressed_role, prefer_role
 from tests.corpus import CONVERSATION
 
 
@@ -265,3 +266,86 @@ def test_messages_stored_before_neighbour_indexing_are_indexed_on_open(profile_d
     with Mnemo.open(profile_dir, embedder=embedder) as second:
         second.wait_for_background_work()
         assert len(second.recall.search("weekend", mode="keyword")) == 2
+
+
+LONG_ANSWER = (
+    "Here are some ideas for a relaxed week in Porto. Start with a walk along the Ribeira, "
+    "then cross the Dom Luís bridge to the port cellars in Gaia. "
+) * 8  # about 250 words, as an assistant writes
+
+
+def test_a_long_turn_lends_its_words_only_nearby_and_takes_none(mnemo):
+    """A short turn next to a long answer takes only the answer's nearest words; the long
+    answer is indexed by its own words alone."""
+    ids = mnemo.recall.add_many(
+        [
+            {"role": "user", "text": "I am allergic to peanuts."},
+            {"role": "assistant", "text": "Noted! " + LONG_ANSWER + " Enjoy the pastries."},
+            {"role": "user", "text": "Thanks, booked the train."},
+        ]
+    )
+    assert ids[1] not in [h.id for h in mnemo.recall.search("peanuts", mode="keyword")]
+    assert ids[1] not in [h.id for h in mnemo.recall.search("train", mode="keyword")]
+    # 'Noted' starts the answer after the first turn; 'pastries' ends the one before the third.
+    assert ids[0] in [h.id for h in mnemo.recall.search("noted", mode="keyword")]
+    assert ids[2] in [h.id for h in mnemo.recall.search("pastries", mode="keyword")]
+    assert ids[0] not in [h.id for h in mnemo.recall.search("pastries", mode="keyword")]
+
+
+def test_turns_of_another_sitting_lend_no_words(mnemo):
+    ids = mnemo.recall.add_many(
+        [
+            {
+                "role": "user",
+                "text": "The plumber fixed the sink.",
+                "created_at": "2024-05-01T10:00",
+            },
+            {"role": "assistant", "text": "Good to hear.", "created_at": "2024-05-01T10:01"},
+            {"role": "user", "text": "Any film tips?", "created_at": "2024-05-03T20:00"},
+        ]
+    )
+    found = [h.id for h in mnemo.recall.search("plumber", mode="keyword")]
+    assert ids[1] in found and ids[2] not in found
+
+
+def test_a_first_person_question_prefers_what_the_user_said(mnemo):
+    """The user's own turn holds the fact; the assistant's replies only discuss the topic."""
+    mnemo.recall.add_many(
+        [
+            {"role": "user", "text": "My favourite wine is a Douro red."},
+            {"role": "assistant", "text": "Lovely! " + LONG_ANSWER},
+            {"role": "user", "text": "Which wines should I try in Porto?"},
+            {
+                "role": "assistant",
+                "text": "Tawny port is the favourite wine of many visitors to Porto.",
+            },
+        ]
+    )
+    hits = mnemo.recall.search("What is my favourite wine?", limit=1)
+    assert hits[0].text == "My favourite wine is a Douro red."
+
+
+@pytest.mark.parametrize(
+    ("query", "role"),
+    [
+        ("What is my favourite wine?", "user"),
+        ("when did I move", "user"),
+        ("Which wine did you suggest?", "assistant"),
+        ("Can you remind me what I said about wine?", None),  # both: no preference
+        ("What did Caroline research?", None),
+        ("favourite wine", None),
+    ],
+)
+def test_the_role_a_question_is_about(query, role):
+    assert addressed_role(query) == role
+
+
+def test_the_other_role_needs_more_evidence_to_rank_first():
+    ranked = [("answer", 1.2), ("fact", 0.5), ("other answer", 0.1)]
+    roles = {"answer": "assistant", "fact": "user", "other answer": "assistant"}
+    assert [key for key, _ in prefer_role(ranked, roles, "user")] == [
+        "fact",
+        "answer",
+        "other answer",
+    ]
+    assert [key for key, _ in prefer_role(ranked, roles, "assistant")][0] == "answer"

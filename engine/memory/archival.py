@@ -26,9 +26,11 @@ from engine.memory.search import (
     candidate_pools,
     check_paging,
     chunked,
+    coordinated,
     exact_first,
     from_timestamp,
     fuse,
+    is_weak,
     query_terms,
     to_timestamp,
 )
@@ -91,6 +93,7 @@ class Passage:
     origin: str
     embedder: str
     score: float | None = None
+    weak: bool = False  # found, but neither clearly close in meaning nor sharing most words
 
     @property
     def trusted(self) -> bool:
@@ -117,7 +120,7 @@ def _as_source(source: Source | str | int | None) -> Source:
     return Source(path=str(source))
 
 
-def _passage(row: Mapping[str, Any], score: float | None = None) -> Passage:
+def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = False) -> Passage:
     return Passage(
         id=row["id"],
         text=row["text"],
@@ -132,6 +135,7 @@ def _passage(row: Mapping[str, Any], score: float | None = None) -> Passage:
         origin=row["origin"],
         embedder=row["embedder"],
         score=score,
+        weak=weak,
     )
 
 
@@ -320,7 +324,7 @@ class ArchivalStore:
         # BM25 runs on a worker while the query is embedded and the vectors searched.
         keyword_future = (
             _SEARCH_POOL.submit(
-                self._vectors.text_search, " ".join(terms), keyword_pool, where, ["id"]
+                self._vectors.text_search, " ".join(terms), keyword_pool, where, ["id", "text"]
             )
             if terms
             else None
@@ -331,13 +335,14 @@ class ArchivalStore:
                 notes.append(self._vectors.mismatch)
             else:
                 semantic = self._vectors.similar(query, semantic_pool, where)
-        keyword = (
-            {row["id"]: float(row["_score"]) for row in keyword_future.result()}
-            if keyword_future
-            else {}
+        keyword_rows = keyword_future.result() if keyword_future else []
+        keyword, keyword_weight = coordinated(
+            {row["id"]: float(row["_score"]) for row in keyword_rows},
+            {row["id"]: row["text"] for row in keyword_rows},
+            query,
         )
         if mode == "hybrid":
-            ranked = fuse(keyword, semantic)
+            ranked = fuse(keyword, semantic, keyword_weight)
         else:
             scores = keyword if mode == "keyword" else semantic
             ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
@@ -350,7 +355,12 @@ class ArchivalStore:
         chosen = ranked[(page - 1) * limit : page * limit]
         rows_by_id = self._rows_by_id([passage_id for passage_id, _ in chosen])
         hits = [
-            _passage(rows_by_id[passage_id], score)
+            _passage(
+                rows_by_id[passage_id],
+                score,
+                mode != "keyword"
+                and is_weak(semantic.get(passage_id), rows_by_id[passage_id]["text"], query),
+            )
             for passage_id, score in chosen
             if passage_id in rows_by_id
         ]

@@ -27,12 +27,16 @@ from engine.memory.models import Message
 from engine.memory.search import (
     Page,
     SearchMode,
+    addressed_role,
     candidate_pools,
     check_paging,
     chunked,
+    coordinated,
     from_timestamp,
     fts5_match,
     fuse,
+    is_weak,
+    prefer_role,
     to_timestamp,
 )
 from engine.memory.vectors import VectorTable, quote_sql
@@ -67,6 +71,7 @@ class MessageHit:
     conversation_id: str = DEFAULT_CONVERSATION
     name: str | None = None
     score: float | None = None
+    weak: bool = False  # found, but neither clearly close in meaning nor sharing most words
 
 
 @dataclass(frozen=True)
@@ -118,7 +123,7 @@ class RecallTransaction:
         return message.id
 
 
-def _hit(row: Any, score: float | None = None) -> MessageHit:
+def _hit(row: Any, score: float | None = None, weak: bool = False) -> MessageHit:
     return MessageHit(
         id=row.id,
         role=row.role,
@@ -127,6 +132,7 @@ def _hit(row: Any, score: float | None = None) -> MessageHit:
         conversation_id=row.conversation_id,
         name=row.name,
         score=score,
+        weak=weak,
     )
 
 
@@ -477,8 +483,10 @@ class RecallStore:
             return self._keyword_page(query, limit, page, where, params)
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
-        keyword = (
-            {} if mode == "semantic" else self._keyword_scores(query, keyword_pool, where, params)
+        keyword, keyword_weight = (
+            ({}, 0.0)
+            if mode == "semantic"
+            else self._keyword_scores(query, keyword_pool, where, params)
         )
         if mode == "hybrid" and self._vectors.mismatch:
             notes.append(self._vectors.mismatch)  # words still work while vectors wait
@@ -487,14 +495,24 @@ class RecallStore:
             semantic = self._semantic_scores(
                 query, semantic_pool, start, end, roles, conversation_id
             )
-        ranked = (
-            fuse(keyword, semantic)
-            if mode == "hybrid"
-            else sorted(semantic.items(), key=lambda item: item[1], reverse=True)
-        )
+        if mode == "hybrid":
+            ranked = fuse(keyword, semantic, keyword_weight)
+            role = addressed_role(query)
+            if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
+                ranked = prefer_role(ranked, self._roles_by_id([i for i, _ in ranked]), role)
+        else:
+            ranked = sorted(semantic.items(), key=lambda item: item[1], reverse=True)
         chosen = ranked[(page - 1) * limit : page * limit]
         rows = self._rows_by_id([message_id for message_id, _ in chosen])
-        hits = [_hit(rows[message_id], score) for message_id, score in chosen if message_id in rows]
+        hits = [
+            _hit(
+                rows[message_id],
+                score,
+                is_weak(semantic.get(message_id), rows[message_id].text, query),
+            )
+            for message_id, score in chosen
+            if message_id in rows
+        ]
         return Page(hits, len(ranked), page, limit, notes)
 
     # -- helpers -------------------------------------------------------------------------------
@@ -545,22 +563,27 @@ class RecallStore:
 
     def _keyword_scores(
         self, query: str, limit: int, where: str, params: dict[str, Any]
-    ) -> dict[int, float]:
+    ) -> tuple[dict[int, float], float]:
+        """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
+        one's indexed text holds, and the keyword side's weight (``search.coordinated``)."""
         match = fts5_match(query)
         if match is None:
-            return {}
+            return {}, 0.0
         extra = f"AND {where}" if where else ""
         with self._engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT message_fts.rowid AS id, -bm25(message_fts) AS score FROM message_fts "
-                    + ("JOIN message m ON m.id = message_fts.rowid " if where else "")
-                    + f"WHERE message_fts MATCH :match {extra} "
+                    "SELECT message_fts.rowid AS id, -bm25(message_fts) AS score, "
+                    "m.search_text AS indexed FROM message_fts "
+                    "JOIN message m ON m.id = message_fts.rowid "
+                    f"WHERE message_fts MATCH :match {extra} "
                     "ORDER BY bm25(message_fts) LIMIT :limit"
                 ),
                 {**params, "match": match, "limit": limit},
             ).all()
-        return {row.id: float(row.score) for row in rows}
+        return coordinated(
+            {row.id: float(row.score) for row in rows}, {row.id: row.indexed for row in rows}, query
+        )
 
     def _semantic_scores(
         self,
@@ -581,6 +604,18 @@ class RecallStore:
         if conversation_id is not None:
             clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
         return self._vectors.similar(query, limit, " AND ".join(clauses) or None)
+
+    def _roles_by_id(self, ids: Sequence[int]) -> dict[int, str]:
+        if not ids:
+            return {}
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT id, role FROM message WHERE id IN "
+                    f"({','.join(str(int(i)) for i in ids)})"
+                )
+            ).all()
+        return {row.id: row.role for row in rows}
 
     def _rows_by_id(self, ids: Sequence[int]) -> dict[int, Any]:
         if not ids:

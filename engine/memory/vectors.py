@@ -23,7 +23,8 @@ from lancedb.query import ColumnOrdering
 
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
-from engine.memory.search import MIN_SIMILARITY
+from engine.memory.search import RELEVANCE_FLOOR, relevance
+from engine.resources import resource_path
 
 log = logging.getLogger("mnemo.vectors")
 
@@ -53,6 +54,21 @@ KEEP_VERSIONS_FOR = timedelta(minutes=5)
 ANN_NPROBES = 20
 ANN_REFINE_FACTOR = 2
 _INDEX_PREFIX = "vector_ivf"
+
+
+_background: dict[tuple[str, int], np.ndarray] = {}
+_background_lock = threading.Lock()
+
+
+def background_vectors(embedder: Embedder) -> np.ndarray:
+    """The embedder's vectors of everyday sentences on unrelated subjects (computed once)."""
+    key = (embedder.name, embedder.dim)
+    with _background_lock:
+        if key not in _background:
+            lines = resource_path("search/background.txt").read_text("utf-8").splitlines()
+            sentences = [line for line in lines if line.strip() and not line.startswith("#")]
+            _background[key] = embedder.embed(sentences)
+        return _background[key]
 
 
 def quote_sql(value: str) -> str:
@@ -215,13 +231,21 @@ class VectorTable:
         return query.to_list()
 
     def similar(self, query: str, limit: int, where: str | None) -> dict[Any, float]:
-        """Ids of the rows nearest to ``query`` with their cosine similarity, above the floor
-        under which MiniLM neighbours are unrelated."""
+        """Ids of the rows nearest to ``query`` with their relevance (``search.relevance``: how
+        far their similarity stands above unrelated text's), those above the floor only."""
         if not query.strip():
             return {}
-        rows = self.vector_search(self.embed([query])[0], limit, where, ["id"])
-        scores = {row["id"]: 1.0 - float(row["_distance"]) for row in rows}
-        return {key: score for key, score in scores.items() if score >= MIN_SIMILARITY}
+        vector = self.embed([query])[0]
+        rows = self.vector_search(vector, limit, where, ["id"])
+        if not rows:
+            return {}
+        similarities = np.array([1.0 - float(row["_distance"]) for row in rows])
+        scores = relevance(similarities, background_vectors(self._embedder) @ vector)
+        return {
+            row["id"]: float(score)
+            for row, score in zip(rows, scores, strict=True)
+            if score >= RELEVANCE_FLOOR
+        }
 
     def text_search(
         self, query_text: str, limit: int, where: str | None, columns: list[str]
