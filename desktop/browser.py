@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.ui import cell, label, one_line, table
+from desktop.ui import cell, hit_line, label, table
 from desktop.workers import Tasks
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
@@ -181,16 +181,17 @@ class ArchivalBrowser(QWidget):
 
         self.page = page
         self.status.setText("Searching…")
-        self._tasks.submit(work, self._show, self.status.setText)
+        self._tasks.submit(work, lambda found: self._show(found, query), self.status.setText)
 
-    def _show(self, found: tuple[list[Passage], str, bool]) -> None:
+    def _show(self, found: tuple[list[Passage], str, bool], query: str) -> None:
         self.passages, status, more = found
         self.status.setText(status)
         self.previous_button.setEnabled(self.page > 1)
         self.next_button.setEnabled(more)
         self.table.setRowCount(len(self.passages))
         for row, passage in enumerate(self.passages):
-            self.table.setItem(row, 0, cell(one_line(passage.text, 160), passage.text))
+            line = hit_line(passage.text, query, 160, passage.weak)
+            self.table.setItem(row, 0, cell(line, passage.text))
             self.table.setItem(row, 1, cell(passage.source.describe()))
             self.table.setItem(row, 2, cell(", ".join(passage.tags)))
             self.table.setItem(row, 3, cell(passage.created_at.strftime("%Y-%m-%d %H:%M")))
@@ -310,9 +311,11 @@ class ConversationBrowser(QWidget):
             return
         self.status.setText("Searching…")
         order = "best first" if query else "oldest first"
-        self._tasks.submit(work, lambda page: self._show(page, note, order), self.status.setText)
+        self._tasks.submit(
+            work, lambda page: self._show(page, note, order, query), self.status.setText
+        )
 
-    def _show(self, page: Page[MessageHit], note: str, order: str) -> None:
+    def _show(self, page: Page[MessageHit], note: str, order: str, query: str) -> None:
         self.hits = list(page)
         self.status.setText(
             f"{note} {page.total} messages found; {len(self.hits)} shown, {order}.".strip()
@@ -321,7 +324,7 @@ class ConversationBrowser(QWidget):
         for row, hit in enumerate(self.hits):
             self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))
             self.table.setItem(row, 1, cell(ROLES.get(hit.role, hit.role)))
-            self.table.setItem(row, 2, cell(one_line(hit.text, 200), hit.text))
+            self.table.setItem(row, 2, cell(hit_line(hit.text, query, 200, hit.weak), hit.text))
 
     def delete_selected(self) -> None:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})

@@ -19,6 +19,7 @@ from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
+from engine.memory.search import excerpt
 from engine.mnemo import Mnemo
 
 
@@ -209,10 +210,11 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(page.describe())
     for hit in page:
+        text = excerpt(hit.text, args.query, 100) + (" (weak match)" if hit.weak else "")
         if args.store == "recall":
-            print(f"  [{hit.id}] {_when(hit.created_at)} {hit.role}: {_one_line(hit.text)}")
+            print(f"  [{hit.id}] {_when(hit.created_at)} {hit.role}: {text}")
         else:
-            print(f"  [{hit.id}] {_one_line(hit.text)}")
+            print(f"  [{hit.id}] {text}")
             print(f"      from {hit.source.describe()}; tags: {', '.join(hit.tags) or '-'}")
     return 0
 
