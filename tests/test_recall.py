@@ -6,7 +6,7 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import NotFoundError
-from engine.memory.search import addressed_role, prefer_role
+from engine.memory.search import KEYWORD_WEIGHT, addressed_role, coordinated, prefer_role
 from tests.corpus import CONVERSATION
 
 
@@ -349,3 +349,15 @@ def test_the_other_role_needs_more_evidence_to_rank_first():
         "other answer",
     ]
     assert [key for key, _ in prefer_role(ranked, roles, "assistant")][0] == "answer"
+
+
+def test_a_match_on_one_word_of_four_counts_for_little():
+    """Keyword scores are scaled by the share of the query's words a text holds, and the
+    keyword side weighs less when no candidate holds half of them."""
+    scores = {"partial": 8.0, "full": 6.0}
+    texts = {"partial": "Car insurance renewal", "full": "Where I leave the car at work"}
+    scaled, weight = coordinated(scores, texts, "where do I leave the car at work")
+    assert scaled["full"] > scaled["partial"]
+    assert weight == KEYWORD_WEIGHT
+    _, weak_weight = coordinated({"partial": 8.0}, texts, "where do I leave the car at work")
+    assert weak_weight < KEYWORD_WEIGHT
