@@ -41,11 +41,13 @@ SEMANTIC_CANDIDATES = 60
 
 # A question in the first person ("What did I buy?", "my sister") asks about the user, whose own
 # turns hold the answer; an assistant's long replies that merely discuss the topic need this much
-# more evidence (in fused z-score units) to rank above them. "you"/"your" without "I" asks about
-# what the assistant said, and the preference turns round. Questions with both, or neither (a
-# third-person question, a model's keyword query), rank both roles alike. LongMemEval dev all@10
-# (user <-> assistant) gains with it; LoCoMo (third-person questions) is unchanged.
-ROLE_PRIOR = 1.0
+# more evidence (in fused z-score units) to rank above them: the user's turns come first unless an
+# assistant's is a far better match. "you"/"your" without "I" asks about what the assistant said,
+# and the preference turns round. Questions with both, or neither (a third-person question, a
+# model's keyword query), rank both roles alike. LongMemEval dev all@10 (user <-> assistant):
+# 71.0 without, 77.3 at 1.0, 79.8 at 2.0, 80.3 from 3.0 on (flat up to a hard filter); LoCoMo
+# (third-person questions) is unchanged.
+ROLE_PRIOR = 3.0
 _FIRST_PERSON = frozenset("i me my mine myself".split())
 _SECOND_PERSON = frozenset("you your yours yourself".split())
 
