@@ -40,9 +40,13 @@ class CachedEmbedder:
         self._pending: list[np.ndarray] = []
         if self.path.exists():
             data = np.load(self.path)
-            keys = data["keys"]
             self._vectors = data["vectors"]
-            self._index = {bytes(key): row for row, key in enumerate(keys)}
+            # Digests are stored as rows of 20 bytes (a bytes column would drop trailing zeros).
+            keys = data["keys"]
+            self._index = {
+                key.tobytes() if keys.ndim == 2 else bytes(key).ljust(20, b"\0"): row
+                for row, key in enumerate(keys)
+            }
         self.hits = self.misses = 0
 
     def __len__(self) -> int:
@@ -86,9 +90,9 @@ class CachedEmbedder:
             return
         self._vectors = np.concatenate([self._vectors, np.stack(self._pending)])
         self._pending_keys, self._pending = [], []
-        keys = np.empty(len(self._index), dtype="S20")
+        keys = np.zeros((len(self._index), 20), dtype=np.uint8)
         for key, row in self._index.items():
-            keys[row] = key
+            keys[row] = np.frombuffer(key, dtype=np.uint8)
         temporary = self.path.with_suffix(".tmp.npz")
         np.savez(temporary, keys=keys, vectors=self._vectors)
         temporary.replace(self.path)
