@@ -221,23 +221,36 @@ def excerpt(text: str, query: str, limit: int) -> str:
     A long hit (an assistant's answer, a document section) often holds what was asked far from
     its start; its first few hundred characters would hide it. The window with the most distinct
     query words wins (the earliest on a tie); with none, the text's start. Cuts are marked "…".
+    Linear in the text's length, so a pasted megabyte costs milliseconds, not minutes.
     """
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
     terms = query_terms(query)
-    matches = [
-        (found.start(), term)
-        for found in _WORD.finditer(flat)
-        for term in terms
-        if _same_word(found.group().lower(), term)
-    ]
+    exact = {term for term in terms if len(term) < 5}
+    prefixes = {term[:5]: term for term in terms if len(term) >= 5}
+    matches: list[tuple[int, str]] = []
+    for found in _WORD.finditer(flat):
+        word = found.group().lower()
+        if word in exact:
+            matches.append((found.start(), word))
+        elif len(word) >= 5 and word[:5] in prefixes:
+            matches.append((found.start(), prefixes[word[:5]]))
+    # Each match in turn sits a quarter into the window; count the distinct words after it.
+    lead, span = limit // 4, limit - limit // 4 - 2
     best_start, best_count = 0, 0
-    for position, _ in matches:
-        start = max(0, min(position - limit // 4, len(flat) - limit))
-        count = len({term for at, term in matches if start <= at < start + limit - 2})
-        if count > best_count:
-            best_start, best_count = start, count
+    counts: dict[str, int] = {}
+    right = 0
+    for left, (position, _) in enumerate(matches):
+        while right < len(matches) and matches[right][0] < position + span:
+            counts[matches[right][1]] = counts.get(matches[right][1], 0) + 1
+            right += 1
+        if len(counts) > best_count:
+            best_start, best_count = max(0, min(position - lead, len(flat) - limit)), len(counts)
+        term = matches[left][1]
+        counts[term] -= 1
+        if not counts[term]:
+            del counts[term]
     if best_start > 0:
         space = flat.find(" ", best_start)
         best_start = space + 1 if 0 <= space < best_start + 20 else best_start
