@@ -6,7 +6,13 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import NotFoundError
-from engine.memory.search import KEYWORD_WEIGHT, addressed_role, coordinated, prefer_role
+from engine.memory.search import (
+    KEYWORD_WEIGHT,
+    addressed_role,
+    coordinated,
+    excerpt,
+    prefer_role,
+)
 from tests.corpus import CONVERSATION
 
 
@@ -361,3 +367,15 @@ def test_a_match_on_one_word_of_four_counts_for_little():
     assert weight == KEYWORD_WEIGHT
     _, weak_weight = coordinated({"partial": 8.0}, texts, "where do I leave the car at work")
     assert weak_weight < KEYWORD_WEIGHT
+
+
+def test_an_excerpt_shows_where_the_query_matched():
+    filler = "Some general advice about packing for a long trip abroad. " * 30
+    text = filler + "You said you are allergic to peanuts, so skip the satay. " + filler
+    cut = excerpt(text, "peanut allergy", 120)
+    assert cut.startswith("…") and cut.endswith("…") and len(cut) <= 120
+    assert "allergic to peanuts" in cut
+    assert excerpt(text, "zebra", 60).startswith("Some general advice")  # nothing matched
+    assert excerpt("short", "anything", 60) == "short"
+    huge = "peanut " * 200_000 + "satay peanut"
+    assert "satay" in excerpt(huge, "peanut satay", 100)
