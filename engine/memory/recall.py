@@ -499,7 +499,8 @@ class RecallStore:
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
             if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
-                ranked = prefer_role(ranked, self._roles_by_id([i for i, _ in ranked]), role)
+                rows = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
+                ranked = prefer_role(ranked, {i: row.role for i, row in rows.items()}, role)
         else:
             ranked = sorted(semantic.items(), key=lambda item: item[1], reverse=True)
         chosen = ranked[(page - 1) * limit : page * limit]
@@ -605,25 +606,13 @@ class RecallStore:
             clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
         return self._vectors.similar(query, limit, " AND ".join(clauses) or None)
 
-    def _roles_by_id(self, ids: Sequence[int]) -> dict[int, str]:
+    def _rows_by_id(self, ids: Sequence[int], columns: str = _COLUMNS) -> dict[int, Any]:
         if not ids:
             return {}
         with self._engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT id, role FROM message WHERE id IN "
-                    f"({','.join(str(int(i)) for i in ids)})"
-                )
-            ).all()
-        return {row.id: row.role for row in rows}
-
-    def _rows_by_id(self, ids: Sequence[int]) -> dict[int, Any]:
-        if not ids:
-            return {}
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    f"SELECT {_COLUMNS} FROM message m WHERE m.id IN "
+                    f"SELECT {columns} FROM message m WHERE m.id IN "
                     f"({','.join(str(int(i)) for i in ids)})"
                 )
             ).all()

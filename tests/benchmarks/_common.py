@@ -92,5 +92,16 @@ def p50(samples: list[float]) -> float:
     return round(statistics.median(samples), 3)
 
 
+def percentages(rows: list[tuple[float, ...]], names: tuple[str, ...]) -> dict[str, float]:
+    """``n`` and the mean of each column of ``rows`` (each a 0..1 score), in percent."""
+    return {
+        "n": len(rows),
+        **{
+            name: round(100 * sum(row[i] for row in rows) / len(rows), 1)
+            for i, name in enumerate(names)
+        },
+    }
+
+
 def emit(result: dict) -> None:
     print(json.dumps(result), flush=True)

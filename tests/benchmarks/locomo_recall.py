@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit
+from _common import REPO, emit, percentages
 
 from engine import Mnemo
 from engine.memory.recall import NewMessage
@@ -116,14 +116,7 @@ def main() -> None:
                 )
 
     def summary(rows: list[tuple[float, ...]]) -> dict[str, float]:
-        names = ("frac@5", "frac@10", "all@10", "ceiling@20", "ceiling@40")
-        return {
-            "n": len(rows),
-            **{
-                name: round(100 * sum(row[i] for row in rows) / len(rows), 1)
-                for i, name in enumerate(names)
-            },
-        }
+        return percentages(rows, ("frac@5", "frac@10", "all@10", "ceiling@20", "ceiling@40"))
 
     everything = [row for rows in scores.values() for row in rows]
     search_ms.sort()

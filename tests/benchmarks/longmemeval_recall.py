@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit
+from _common import REPO, emit, percentages
 from vector_cache import DEFAULT_CACHE, CachedEmbedder
 
 from engine import Mnemo
@@ -148,14 +148,9 @@ def main() -> None:
         )
 
     def summary(rows: list[tuple[float, ...]]) -> dict[str, float]:
-        names = ("all@5", "all@10", "sessions@10", "ceiling@20", "ceiling@40", "bm25_all@10")
-        return {
-            "n": len(rows),
-            **{
-                name: round(100 * sum(row[i] for row in rows) / len(rows), 1)
-                for i, name in enumerate(names)
-            },
-        }
+        return percentages(
+            rows, ("all@5", "all@10", "sessions@10", "ceiling@20", "ceiling@40", "bm25_all@10")
+        )
 
     everything = [row for rows in scores.values() for row in rows]
     search_ms.sort()
