@@ -240,6 +240,15 @@ def test_conversation_search_shows_the_part_of_a_long_turn_that_matched(mnemo, m
     assert len(line) < 400
 
 
+def test_a_loose_match_is_marked_weak_for_the_model(mnemo, model, agent):
+    mnemo.archival.insert("The boiler service code is 7731 and the plumber is Ana Ruiz.")
+    model.enqueue([search("who repairs the heating"), say("Ana Ruiz, I think.")])
+    agent.send("Who fixes our heating?")
+    result = results(mnemo)[0]
+    assert "Ana Ruiz" in result and "weak match" in result
+    assert "only loosely fit the query" in result
+
+
 def test_cancel_drops_the_unfinished_step(mnemo, model, agent):
     model.enqueue([ScriptedStep(say("never shown"), delay_s=5)])
     cancel = threading.Event()
