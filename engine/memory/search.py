@@ -84,8 +84,8 @@ def word_coverage(text: str, query: str) -> float:
 
 
 def _coverage_terms(query: str) -> list[tuple[str, bool]]:
-    """(what to find, whether it may continue as a longer word) per content word of ``query``,
-    so that a text holds a term when ``_same_word`` would say so of one of its words."""
+    """(what to find, whether it may continue as a longer word) per content word of ``query``:
+    a crude stem match, "allergic" ~ "allergy" (same first five letters), short words exact."""
     return [
         (term[:5], True) if len(term) >= 5 else (term, False)
         for term in query_terms(query)
@@ -207,12 +207,6 @@ def query_terms(text: str, max_terms: int = 32) -> list[str]:
     words = [w.lower() for w in _WORD.findall(text)]
     content = [w for w in words if w not in _STOPWORDS] or words
     return list(dict.fromkeys(content))[:max_terms]
-
-
-def _same_word(word: str, term: str) -> bool:
-    """A crude stem match ("allergic" ~ "allergy", "moved" ~ "moving"): equal, or the same first
-    five letters when both are that long. Good enough to find where a hit talks about the query."""
-    return word == term or (len(word) >= 5 and len(term) >= 5 and word[:5] == term[:5])
 
 
 def excerpt(text: str, query: str, limit: int) -> str:

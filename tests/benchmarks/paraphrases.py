@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from engine.memory.search import _same_word, query_terms
+from engine.memory.search import query_terms, word_coverage
 
 PAIRS: list[tuple[str, str]] = [
     ("The boiler service code is 7731 and the plumber is Ana Ruiz.", "who repairs the heating"),
@@ -224,8 +224,5 @@ def distractors(count: int = 2000, seed: int = 7) -> list[str]:
 
 
 def shared_words(note: str, query: str) -> list[str]:
-    """Content words (or their crude stems) that a query shares with its note."""
-    note_terms = query_terms(note, max_terms=100)
-    return [
-        t for t in query_terms(query) if len(t) > 1 and any(_same_word(t, n) for n in note_terms)
-    ]
+    """Content words (or their crude stems, as search compares them) a query shares with a note."""
+    return [term for term in query_terms(query) if len(term) > 1 and word_coverage(note, term)]
