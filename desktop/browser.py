@@ -27,11 +27,11 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.ui import cell, hit_line, label, table
+from desktop.ui import cell, label, table
 from desktop.workers import Tasks
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
-from engine.memory.search import Page
+from engine.memory.search import Page, hit_line
 from engine.mnemo import Mnemo
 
 BROWSE_LIMIT = 200

@@ -19,8 +19,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.memory.search import excerpt
-
 STYLE = """
 QFrame#bubble_user { background: #e8f0fe; border-radius: 8px; }
 QFrame#bubble_assistant { background: #f4f4f5; border-radius: 8px; }
@@ -63,12 +61,6 @@ def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLab
 def one_line(text: str, width: int = 90) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def hit_line(text: str, query: str, width: int, weak: bool = False) -> str:
-    """A search hit on one line: the part that matched ``query``, and whether it only loosely
-    fits."""
-    return excerpt(text, query, width) + (" (weak match)" if weak else "")
 
 
 def diff_html(old: str, new: str) -> str:

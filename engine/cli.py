@@ -19,7 +19,7 @@ from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
-from engine.memory.search import excerpt
+from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
 
 
@@ -210,7 +210,7 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print(f"note: {note}")
     print(page.describe())
     for hit in page:
-        text = excerpt(hit.text, args.query, 100) + (" (weak match)" if hit.weak else "")
+        text = hit_line(hit.text, args.query, 100, hit.weak)
         if args.store == "recall":
             print(f"  [{hit.id}] {_when(hit.created_at)} {hit.role}: {text}")
         else:

@@ -257,7 +257,7 @@ def _paged(page: Page[Any], lines: list[str], what: str) -> str:
     if page.page < page.pages:
         head += f"; call again with page={page.page + 1} for more"
     notes = list(page.notes)
-    if any(getattr(hit, "weak", False) for hit in page):
+    if any(hit.weak for hit in page):
         notes.append(
             f"Results marked '{_WEAK}' only loosely fit the query: nothing may be stored about it."
         )

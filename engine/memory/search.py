@@ -83,14 +83,16 @@ def word_coverage(text: str, query: str) -> float:
     return _coverage(text, _coverage_terms(query))
 
 
+def _word_parts(terms: Sequence[str]) -> list[tuple[str, bool]]:
+    """(what to find, whether it may continue as a longer word) per term: the one rule for when
+    a word of a text is a query word, a crude stem match ("allergic" ~ "allergy", the same first
+    five letters); shorter words must match exactly."""
+    return [(term[:5], True) if len(term) >= 5 else (term, False) for term in terms]
+
+
 def _coverage_terms(query: str) -> list[tuple[str, bool]]:
-    """(what to find, whether it may continue as a longer word) per content word of ``query``:
-    a crude stem match, "allergic" ~ "allergy" (same first five letters), short words exact."""
-    return [
-        (term[:5], True) if len(term) >= 5 else (term, False)
-        for term in query_terms(query)
-        if len(term) > 1
-    ]
+    """The parts to find for coverage: content words of ``query``, single letters left out."""
+    return _word_parts([term for term in query_terms(query) if len(term) > 1])
 
 
 def _holds(lowered: str, part: str, prefix: bool) -> bool:
@@ -220,16 +222,16 @@ def excerpt(text: str, query: str, limit: int) -> str:
     flat = " ".join(text.split())
     if len(flat) <= limit:
         return flat
-    terms = query_terms(query)
-    exact = {term for term in terms if len(term) < 5}
-    prefixes = {term[:5]: term for term in terms if len(term) >= 5}
-    matches: list[tuple[int, str]] = []
+    parts = _word_parts(query_terms(query))
+    exact = {part for part, prefix in parts if not prefix}
+    prefixes = {part for part, prefix in parts if prefix}
+    matches: list[tuple[int, str]] = []  # (position, the query word's part it matched)
     for found in _WORD.finditer(flat):
         word = found.group().lower()
         if word in exact:
             matches.append((found.start(), word))
         elif len(word) >= 5 and word[:5] in prefixes:
-            matches.append((found.start(), prefixes[word[:5]]))
+            matches.append((found.start(), word[:5]))
     # Each match in turn sits a quarter into the window; count the distinct words after it.
     lead, span = limit // 4, limit - limit // 4 - 2
     best_start, best_count = 0, 0
@@ -256,6 +258,12 @@ def excerpt(text: str, query: str, limit: int) -> str:
         space = body.rfind(" ")
         body = (body[:space] if space > room - 20 else body) + "…"
     return head + body
+
+
+def hit_line(text: str, query: str, width: int, weak: bool = False) -> str:
+    """A search hit on one line for a person: the part that matched ``query``, and whether it
+    only loosely fits."""
+    return excerpt(text, query, width) + (" (weak match)" if weak else "")
 
 
 def fts5_match(text: str) -> str | None:
