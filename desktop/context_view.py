@@ -15,6 +15,7 @@ SECTIONS = (
     ("core", "Core memory", "#10b981"),
     ("summary", "Summary of older messages", "#f59e0b"),
     ("messages", "Messages", "#ec4899"),
+    ("recalled", "Recalled for this message", "#8b5cf6"),
 )
 PRESSURE_WORDS = {
     "ok": "Plenty of room.",

@@ -4,6 +4,10 @@ Every step commits atomically: the call, its result and anything the function wr
 (proposals) land in one transaction, so a crash at any instant leaves the conversation at the last
 whole step, never with half a call. A turn ends when the model replies with ``send_message``, when
 it yields, at the step limit or when it repeats a call; the user always sees why.
+
+In the assisted mode (``engine.assisted``, chosen by ``engine.modes``) a turn is instead: recall
+for the message (stored as a ``recall`` call, so the chat shows it), one plain-text reply, then a
+memory step after the reply. Both modes share the window, storage, proposals and events.
 """
 
 from __future__ import annotations
@@ -17,9 +21,16 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from engine.context.window import PRESSURE_FRACTION, ContextStats, ContextWindow, load_state
+from engine import assisted
+from engine.context.window import (
+    PRESSURE_FRACTION,
+    AgentState,
+    ContextStats,
+    ContextWindow,
+    load_state,
+)
 from engine.db import describe_database_error
-from engine.errors import ContextOverflowError, GenerationCancelled, MnemoError
+from engine.errors import ContextOverflowError, CoreMemoryError, GenerationCancelled, MnemoError
 from engine.events import (
     ContextEvicted,
     Event,
@@ -35,9 +46,10 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
-from engine.llm.base import ChatModel, Prompt, Step
-from engine.memory.recall import DEFAULT_CONVERSATION
+from engine.llm.base import ChatMessage, ChatModel, Prompt, Step
+from engine.memory.recall import DEFAULT_CONVERSATION, MessageHit
 from engine.mnemo import Mnemo
+from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
     SEND_MESSAGE,
     ToolContext,
@@ -103,12 +115,17 @@ class Agent:
             return self._run_turn(_ignore if on_event is None else on_event, cancel)
 
     @property
+    def mode(self) -> ModeChoice:
+        """The memory mode of the next turn (the setting can change between turns)."""
+        return choose_mode(str(self.mnemo.settings.get("agent.mode")), self.model)
+
+    @property
     def interrupted(self) -> bool:
         """True when the last turn stopped before it finished (a crash or a kill mid-turn)."""
         last = self.mnemo.recall.recent(2, self.conversation_id)
         if not last:
             return False
-        if last[-1].role == "user":
+        if last[-1].role == "user" or last[-1].name == assisted.RECALL:
             return True
         if last[-1].role != "function_result" or len(last) < 2:
             return False
@@ -134,33 +151,23 @@ class Agent:
             return self._run_turn(emit, cancel)
 
     def context_stats(self) -> ContextStats:
-        """Token use of the window as the next step would see it."""
-        return self.window.build(load_state(self.mnemo, self.conversation_id))[1]
+        """Token use of the window as the next step would see it (in assisted mode, with what
+        was recalled for the newest message)."""
+        state = load_state(self.mnemo, self.conversation_id)
+        if self.mode.mode == "assisted":
+            hits = self.window.messages(state)
+            recalled = self._stored_recall(hits) or ""
+            return self.window.build(state, assisted=True, recalled=recalled)[1]
+        return self.window.build(state)[1]
 
     # -- the loop ------------------------------------------------------------------------------
 
     def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
         turn = _Turn()
-        limit = self.mnemo.settings.step_limit
         try:
-            while turn.steps < limit:
-                final = turn.must_reply or turn.steps == limit - 1
-                prompt, stats = self._prepare(final, emit, cancel)
-                turn.steps += 1
-                emit(StepStarted(turn.steps, stats))
-                step = self.model.step(
-                    prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel
-                )
-                outcome = self._execute(step, turn, emit)
-                if isinstance(outcome, TurnFinished):
-                    return self._finish(outcome, emit)
-            return self._stop(
-                turn,
-                emit,
-                "step_limit",
-                f"Stopped after {limit} steps without a reply. Ask again, or raise the step "
-                "limit in the settings if the assistant needs more steps.",
-            )
+            if self.mode.mode == "assisted":
+                return self._assisted_turn(turn, emit, cancel)
+            return self._self_managed_turn(turn, emit, cancel)
         except GenerationCancelled:
             return self._stop(
                 turn, emit, "cancelled", "Stopped. Nothing from the unfinished step was kept."
@@ -180,19 +187,62 @@ class Agent:
             emit(Notice("error", sentence))
             return self._finish(TurnFinished(None, turn.steps, "error"), emit)
 
+    def _self_managed_turn(
+        self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None
+    ) -> TurnFinished:
+        limit = self.mnemo.settings.step_limit
+        while turn.steps < limit:
+            final = turn.must_reply or turn.steps == limit - 1
+            prompt, stats = self._prepare(final, emit, cancel)
+            turn.steps += 1
+            emit(StepStarted(turn.steps, stats))
+            step = self.model.step(
+                prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel
+            )
+            outcome = self._execute(step, turn, emit)
+            if isinstance(outcome, TurnFinished):
+                return self._finish(outcome, emit)
+        return self._stop(
+            turn,
+            emit,
+            "step_limit",
+            f"Stopped after {limit} steps without a reply. Ask again, or raise the step "
+            "limit in the settings if the assistant needs more steps.",
+        )
+
     def _prepare(
-        self, final: bool, emit: EventCallback, cancel: threading.Event | None
+        self,
+        final: bool,
+        emit: EventCallback,
+        cancel: threading.Event | None,
+        recalled: str | None = None,
     ) -> tuple[Prompt, ContextStats]:
-        """The next step's prompt: warn at memory pressure, evict when full."""
+        """The next step's prompt: warn at memory pressure, evict when full. ``recalled`` (the
+        assisted mode's section, possibly empty) builds an assisted prompt."""
         state = load_state(self.mnemo, self.conversation_id)
-        status = self._status(final)
-        allowed = frozenset({SEND_MESSAGE}) if final else None
-        prompt, stats = self.window.build(state, status, allowed)
-        if not state.pressure_warned and PRESSURE_FRACTION <= stats.fraction <= 1.0:
+        if recalled is not None:
+            status = f"[Now: {datetime.now().astimezone():%A %Y-%m-%d %H:%M}]"
+
+            def build() -> tuple[Prompt, ContextStats]:
+                return self.window.build(state, status, assisted=True, recalled=recalled)
+
+        else:
+            status = self._status(final)
+            allowed = frozenset({SEND_MESSAGE}) if final else None
+
+            def build() -> tuple[Prompt, ContextStats]:
+                return self.window.build(state, status, allowed)
+
+        prompt, stats = build()
+        if (
+            recalled is None  # the warning asks the model to save memory with functions
+            and not state.pressure_warned
+            and PRESSURE_FRACTION <= stats.fraction <= 1.0
+        ):
             with self.mnemo.recall.transaction() as transaction:
                 self.window.warn(state, transaction, stats)
             emit(MemoryPressure(stats))
-            prompt, stats = self.window.build(state, status, allowed)
+            prompt, stats = build()
         evictions = 0
         while stats.total > stats.limit:
             evicted = self.window.evict(state, cancel) if evictions < MAX_EVICTIONS_PER_STEP else 0
@@ -204,8 +254,174 @@ class Agent:
                 )
             evictions += 1
             emit(ContextEvicted(evicted, state.summary))
-            prompt, stats = self.window.build(state, status, allowed)
+            prompt, stats = build()
         return prompt, stats
+
+    # -- the assisted mode ---------------------------------------------------------------------
+
+    def _assisted_turn(
+        self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None
+    ) -> TurnFinished:
+        """Recall, reply in plain text, then the memory step (after the user has the reply)."""
+        state = load_state(self.mnemo, self.conversation_id)
+        hits = self.window.messages(state)
+        users = [hit for hit in hits if hit.role == "user"]
+        if not users:
+            return self._stop(turn, emit, "no_reply", "There is no message to reply to.")
+        recalled = self._stored_recall(hits)
+        if recalled is None:  # not a resumed turn that had already recalled
+            recalled = self._recall(state, hits, users, emit)
+        prompt, stats = self._prepare(False, emit, cancel, recalled)
+        turn.steps = 1
+        emit(StepStarted(1, stats))
+        step = self.model.step(prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel)
+        if step.error or not step.text:
+            return self._stop(
+                turn,
+                emit,
+                "no_reply",
+                "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
+            )
+        finished = self._reply(step.text, turn, emit)
+        self._memory_step(users[-1], prompt, step.text, emit, cancel)
+        return self._finish(finished, emit)
+
+    @staticmethod
+    def _stored_recall(hits: list[MessageHit]) -> str | None:
+        """The section already recalled for the newest user message (a resumed turn), if any."""
+        for hit in reversed(hits):
+            if hit.role == "user":
+                return None
+            if hit.role == "function_result" and hit.name == assisted.RECALL:
+                return hit.text
+        return None
+
+    def _recall(
+        self,
+        state: AgentState,
+        hits: list[MessageHit],
+        users: list[MessageHit],
+        emit: EventCallback,
+    ) -> str:
+        """Search memory for the newest message; store and show what was found (nothing when
+        nothing clearly fits)."""
+        message = users[-1].text
+        previous = users[-2].text if len(users) > 1 else None
+        found = assisted.recall_for(
+            self.mnemo, message, previous=previous, visible={hit.id for hit in hits}
+        )
+        if not found:
+            return ""
+        arguments = {"query": message[:200]}
+        emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
+        text = found.text()
+        with self.mnemo.recall.transaction() as transaction:
+            transaction.add(
+                "function_call",
+                json.dumps({"function": assisted.RECALL, "arguments": arguments}),
+                name=assisted.RECALL,
+                conversation_id=self.conversation_id,
+            )
+            transaction.add(
+                "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
+            )
+        emit(FunctionReturned(assisted.RECALL, True, text, found.summary()))
+        return text
+
+    def _memory_step(
+        self,
+        user: MessageHit,
+        prompt: Prompt,
+        reply: str,
+        emit: EventCallback,
+        cancel: threading.Event | None,
+    ) -> None:
+        """Let the model keep the user's statements worth remembering, as core-memory
+        proposals. It continues the reply's prompt (cached) and may only pick among the user's
+        own first-person statements; a malformed answer is dropped with a log line."""
+        known = self._known_facts()
+        statements = [s for s in assisted.user_statements(user.text) if s.casefold() not in known]
+        if not statements:
+            return
+        request = Prompt(
+            instructions=prompt.instructions,
+            functions=[],
+            memory=prompt.memory,
+            messages=[
+                *prompt.messages,
+                ChatMessage("assistant", reply),
+                ChatMessage("user", assisted.memory_request(statements)),
+            ],
+            reply_schema=assisted.memory_schema(statements),
+        )
+        try:
+            step = self.model.step(request, cancel=cancel)
+        except GenerationCancelled:
+            return  # the reply is kept; nothing of the memory step is
+        except MnemoError as error:
+            log.warning("the memory step failed: %s", error)
+            return
+        facts = assisted.chosen_facts(step.text, statements)
+        if facts is None:
+            log.warning("the memory step's output was malformed and was dropped: %.200s", step.raw)
+            return
+        if facts:
+            self._propose_facts(user, facts, emit)
+
+    def _known_facts(self) -> str:
+        """The human block and pending additions, casefolded (to skip what is already known)."""
+        blocks = {block.label: block.value for block in self.mnemo.core.blocks()}
+        pending = [p.new_content for p in self.mnemo.proposals.pending(self.conversation_id)]
+        return "\n".join([blocks.get("human", ""), *pending]).casefold()
+
+    def _propose_facts(self, user: MessageHit, facts: list[str], emit: EventCallback) -> None:
+        arguments = {"facts": facts}
+        emit(
+            FunctionCalled(
+                assisted.REMEMBER, arguments, describe_call(assisted.REMEMBER, arguments)
+            )
+        )
+        proposals = []
+        with self.mnemo.recall.transaction() as transaction:
+            transaction.add(
+                "function_call",
+                json.dumps({"function": assisted.REMEMBER, "arguments": arguments}),
+                name=assisted.REMEMBER,
+                conversation_id=self.conversation_id,
+            )
+            for fact in facts:
+                savepoint = transaction.session.begin_nested()
+                try:
+                    proposal = self.mnemo.proposals.create_in(
+                        transaction.session,
+                        conversation_id=self.conversation_id,
+                        label="human",
+                        action="append",
+                        new_content=assisted.fact_line(fact),
+                        cause_kind="message",
+                        cause_ref=str(user.id),
+                        auto_approve=self.mnemo.settings.core_write_policy == "auto",
+                    )
+                except CoreMemoryError as error:  # the block is full or read-only
+                    savepoint.rollback()
+                    log.info("a remembered fact was not proposed: %s", error)
+                    continue
+                savepoint.commit()
+                proposals.append(proposal)
+            applied = sum(p.status == "approved" for p in proposals)
+            result = f"{len(proposals)} of {len(facts)} facts proposed for the human block" + (
+                f" ({applied} applied)" if applied else "; they wait for the user's approval"
+            )
+            transaction.add(
+                "function_result",
+                result,
+                name=assisted.REMEMBER,
+                conversation_id=self.conversation_id,
+            )
+        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(proposals)} proposed"))
+        for proposal in proposals:
+            applied = proposal.status == "approved"
+            emit(ProposalApplied(proposal) if applied else ProposalCreated(proposal))
 
     def _status(self, final: bool) -> str:
         """The line that rides with the newest message: what changes every step."""

@@ -16,11 +16,15 @@ from engine.errors import MnemoError
 from engine.memory.models import Setting
 
 CORE_WRITE_POLICIES = ("ask", "auto")
+MEMORY_MODES = ("auto", "self", "assisted")
 BACKENDS = ("local", "openai", "anthropic")
 
 DEFAULTS: dict[str, Any] = {
     # The most model steps one user turn may take before the turn is stopped.
     "agent.step_limit": 10,
+    # "self": the model pages its memory through function calls (MemGPT); "assisted": the engine
+    # recalls for each message and the model replies in plain text; "auto": chosen by model size.
+    "agent.mode": "auto",
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
     "memory.core_write_policy": "ask",
     # "local" (a GGUF file through llama.cpp), "openai" (any OpenAI-compatible server) or
@@ -57,6 +61,8 @@ def _check(key: str, value: Any) -> Any:
         value = str(value)
     if key == "agent.step_limit" and not 1 <= value <= 100:
         raise SettingError("The step limit must be between 1 and 100.")
+    if key == "agent.mode" and value not in MEMORY_MODES:
+        raise SettingError("The memory mode is 'auto', 'self' or 'assisted'.")
     if key == "memory.core_write_policy" and value not in CORE_WRITE_POLICIES:
         raise SettingError("The core-memory write policy is either 'ask' or 'auto'.")
     if key == "model.backend" and value not in BACKENDS:

@@ -417,6 +417,11 @@ def describe_call(name: str, arguments: dict[str, Any]) -> str:
     match name:
         case "send_message":
             return "replied"
+        case "recall":
+            return "recalled for this message"
+        case "remember":
+            facts = arguments.get("facts") or []
+            return f"noted from your message: {_cut('; '.join(map(str, facts)), 80)!r}"
         case "core_memory_append":
             return f"proposed adding to {arguments.get('label')}: {quoted('content')}"
         case "core_memory_replace":

@@ -10,7 +10,7 @@ from agent_helpers import Recorder
 
 from engine.agent import Agent
 from engine.errors import ContextOverflowError, ModelError
-from engine.events import TextStreamed
+from engine.events import FunctionCalled, TextStreamed
 from engine.llm import ChatMessage, Prompt
 from engine.llm.grammar import functions_grammar
 from engine.llm.local import LlamaModel, bundled_model_path
@@ -110,11 +110,26 @@ def test_bad_model_files_are_refused_in_words(tmp_path):
     assert bundled_model_path().stat().st_size > 50_000_000
 
 
-def test_a_turn_with_the_real_model_replies(mnemo, local_model):
+@pytest.mark.parametrize("mode", ["self", "assisted"])
+def test_a_turn_with_the_real_model_replies(mnemo, local_model, mode):
+    mnemo.settings.set("agent.mode", mode)
     events = Recorder()
     result = Agent(mnemo, local_model).send("hello", on_event=events)
     assert result.reply, result
-    assert "".join(e.text for e in events.of(TextStreamed)) == result.reply
+    assert "".join(e.text for e in events.of(TextStreamed)).strip() == result.reply
+
+
+def test_the_bundled_model_remembers_across_conversations(mnemo, local_model):
+    """The first-run experience: facts told once are used in a later conversation."""
+    agent = Agent(mnemo, local_model)
+    assert agent.mode.mode == "assisted"  # chosen automatically for the 135M model
+    agent.send("Hi! My name is Priya and I live in Porto. I am allergic to peanuts.")
+    events = Recorder()
+    later = Agent(mnemo, local_model, conversation_id="later")
+    result = later.send("What am I allergic to?", on_event=events)
+    assert result.reason == "replied"
+    assert "peanut" in result.reply.lower(), result.reply
+    assert [event.name for event in events.of(FunctionCalled)] == ["recall"]
 
 
 def test_mnemo_chat_message_in_a_fresh_profile(tmp_path):

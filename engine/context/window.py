@@ -70,6 +70,7 @@ class ContextStats:
     total: int  # exact, as the model's tokenizer counts the whole prompt
     message_count: int
     evicted_count: int
+    recalled: int = 0  # the assisted mode's "recalled for this message" section
 
     @property
     def fraction(self) -> float:
@@ -108,13 +109,19 @@ def save_state_in(session: Session, state: AgentState) -> None:
     session.add(row)
 
 
-def to_chat_messages(hits: list[MessageHit]) -> list[ChatMessage]:
-    """Stored messages as the model sees them; a result always follows its call."""
+def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMessage]:
+    """Stored messages as the model sees them; a result always follows its call. ``plain``
+    (assisted mode): replies are plain text and function rows are left out, because the model
+    there calls no functions and each message's recalled section is its own."""
     messages: list[ChatMessage] = []
     last_call_id: str | None = None
     for hit in hits:
         if hit.role == "user":
             messages.append(ChatMessage("user", hit.text))
+        elif plain and hit.role == "assistant":
+            messages.append(ChatMessage("assistant", hit.text))
+        elif plain and hit.role in ("function_call", "function_result"):
+            continue
         elif hit.role == "assistant":
             call = ToolCall(SEND_MESSAGE, {"message": hit.text}, id=f"m{hit.id}")
             messages.append(ChatMessage("assistant", call=call))
@@ -143,6 +150,9 @@ class ContextWindow:
         self._model = model
         self.conversation_id = conversation_id
         self._instructions = resource_path("prompts/system.txt").read_text("utf-8").strip()
+        self._assisted_instructions = (
+            resource_path("prompts/assisted.txt").read_text("utf-8").strip()
+        )
         self._message_tokens: dict[int, int] = {}
 
     # -- sizes ---------------------------------------------------------------------------------
@@ -221,19 +231,26 @@ class ContextWindow:
         state: AgentState,
         status: str = "",
         allowed: frozenset[str] | None = None,
+        *,
+        assisted: bool = False,
+        recalled: str = "",
     ) -> tuple[Prompt, ContextStats]:
+        """The prompt of the next step. ``assisted``: no functions, plain replies, and the
+        ``recalled`` section with the newest message (after the status line)."""
         hits = self.messages(state)
-        chat = [self._fit(message) for message in to_chat_messages(hits)]
-        if chat and status:
+        chat = [self._fit(message) for message in to_chat_messages(hits, plain=assisted)]
+        tail = "\n\n".join(part for part in (status, recalled) if part)
+        if chat and tail:
             last = chat[-1]
             chat[-1] = ChatMessage(
-                last.role, f"{last.content}\n\n{status}", last.call, last.call_id, last.name
+                last.role, f"{last.content}\n\n{tail}", last.call, last.call_id, last.name
             )
         blocks = self._mnemo.core.blocks()  # read once for the function schemas and the text
-        functions = self.functions(blocks)
+        functions = [] if assisted else self.functions(blocks)
+        instructions = self._assisted_instructions if assisted else self._instructions
         core, summary = self.core_text(blocks), self.summary_text(state)
         prompt = Prompt(
-            instructions=self._instructions,
+            instructions=instructions,
             functions=functions,
             memory="\n\n".join(part for part in (core, summary) if part),
             messages=chat,
@@ -243,14 +260,16 @@ class ContextWindow:
         stats = ContextStats(
             context_length=self._model.context_length,
             limit=self.limit,
-            instructions=count(self._instructions),
-            functions=self._model.count_functions(functions),
+            instructions=count(instructions),
+            functions=self._model.count_functions(functions) if functions else 0,
             core=count(core),
             summary=count(summary),
-            messages=sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in chat),
+            messages=sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in chat)
+            - (count(recalled) if recalled else 0),
             total=self._model.count_prompt(prompt),
             message_count=len(chat),
             evicted_count=state.summarized_count,
+            recalled=count(recalled) if recalled else 0,
         )
         return prompt, stats
 
@@ -265,7 +284,7 @@ class ContextWindow:
         """
 
         hits = self.messages(state)
-        chat = to_chat_messages(hits)
+        chat = to_chat_messages(hits)  # function rows count, as they do in self-managed mode
         counts = [
             self.message_tokens(hit, message) for hit, message in zip(hits, chat, strict=True)
         ]

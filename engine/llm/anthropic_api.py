@@ -119,7 +119,9 @@ class AnthropicModel(ApiChatModel):
             "stream": True,
             "temperature": 0.3,
         }
-        if prompt.allowed is not None and len(prompt.allowed) == 1:
+        if not prompt.functions:  # a plain-text reply
+            del body["tools"], body["tool_choice"]
+        elif prompt.allowed is not None and len(prompt.allowed) == 1:
             (name,) = prompt.allowed
             body["tool_choice"] = {"type": "tool", "name": name}
         return body

@@ -71,6 +71,10 @@ class ApiChatModel:
         self._scale = 1.0  # server-reported prompt tokens / our estimate, smoothed
         self._lock = threading.Lock()
 
+    @property
+    def parameter_count(self) -> int | None:
+        return None  # a provider does not say
+
     # -- counting ------------------------------------------------------------------------------
 
     def count_tokens(self, text: str) -> int:

@@ -1,7 +1,8 @@
 """The contract between the agent loop and a model backend.
 
 A backend turns a ``Prompt`` (instructions, function schemas, memory, messages) into one ``Step``:
-exactly one function call, or the reason its output is not one. It streams the user-visible part
+exactly one function call, or the reason its output is not one. A prompt with no functions asks
+for a plain-text reply (the assisted memory mode), streamed whole. It streams the user-visible part
 (the ``send_message`` text) as it is generated, counts tokens with the model's own tokenizer and
 reports its context length. Backends: ``LlamaModel`` (local GGUF), ``ScriptedModel`` (tests).
 """
@@ -62,6 +63,9 @@ class Prompt:
     memory: str  # core memory and the recursive summary
     messages: list[ChatMessage]
     allowed: frozenset[str] | None = None  # limit this step to these functions
+    # With no functions: the plain reply must be JSON of this schema (a local model is held to
+    # it by a grammar, an OpenAI-compatible server by response_format; the caller checks it).
+    reply_schema: dict[str, Any] | None = None
 
 
 @dataclass
@@ -88,6 +92,11 @@ class ChatModel(Protocol):
     name: str
     context_length: int
     max_step_tokens: int  # room kept free in the window for one step's output
+
+    @property
+    def parameter_count(self) -> int | None:
+        """The model's size in parameters; None where it is not known (API models)."""
+        ...
 
     def count_tokens(self, text: str) -> int: ...
 
@@ -168,6 +177,23 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
     if extra:
         return None, f'unexpected keys {extra}; put every argument inside "arguments"'
     return ToolCall(value["function"], arguments), None
+
+
+def plain_step(text: str, stats: StepStats) -> Step:
+    """A plain-text reply as a step; an empty one is an error the agent shows."""
+    if text.strip():
+        return Step(None, raw=text, text=text.strip(), stats=stats)
+    return Step(None, raw=text, error="the model's reply was empty", stats=stats)
+
+
+class TextStream:
+    """Decode a plain-text reply piece by piece (bytes split inside a character wait)."""
+
+    def __init__(self) -> None:
+        self._bytes = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes | str) -> str:
+        return self._bytes.decode(data) if isinstance(data, bytes) else data
 
 
 class MessageStream:

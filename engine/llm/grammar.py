@@ -78,3 +78,8 @@ def functions_grammar(
     alternatives = " | ".join(f"call-{index}" for index in range(len(chosen)))
     root = f"root ::= {_literal(CALL_PREFIX)} ({alternatives}) " + '"}"'
     return "\n".join([root, *rules]) + _BASE_RULES
+
+
+def schema_grammar(schema: dict[str, Any]) -> str:
+    """GBNF for one JSON object of ``schema`` (a structured plain reply)."""
+    return f"root ::= {_object(schema)}{_BASE_RULES}"

@@ -29,11 +29,13 @@ from engine.llm.base import (
     Step,
     StepStats,
     TextCallback,
+    TextStream,
     message_text,
     parse_call,
+    plain_step,
     render_functions,
 )
-from engine.llm.grammar import functions_grammar
+from engine.llm.grammar import functions_grammar, schema_grammar
 
 log = logging.getLogger("mnemo.llm")
 
@@ -145,6 +147,11 @@ class LlamaModel:
         self._formatter = Jinja2ChatFormatter(template or CHATML_TEMPLATE, eos, bos)
 
     @property
+    def parameter_count(self) -> int:
+        """The model's size in parameters, from the loaded weights (chooses the memory mode)."""
+        return int(self._llama._model.n_params())
+
+    @property
     def gpu_offload_supported(self) -> bool:
         return bool(llama_cpp.llama_supports_gpu_offload())
 
@@ -153,12 +160,9 @@ class LlamaModel:
     def _chat(self, prompt: Prompt) -> list[dict[str, str]]:
         """The prompt as chat-template messages; consecutive same-role messages are merged,
         because many templates require user and assistant turns to alternate."""
+        functions = f"{CALL_FORMAT}\n{render_functions(prompt.functions)}"
         system = "\n\n".join(
-            [
-                prompt.instructions,
-                f"{CALL_FORMAT}\n{render_functions(prompt.functions)}",
-                prompt.memory,
-            ]
+            [prompt.instructions, *([functions] if prompt.functions else []), prompt.memory]
         )
         messages = [{"role": "system", "content": system}]
         for message in prompt.messages:
@@ -193,12 +197,17 @@ class LlamaModel:
             )
         return self._grammars[key]
 
+    def _schema_grammar(self, schema: dict[str, Any] | None) -> Any:
+        if schema is None:
+            return None
+        return llama_cpp.LlamaGrammar.from_string(schema_grammar(schema), verbose=False)
+
     def _generate(
         self,
         tokens: list[int],
         max_tokens: int,
         grammar: Any,
-        stream: MessageStream | None,
+        stream: MessageStream | TextStream | None,
         on_text: TextCallback | None,
         cancel: threading.Event | None,
     ) -> tuple[bytes, StepStats]:
@@ -247,6 +256,12 @@ class LlamaModel:
     ) -> Step:
         with self._lock:
             tokens = self._render(self._chat(prompt))
+            if not prompt.functions:  # a plain-text reply, streamed whole
+                grammar = self._schema_grammar(prompt.reply_schema)
+                output, stats = self._generate(
+                    tokens, self.max_step_tokens, grammar, TextStream(), on_text, cancel
+                )
+                return plain_step(output.decode("utf-8", errors="replace"), stats)
             output, stats = self._generate(
                 tokens,
                 self.max_step_tokens,

@@ -106,7 +106,14 @@ class OpenAIModel(ApiChatModel):
         }
         if self._ask_for_usage:
             body["stream_options"] = {"include_usage": True}
-        if prompt.allowed is not None and len(prompt.allowed) == 1:
+        if not prompt.functions:  # a plain-text reply
+            del body["tools"], body["tool_choice"]
+            if prompt.reply_schema is not None:
+                body["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "reply", "schema": api_parameters(prompt.reply_schema)},
+                }
+        elif prompt.allowed is not None and len(prompt.allowed) == 1:
             (name,) = prompt.allowed
             body["tool_choice"] = {"type": "function", "function": {"name": name}}
         return body

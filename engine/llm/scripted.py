@@ -25,8 +25,10 @@ from engine.llm.base import (
     Step,
     StepStats,
     TextCallback,
+    TextStream,
     message_text,
     parse_call,
+    plain_step,
     render_functions,
 )
 
@@ -53,8 +55,10 @@ class ScriptedModel:
         context_length: int = 8192,
         max_step_tokens: int = 128,
         default: Callable[[Prompt], str | dict[str, Any]] | None = None,
+        parameter_count: int | None = None,
     ) -> None:
         self.name = "scripted"
+        self.parameter_count = parameter_count  # None: treated like an API model
         self.context_length = context_length
         self.max_step_tokens = max_step_tokens
         self._queue: deque[ScriptedStep] = deque()
@@ -85,9 +89,8 @@ class ScriptedModel:
         return self.count_tokens(render_functions(functions))
 
     def count_prompt(self, prompt: Prompt) -> int:
-        system = "\n\n".join(
-            [prompt.instructions, render_functions(prompt.functions), prompt.memory]
-        )
+        functions = [render_functions(prompt.functions)] if prompt.functions else []
+        system = "\n\n".join([prompt.instructions, *functions, prompt.memory])
         return (
             self.count_tokens(system)
             + MESSAGE_OVERHEAD
@@ -122,24 +125,20 @@ class ScriptedModel:
         self._wait(scripted.delay_s, cancel)
         output = scripted.output(prompt) if callable(scripted.output) else scripted.output
         raw = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-        stream = MessageStream()
+        stream: MessageStream | TextStream = MessageStream() if prompt.functions else TextStream()
         for piece in re.findall(r"\S+\s*", raw):
             if cancel is not None and cancel.is_set():
                 raise GenerationCancelled("The reply was stopped.")
             visible = stream.feed(piece)
             if visible and on_text is not None:
                 on_text(visible)
-        call, error = parse_call(raw)
-        return Step(
-            call,
-            raw=raw,
-            error=error,
-            stats=StepStats(
-                prompt_tokens=size,
-                evaluated_tokens=size,
-                generated_tokens=self.count_tokens(raw),
-            ),
+        stats = StepStats(
+            prompt_tokens=size, evaluated_tokens=size, generated_tokens=self.count_tokens(raw)
         )
+        if not prompt.functions:
+            return plain_step(raw, stats)
+        call, error = parse_call(raw)
+        return Step(call, raw=raw, error=error, stats=stats)
 
     def complete(
         self,
