@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.ui import label, one_line, remove_widgets, widgets_in
+from engine.assisted import RECALL, RECALL_SUMMARY
 from engine.events import FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
 from engine.tools import describe_call
@@ -263,7 +264,8 @@ class ChatView(QWidget):
                 self._add(row)
             elif hit.role == "function_result" and row is not None:
                 failed = hit.text.startswith("Error")
-                row.set_result(not failed, one_line(hit.text, 60), hit.text)
+                summary = RECALL_SUMMARY if hit.name == RECALL else one_line(hit.text, 60)
+                row.set_result(not failed, summary, hit.text)
                 row = None
 
     def bubbles(self) -> list[MessageBubble]:

@@ -50,6 +50,7 @@ from engine.events import (
 )
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.mnemo import Mnemo
+from engine.modes import choose_mode
 
 SWITCH_INTERVAL_S = 0.001
 PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Settings")
@@ -163,6 +164,9 @@ class MainWindow(QMainWindow):
         status = self.statusBar()
         self.model_label = label("Starting…", "muted", wrap=False)
         status.addWidget(self.model_label, 1)
+        self.mode_label = label("", "muted", wrap=False)
+        self._model_size: int | None = None
+        status.addPermanentWidget(self.mode_label)
         self.ingest_bar = QProgressBar()
         self.ingest_bar.setMaximumWidth(160)
         self.ingest_bar.setFormat("documents %v/%m")
@@ -232,6 +236,7 @@ class MainWindow(QMainWindow):
 
         self.settings.apply_requested.connect(self.load_requested)
         self.settings.policy_changed.connect(self.stats_requested)
+        self.settings.policy_changed.connect(self._show_mode)
 
     # -- chat ----------------------------------------------------------------------------------
 
@@ -318,11 +323,22 @@ class MainWindow(QMainWindow):
         self.model_label.setText(f"Loading {what}…")
         self.settings.model_loading(what)
 
-    def _model_loaded(self, name: str, context_length: int) -> None:
+    def _show_mode(self) -> None:
+        """The memory mode in the status bar, and why (it follows the model and the setting)."""
+        if not self.model_ready:
+            return
+        mode = choose_mode(str(self.mnemo.settings.get("agent.mode")), self._model_size)
+        self.mode_label.setText(mode.label)
+        self.mode_label.setToolTip(mode.reason)
+        self.settings.show_mode(mode)
+
+    def _model_loaded(self, name: str, context_length: int, parameters: int | None) -> None:
+        self._model_size = parameters
         self.model_ready = True
         self.chat.set_ready(True)
         self.model_label.setText(f"{name} · {context_length:,}-token context")
         self.settings.model_loaded(name, context_length)
+        self._show_mode()
 
     def _model_failed(self, message: str) -> None:
         self.chat.set_ready(False)

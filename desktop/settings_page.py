@@ -30,6 +30,7 @@ from engine import keys
 from engine.errors import MnemoError
 from engine.llm import API_CONTEXT
 from engine.mnemo import Mnemo
+from engine.modes import ModeChoice
 from engine.settings import DEFAULTS
 
 BACKENDS = {
@@ -40,6 +41,11 @@ BACKENDS = {
 POLICIES = {
     "ask": "Ask me before every change the assistant makes",
     "auto": "Apply changes from our conversation; ask about ones made after reading documents",
+}
+MODES = {
+    "auto": "Automatic: assisted for small local models, self-managed otherwise",
+    "self": "Self-managed: the model pages its memory with functions",
+    "assisted": "Assisted: Mnemo recalls for each message; the model just replies",
 }
 PROFILE_SETTING = "profile"
 
@@ -52,7 +58,7 @@ def app_settings() -> QSettings:
 class SettingsPage(QWidget):
     """Signals:
     apply_requested(): the model settings were saved; load the model they name.
-    policy_changed(): the confirmation policy changed.
+    policy_changed(): the confirmation policy, the memory mode or the step limit changed.
     """
 
     apply_requested = Signal()
@@ -165,6 +171,13 @@ class SettingsPage(QWidget):
             self.policy.addItem(text, key)
         self.policy.currentIndexChanged.connect(self._save_memory)
         form.addRow("Core-memory changes", self.policy)
+        self.mode = QComboBox()
+        for key, text in MODES.items():
+            self.mode.addItem(text, key)
+        self.mode.currentIndexChanged.connect(self._save_memory)
+        form.addRow("Memory mode", self.mode)
+        self.mode_status = label("", "muted")
+        form.addRow(self.mode_status)
         self.step_limit = QSpinBox()
         self.step_limit.setRange(1, 100)
         self.step_limit.setToolTip("The most steps the assistant may take for one message")
@@ -207,11 +220,12 @@ class SettingsPage(QWidget):
         self.model_name.setText(settings.get("model.name"))
         self.base_url.setText(settings.get("model.base_url"))
         self.context.setValue(settings.get("model.context_length"))
-        for widget in (self.policy, self.step_limit):
+        for widget in (self.policy, self.mode, self.step_limit):
             widget.blockSignals(True)
         self.policy.setCurrentIndex(self.policy.findData(settings.core_write_policy))
+        self.mode.setCurrentIndex(self.mode.findData(settings.get("agent.mode")))
         self.step_limit.setValue(settings.step_limit)
-        for widget in (self.policy, self.step_limit):
+        for widget in (self.policy, self.mode, self.step_limit):
             widget.blockSignals(False)
         self._show_backend()
 
@@ -278,6 +292,7 @@ class SettingsPage(QWidget):
     def _save_memory(self) -> None:
         try:
             self._mnemo.settings.set("memory.core_write_policy", self.policy.currentData())
+            self._mnemo.settings.set("agent.mode", self.mode.currentData())
             self._mnemo.settings.set("agent.step_limit", self.step_limit.value())
             self.memory_status.setText("")
         except MnemoError as error:
@@ -323,6 +338,9 @@ class SettingsPage(QWidget):
         self.model_status.setObjectName("muted")
         self.model_status.setStyleSheet("")
         self.model_status.setText(f"Using {name} with a {context_length:,}-token context.")
+
+    def show_mode(self, mode: ModeChoice) -> None:
+        self.mode_status.setText(f"In use: {mode.label} ({mode.reason}).")
 
     def model_failed(self, message: str) -> None:
         self._loading_clock.stop()

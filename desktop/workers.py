@@ -139,7 +139,8 @@ class ChatWorker(QObject):
 
     Signals:
         loading(str): a model is being loaded (its description).
-        loaded(str, int): the model's name and context length.
+        loaded(str, int, object): the model's name, context length and parameter count (None
+            for API models; it chooses the automatic memory mode).
         load_failed(str): why the model could not be loaded, in words.
         busy(bool): a turn started (True) or ended (False).
         failed(str): a turn failed in a way the agent could not report itself.
@@ -147,7 +148,7 @@ class ChatWorker(QObject):
     """
 
     loading = Signal(str)
-    loaded = Signal(str, int)
+    loaded = Signal(str, int, object)
     load_failed = Signal(str)
     busy = Signal(bool)
     failed = Signal(str)
@@ -179,7 +180,7 @@ class ChatWorker(QObject):
         except Exception as error:
             self.load_failed.emit(describe_failure(error))
             return
-        self.loaded.emit(model.name, model.context_length)
+        self.loaded.emit(model.name, model.context_length, model.parameter_count)
         if self.agent.interrupted:
             self._run(lambda agent, cancel: agent.resume(on_event=self._bridge, cancel=cancel))
         else:

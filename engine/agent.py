@@ -117,7 +117,8 @@ class Agent:
     @property
     def mode(self) -> ModeChoice:
         """The memory mode of the next turn (the setting can change between turns)."""
-        return choose_mode(str(self.mnemo.settings.get("agent.mode")), self.model)
+        setting = str(self.mnemo.settings.get("agent.mode"))
+        return choose_mode(setting, self.model.parameter_count)
 
     @property
     def interrupted(self) -> bool:
@@ -312,7 +313,7 @@ class Agent:
         )
         if not found:
             return ""
-        arguments = {"query": message[:200]}
+        arguments = {"query": message[:200], "found": found.summary()}
         emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
         text = found.text()
         with self.mnemo.recall.transaction() as transaction:
@@ -325,7 +326,7 @@ class Agent:
             transaction.add(
                 "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
             )
-        emit(FunctionReturned(assisted.RECALL, True, text, found.summary()))
+        emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
         return text
 
     def _memory_step(

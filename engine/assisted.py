@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 RECALL = "recall"  # the stored call that shows what was recalled for a message
+RECALL_SUMMARY = "given to the model with your message"
 REMEMBER = "remember"  # the stored call of the memory step
 MESSAGES = 4
 PASSAGES = 3

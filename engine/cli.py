@@ -21,6 +21,7 @@ from engine.db import describe_database_error
 from engine.errors import MnemoError
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
+from engine.modes import configured_mode
 
 
 def _jsonable(value: Any) -> Any:
@@ -58,6 +59,8 @@ def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
         f"Core memory: {len(blocks)} blocks ({', '.join(b.label for b in blocks)}); "
         f"recall: {mnemo.recall.count()} messages; archival: {mnemo.archival.count()} passages."
     )
+    mode = configured_mode(mnemo.settings)
+    print(f"Memory mode: {mode.label} ({mode.reason}).")
     pending = mnemo.proposals.pending()
     if pending:
         print(f"{len(pending)} core-memory edits wait for approval: `mnemo memory proposals`.")

@@ -17,6 +17,7 @@ from engine.errors import MnemoError, ModelError
 from engine.llm import load_model, model_settings
 from engine.llm.local import bundled_model_path, check_model_file
 from engine.mnemo import Mnemo
+from engine.modes import choose_mode
 
 PACKAGES = ("llama-cpp-python", "lancedb", "onnxruntime", "PySide6-Essentials", "httpx", "keyring")
 
@@ -155,6 +156,8 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     try:
         model = load_model(mnemo.settings)
         print(f"  loads: yes ({time.perf_counter() - started:.1f} s)")
+        mode = choose_mode(str(mnemo.settings.get("agent.mode")), model.parameter_count)
+        print(f"  memory mode: {mode.label} ({mode.reason})")
         check = getattr(model, "check", None)
         if check is not None:
             print(f"  server: {check()}")

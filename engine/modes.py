@@ -16,9 +16,10 @@ model, so the line can move with evidence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from engine.llm.base import ChatModel
+if TYPE_CHECKING:
+    from engine.settings import Settings
 
 ASSISTED_BELOW_PARAMETERS = 6_000_000_000
 
@@ -42,13 +43,13 @@ def parameters_text(count: int) -> str:
     return f"{round(count / 10**6)}M"
 
 
-def choose_mode(setting: str, model: ChatModel) -> ModeChoice:
-    """The mode for ``model`` under the ``agent.mode`` setting (auto, self or assisted)."""
+def choose_mode(setting: str, count: int | None) -> ModeChoice:
+    """The mode under the ``agent.mode`` setting (auto, self or assisted) for a model of
+    ``count`` parameters (None: an API model, whose size is not known)."""
     if setting == "self":
         return ModeChoice("self", "chosen in the settings")
     if setting == "assisted":
         return ModeChoice("assisted", "chosen in the settings")
-    count = model.parameter_count
     if count is None:
         return ModeChoice("self", "automatic: API models manage their own memory")
     size = parameters_text(count)
@@ -61,3 +62,13 @@ def choose_mode(setting: str, model: ChatModel) -> ModeChoice:
     return ModeChoice(
         "self", f"automatic: a {size} local model ({limit} or more) manages its own memory"
     )
+
+
+def configured_mode(settings: Settings) -> ModeChoice:
+    """The mode the configured model will get, read without loading it (`mnemo status`)."""
+    count = None
+    if settings.get("model.backend") == "local":
+        from engine.llm.local import parameter_count_of  # llama.cpp only when it is needed
+
+        count = parameter_count_of(settings.get("model.path") or None)
+    return choose_mode(str(settings.get("agent.mode")), count)

@@ -418,7 +418,7 @@ def describe_call(name: str, arguments: dict[str, Any]) -> str:
         case "send_message":
             return "replied"
         case "recall":
-            return "recalled for this message"
+            return f"recalled {arguments.get('found', 'memory')}"
         case "remember":
             facts = arguments.get("facts") or []
             return f"noted from your message: {_cut('; '.join(map(str, facts)), 80)!r}"

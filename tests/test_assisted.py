@@ -32,12 +32,13 @@ def rows(mnemo, conversation_id: str = "default") -> list[tuple[str, str | None]
 
 
 def test_auto_mode_follows_the_model_size_and_the_setting_overrides_it(mnemo):
-    assert choose_mode("auto", ScriptedModel(parameter_count=SMALL)).mode == "assisted"
-    assert choose_mode("auto", ScriptedModel(parameter_count=8_000_000_000)).mode == "self"
-    api = choose_mode("auto", ScriptedModel())  # no size known, as with API models
+    assert choose_mode("auto", SMALL).mode == "assisted"
+    assert choose_mode("auto", 8_000_000_000).mode == "self"
+    api = choose_mode("auto", None)  # no size known, as with API models
     assert api.mode == "self" and "API" in api.reason
-    assert choose_mode("self", ScriptedModel(parameter_count=SMALL)).mode == "self"
-    assert "135M" in choose_mode("auto", ScriptedModel(parameter_count=SMALL)).reason
+    assert choose_mode("self", SMALL).mode == "self"
+    assert choose_mode("assisted", None).mode == "assisted"
+    assert "135M" in choose_mode("auto", SMALL).reason
     agent = Agent(mnemo, ScriptedModel(parameter_count=SMALL))
     assert agent.mode.mode == "assisted"
     mnemo.settings.set("agent.mode", "self")
@@ -69,7 +70,7 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     assert "I am allergic to peanuts" in prompt.messages[-1].content
     (called,) = second.of(FunctionCalled)
     (returned,) = second.of(FunctionReturned)
-    assert called.name == assisted.RECALL and returned.summary == "1 message"
+    assert called.name == assisted.RECALL and called.description == "recalled 1 message"
     assert rows(mnemo, "later") == [
         ("user", None),
         ("function_call", assisted.RECALL),

@@ -628,6 +628,8 @@ def test_settings_switch_to_an_openai_compatible_server(qtbot, mnemo, llama_serv
     qtbot.addWidget(window)
     try:
         qtbot.waitUntil(lambda: window.model_ready, timeout=120_000)
+        assert window.mode_label.text() == "assisted memory"  # the bundled 135M model
+        assert "135M" in window.mode_label.toolTip()
         page = window.settings
         page.backend.setCurrentIndex(page.backend.findData("openai"))
         page.model_name.setText("smollm2")
@@ -637,7 +639,9 @@ def test_settings_switch_to_an_openai_compatible_server(qtbot, mnemo, llama_serv
             on_gui_thread(window, window.chat_worker.loaded), timeout=60_000
         ) as loaded:
             qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
-        assert loaded.args == [("openai:smollm2", 4096)]
+        assert loaded.args == [("openai:smollm2", 4096, None)]
+        assert window.mode_label.text() == "self-managed memory"  # an API model's own
+        assert "self-managed" in page.mode_status.text()
         assert "4,096-token context" in window.model_label.text()
         assert window.model_label.text().startswith("openai:smollm2")
         pieces: list[str] = []
@@ -648,3 +652,26 @@ def test_settings_switch_to_an_openai_compatible_server(qtbot, mnemo, llama_serv
         assert pieces  # streamed from the server
     finally:
         window.shutdown()
+
+
+def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
+    mnemo.archival.insert("The boiler service code is 7731.")
+    model = ScriptedModel(parameter_count=135_000_000)  # a small local model: assisted
+    window = open_window(qtbot, mnemo, model)
+    try:
+        assert window.mode_label.text() == "assisted memory"
+        model.enqueue(["It is 7731."])
+        send(qtbot, window, "What is the boiler service code?")
+        (row,) = window.chat.findChildren(CallRow)
+        assert row.toggle.text() == "recalled 1 passage → given to the model with your message"
+        row.toggle.click()
+        assert "7731" in row.details.text() and not row.details.isHidden()
+        assert window.context.stats.recalled > 0  # the context viewer counts the section
+    finally:
+        window.shutdown()
+    reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=135_000_000))
+    try:
+        (row,) = reopened.chat.findChildren(CallRow)
+        assert row.toggle.text() == "recalled 1 passage → given to the model with your message"
+    finally:
+        reopened.shutdown()

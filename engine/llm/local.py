@@ -96,6 +96,25 @@ def check_model_file(path: Path) -> None:
         )
 
 
+def parameter_count_of(path: str | os.PathLike[str] | None) -> int | None:
+    """A GGUF model's parameter count, read with its vocabulary only (fast, no weights);
+    None when the file cannot be read."""
+    from llama_cpp._internals import LlamaModel as LoadedWeights
+
+    try:
+        file = Path(path) if path else bundled_model_path()
+        check_model_file(file)
+        params = llama_cpp.llama_model_default_params()
+        params.vocab_only = True
+        weights = LoadedWeights(path_model=str(file), params=params, verbose=False)
+    except (ModelError, ValueError, RuntimeError):
+        return None
+    try:
+        return int(weights.n_params())
+    finally:
+        weights.close()
+
+
 class LlamaModel:
     """A GGUF model loaded in this process. One generation at a time (a lock serializes them)."""
 
