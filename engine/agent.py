@@ -24,7 +24,6 @@ import sqlalchemy.exc
 from engine import assisted
 from engine.context.window import (
     PRESSURE_FRACTION,
-    AgentState,
     ContextStats,
     ContextWindow,
     load_state,
@@ -152,14 +151,9 @@ class Agent:
             return self._run_turn(emit, cancel)
 
     def context_stats(self) -> ContextStats:
-        """Token use of the window as the next step would see it (in assisted mode, with what
-        was recalled for the newest message)."""
+        """Token use of the window as the next step would see it."""
         state = load_state(self.mnemo, self.conversation_id)
-        if self.mode.mode == "assisted":
-            hits = self.window.messages(state)
-            recalled = self._stored_recall(hits) or ""
-            return self.window.build(state, assisted=True, recalled=recalled)[1]
-        return self.window.build(state)[1]
+        return self.window.build(state, assisted=self.mode.mode == "assisted")[1]
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -216,16 +210,14 @@ class Agent:
         final: bool,
         emit: EventCallback,
         cancel: threading.Event | None,
-        recalled: str | None = None,
+        assisted_mode: bool = False,
     ) -> tuple[Prompt, ContextStats]:
-        """The next step's prompt: warn at memory pressure, evict when full. ``recalled`` (the
-        assisted mode's section, possibly empty) builds an assisted prompt."""
+        """The next step's prompt: warn at memory pressure, evict when full."""
         state = load_state(self.mnemo, self.conversation_id)
-        if recalled is not None:
-            status = f"[Now: {datetime.now().astimezone():%A %Y-%m-%d %H:%M}]"
+        if assisted_mode:
 
             def build() -> tuple[Prompt, ContextStats]:
-                return self.window.build(state, status, assisted=True, recalled=recalled)
+                return self.window.build(state, assisted=True)
 
         else:
             status = self._status(final)
@@ -236,7 +228,7 @@ class Agent:
 
         prompt, stats = build()
         if (
-            recalled is None  # the warning asks the model to save memory with functions
+            not assisted_mode  # the warning asks the model to save memory with functions
             and not state.pressure_warned
             and PRESSURE_FRACTION <= stats.fraction <= 1.0
         ):
@@ -269,10 +261,9 @@ class Agent:
         users = [hit for hit in hits if hit.role == "user"]
         if not users:
             return self._stop(turn, emit, "no_reply", "There is no message to reply to.")
-        recalled = self._stored_recall(hits)
-        if recalled is None:  # not a resumed turn that had already recalled
-            recalled = self._recall(state, hits, users, emit)
-        prompt, stats = self._prepare(False, emit, cancel, recalled)
+        if not self._recalled_already(hits):  # a resumed turn may have
+            self._recall(hits, users, emit)
+        prompt, stats = self._prepare(False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
         step = self.model.step(prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel)
@@ -288,32 +279,41 @@ class Agent:
         return self._finish(finished, emit)
 
     @staticmethod
-    def _stored_recall(hits: list[MessageHit]) -> str | None:
-        """The section already recalled for the newest user message (a resumed turn), if any."""
+    def _recalled_already(hits: list[MessageHit]) -> bool:
+        """Whether the newest user message already has its recall note (a resumed turn)."""
         for hit in reversed(hits):
             if hit.role == "user":
-                return None
+                return False
             if hit.role == "function_result" and hit.name == assisted.RECALL:
-                return hit.text
-        return None
+                return True
+        return False
 
-    def _recall(
-        self,
-        state: AgentState,
-        hits: list[MessageHit],
-        users: list[MessageHit],
-        emit: EventCallback,
-    ) -> str:
-        """Search memory for the newest message; store and show what was found (nothing when
-        nothing clearly fits)."""
+    def _recall(self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback) -> None:
+        """Search memory for the newest message; store and show what was found that the model
+        does not already see (nothing when nothing new clearly fits)."""
         message = users[-1].text
         previous = users[-2].text if len(users) > 1 else None
+        seen_messages, seen_passages = {hit.id for hit in hits}, set()
+        for hit in hits:
+            if hit.role == "function_call" and hit.name == assisted.RECALL:
+                shown = json.loads(hit.text).get("arguments", {})
+                seen_messages.update(shown.get("messages", []))
+                seen_passages.update(shown.get("passages", []))
         found = assisted.recall_for(
-            self.mnemo, message, previous=previous, visible={hit.id for hit in hits}
+            self.mnemo,
+            message,
+            previous=previous,
+            visible=seen_messages,
+            shown_passages=seen_passages,
         )
         if not found:
-            return ""
-        arguments = {"query": message[:200], "found": found.summary()}
+            return
+        arguments = {
+            "query": message[:200],
+            "found": found.summary(),
+            "messages": [hit.id for hit in found.messages],
+            "passages": [passage.id for passage in found.passages],
+        }
         emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
         text = found.text()
         with self.mnemo.recall.transaction() as transaction:
@@ -327,7 +327,6 @@ class Agent:
                 "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
             )
         emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
-        return text
 
     def _memory_step(
         self,

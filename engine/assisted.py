@@ -81,9 +81,11 @@ def recall_for(
     *,
     previous: str | None,
     visible: set[int],
+    shown_passages: set[str] | None = None,
 ) -> Recalled:
-    """What memory holds for ``message``: strong hits only, none already in the window
-    (``visible``: ids of the messages the model sees). Finding nothing returns an empty result."""
+    """What memory holds for ``message``: strong hits only, none the model already sees
+    (``visible``: ids of messages in the window or in its recall notes; ``shown_passages``:
+    passages in those notes). Finding nothing returns an empty result."""
     recalled = Recalled(query=message)
     seen = set(visible)
     for query in [message, previous] if previous else [message]:
@@ -92,10 +94,11 @@ def recall_for(
             if len(recalled.messages) < MESSAGES and not hit.weak and hit.id not in seen:
                 seen.add(hit.id)
                 recalled.messages.append(hit)
+    shown = set(shown_passages or ())
     for query in [message, previous] if previous else [message]:
-        for passage in search_archival(mnemo, query, limit=PASSAGES):
-            kept = {kept.id for kept in recalled.passages}
-            if len(kept) < PASSAGES and not passage.weak and passage.id not in kept:
+        for passage in search_archival(mnemo, query, limit=PASSAGES + len(shown)):
+            if len(recalled.passages) < PASSAGES and not passage.weak and passage.id not in shown:
+                shown.add(passage.id)
                 recalled.passages.append(passage)
     return recalled
 

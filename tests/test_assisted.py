@@ -90,21 +90,24 @@ def test_finding_nothing_adds_nothing(mnemo, model):
     assert rows(mnemo) == [("user", None), ("assistant", "send_message")]
 
 
-def test_the_window_shows_replies_as_text_and_earlier_recalls_not_at_all(mnemo, model):
+def test_recall_notes_stay_in_place_and_nothing_is_recalled_twice(mnemo, model):
     mnemo.archival.insert("The boiler service code is 7731.")
     agent = Agent(mnemo, model)
     model.enqueue(["It is 7731.", "You're welcome."])
     agent.send("What is the boiler service code?")
     agent.send("Thanks")
-    messages = model.prompts[-1].messages
-    assert [m.role for m in messages] == ["user", "assistant", "user"]
-    assert messages[1].content == "It is 7731." and messages[1].call is None
-    assert "7731" not in messages[0].content  # that message's section was its own
-    # The previous message is searched too (for follow-ups), so its passage comes back.
+    first, second = model.prompts
+    messages = second.messages
+    assert [m.role for m in messages] == ["user", "system", "assistant", "user"]
+    assert "7731" in messages[1].content and messages[2].content == "It is 7731."
+    assert messages[2].call is None  # replies are plain text
+    # Each prompt extends the one before (the KV cache is reused): the note stays in place,
+    # and the previous message's passage, already in view, is not recalled again.
+    assert messages[:2] == first.messages
+    assert first.memory == second.memory and "Today is" in first.memory
     stats = agent.context_stats()
-    stored = [h.text for h in mnemo.recall.recent(100) if h.role == "function_result"]
     assert stats.functions == 0
-    assert stats.recalled == model.count_tokens(stored[-1]) > 0
+    assert stats.recalled == model.count_tokens(messages[1].content) > 0
 
 
 def test_a_document_that_orders_a_memory_update_gets_no_write(mnemo, model):

@@ -15,10 +15,12 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
+from engine.assisted import RECALL, SECTION_HEAD
 from engine.context.summary import summarize
 from engine.llm.base import (
     ChatMessage,
@@ -70,7 +72,7 @@ class ContextStats:
     total: int  # exact, as the model's tokenizer counts the whole prompt
     message_count: int
     evicted_count: int
-    recalled: int = 0  # the assisted mode's "recalled for this message" section
+    recalled: int = 0  # the assisted mode's notes of what was recalled for messages
 
     @property
     def fraction(self) -> float:
@@ -111,8 +113,9 @@ def save_state_in(session: Session, state: AgentState) -> None:
 
 def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMessage]:
     """Stored messages as the model sees them; a result always follows its call. ``plain``
-    (assisted mode): replies are plain text and function rows are left out, because the model
-    there calls no functions and each message's recalled section is its own."""
+    (assisted mode): replies are plain text, what was recalled for a message is a note after it,
+    and other function rows are left out (the model there calls no functions). Notes stay where
+    they were written, so each prompt extends the last one and its KV cache is reused."""
     messages: list[ChatMessage] = []
     last_call_id: str | None = None
     for hit in hits:
@@ -120,6 +123,8 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
             messages.append(ChatMessage("user", hit.text))
         elif plain and hit.role == "assistant":
             messages.append(ChatMessage("assistant", hit.text))
+        elif plain and hit.role == "function_result" and hit.name == RECALL:
+            messages.append(ChatMessage("system", hit.text))
         elif plain and hit.role in ("function_call", "function_result"):
             continue
         elif hit.role == "assistant":
@@ -233,22 +238,24 @@ class ContextWindow:
         allowed: frozenset[str] | None = None,
         *,
         assisted: bool = False,
-        recalled: str = "",
     ) -> tuple[Prompt, ContextStats]:
-        """The prompt of the next step. ``assisted``: no functions, plain replies, and the
-        ``recalled`` section with the newest message (after the status line)."""
+        """The prompt of the next step. ``assisted``: no functions, plain replies with the
+        recalled notes, and today's date after core memory (it changes once a day, where a
+        clock beside the newest message would change the prompt's tail every turn)."""
         hits = self.messages(state)
         chat = [self._fit(message) for message in to_chat_messages(hits, plain=assisted)]
-        tail = "\n\n".join(part for part in (status, recalled) if part)
-        if chat and tail:
+        if chat and status:
             last = chat[-1]
             chat[-1] = ChatMessage(
-                last.role, f"{last.content}\n\n{tail}", last.call, last.call_id, last.name
+                last.role, f"{last.content}\n\n{status}", last.call, last.call_id, last.name
             )
         blocks = self._mnemo.core.blocks()  # read once for the function schemas and the text
         functions = [] if assisted else self.functions(blocks)
         instructions = self._assisted_instructions if assisted else self._instructions
         core, summary = self.core_text(blocks), self.summary_text(state)
+        if assisted:
+            core += f"\n\nToday is {datetime.now().astimezone():%A %Y-%m-%d}."
+        recalled = [m.content for m in chat if m.content.startswith(SECTION_HEAD)]
         prompt = Prompt(
             instructions=instructions,
             functions=functions,
@@ -265,11 +272,11 @@ class ContextWindow:
             core=count(core),
             summary=count(summary),
             messages=sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in chat)
-            - (count(recalled) if recalled else 0),
+            - sum(map(count, recalled)),
             total=self._model.count_prompt(prompt),
             message_count=len(chat),
             evicted_count=state.summarized_count,
-            recalled=count(recalled) if recalled else 0,
+            recalled=sum(map(count, recalled)),
         )
         return prompt, stats
 
