@@ -261,9 +261,18 @@ class Agent:
         users = [hit for hit in hits if hit.role == "user"]
         if not users:
             return self._stop(turn, emit, "no_reply", "There is no message to reply to.")
-        if not self._recalled_already(hits):  # a resumed turn may have
-            self._recall(hits, users, emit)
         prompt, stats = self._prepare(False, emit, cancel, assisted_mode=True)
+        if not self._recalled_already(hits):  # a resumed turn may have
+            # The model evaluates the prompt so far while memory is searched: a turn that
+            # recalls nothing waits for no search, one that does evaluates only the note.
+            warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)
+            warm.start()
+            try:
+                found = self._recall(hits, users, emit)
+            finally:
+                warm.join()
+            if found:
+                prompt, stats = self._prepare(False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
         step = self.model.step(prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel)
@@ -288,7 +297,13 @@ class Agent:
                 return True
         return False
 
-    def _recall(self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback) -> None:
+    def _prefill(self, prompt: Prompt) -> None:
+        try:
+            self.model.prefill(prompt)
+        except Exception as error:  # only a head start; the step itself reports real failures
+            log.warning("prefilling the prompt failed: %s", error)
+
+    def _recall(self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback) -> bool:
         """Search memory for the newest message; store and show what was found that the model
         does not already see (nothing when nothing new clearly fits)."""
         message = users[-1].text
@@ -307,7 +322,7 @@ class Agent:
             shown_passages=seen_passages,
         )
         if not found:
-            return
+            return False
         arguments = {
             "query": message[:200],
             "found": found.summary(),
@@ -327,6 +342,7 @@ class Agent:
                 "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
             )
         emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
+        return True
 
     def _memory_step(
         self,

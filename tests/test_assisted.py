@@ -181,3 +181,15 @@ def test_user_statements_keep_first_person_facts_only():
         "I hate mushrooms",
     ]
     assert assisted.user_statements("What am I allergic to?") == []
+
+
+def test_the_prompt_is_prefilled_while_memory_is_searched(mnemo, model):
+    mnemo.archival.insert("The boiler service code is 7731.")
+    model.enqueue(["Hello!", "It is 7731."])
+    agent = Agent(mnemo, model)
+    agent.send("Tell me a joke")  # nothing found: the prefilled prompt is the one that runs
+    assert model.prefilled[-1] == model.prompts[-1]
+    agent.send("What is the boiler service code?")  # found: the step extends the prefill
+    prefilled, ran = model.prefilled[-1], model.prompts[-1]
+    assert ran.messages[: len(prefilled.messages)] == prefilled.messages
+    assert "7731" in ran.messages[-1].content and "7731" not in prefilled.messages[-1].content

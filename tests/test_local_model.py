@@ -176,3 +176,11 @@ def test_a_gguf_without_a_chat_template_falls_back_to_chatml(monkeypatch):
     assert rendered == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
     step = model.step(prompt_for("hello"))
     assert step.call is not None and step.error is None
+
+
+def test_a_prefilled_prompt_starts_without_evaluating_again(local_model):
+    prompt = prompt_for("What is the capital of France?")
+    plain = Prompt(prompt.instructions, [], prompt.memory, prompt.messages)
+    local_model.prefill(plain)
+    step = local_model.step(plain)
+    assert step.text and step.stats.evaluated_tokens == 0

@@ -75,6 +75,9 @@ class ApiChatModel:
     def parameter_count(self) -> int | None:
         return None  # a provider does not say
 
+    def prefill(self, prompt: Prompt) -> None:
+        pass  # a server caches prompts itself
+
     # -- counting ------------------------------------------------------------------------------
 
     def count_tokens(self, text: str) -> int:

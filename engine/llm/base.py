@@ -114,6 +114,11 @@ class ChatModel(Protocol):
         cancel: threading.Event | None = None,
     ) -> Step: ...
 
+    def prefill(self, prompt: Prompt) -> None:
+        """Prepare for a step on ``prompt`` (a local model evaluates it into its KV cache);
+        nothing for models that cannot."""
+        ...
+
     def complete(
         self,
         system: str,

@@ -164,6 +164,7 @@ class LlamaModel:
             else ""
         )
         self._formatter = Jinja2ChatFormatter(template or CHATML_TEMPLATE, eos, bos)
+        self._rendered: tuple[list[tuple[str, str]], list[int]] = ([], [])
 
     @property
     def parameter_count(self) -> int:
@@ -194,8 +195,14 @@ class LlamaModel:
         return messages
 
     def _render(self, messages: list[dict[str, str]]) -> list[int]:
-        text = self._formatter(messages=messages).prompt  # type: ignore[arg-type]
-        return self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        """The prompt's tokens. The last result is kept: a turn renders the same prompt to
+        count it, to prefill it and to run it."""
+        key = [(message["role"], message["content"]) for message in messages]
+        if key != self._rendered[0]:
+            text = self._formatter(messages=messages).prompt  # type: ignore[arg-type]
+            tokens = self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+            self._rendered = (key, tokens)
+        return list(self._rendered[1])
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -294,6 +301,17 @@ class LlamaModel:
         if error and stats.generated_tokens >= self.max_step_tokens:
             error = f"your call was cut off after {self.max_step_tokens} tokens; write less"
         return Step(call, raw=raw, error=error, stats=stats)
+
+    def prefill(self, prompt: Prompt) -> None:
+        """Evaluate ``prompt`` into the KV cache now, so that a step on it (or on a prompt that
+        extends it) starts generating at once. The assisted mode runs this while it recalls."""
+        with self._lock:
+            tokens = self._render(self._chat(prompt))
+            if len(tokens) + self.max_step_tokens > self.context_length:
+                return  # the step reports it
+            generation = self._llama.generate(tokens, temp=0.0, repeat_penalty=REPEAT_PENALTY)
+            next(generation)  # the prompt is evaluated before the first token is sampled
+            generation.close()
 
     def complete(
         self,

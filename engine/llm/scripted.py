@@ -65,6 +65,7 @@ class ScriptedModel:
         self._summaries: deque[str] = deque()
         self._default = default
         self.prompts: list[Prompt] = []
+        self.prefilled: list[Prompt] = []
         self.summary_requests: list[tuple[str, str]] = []
 
     def enqueue(self, outputs: Iterable[str | dict[str, Any] | ScriptedStep]) -> None:
@@ -139,6 +140,9 @@ class ScriptedModel:
             return plain_step(raw, stats)
         call, error = parse_call(raw)
         return Step(call, raw=raw, error=error, stats=stats)
+
+    def prefill(self, prompt: Prompt) -> None:
+        self.prefilled.append(prompt)
 
     def complete(
         self,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -74,6 +75,28 @@ def background_vectors(embedder: Embedder) -> np.ndarray:
 def quote_sql(value: str) -> str:
     """A string literal for a Lance filter expression."""
     return "'" + value.replace("'", "''") + "'"
+
+
+_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_lock = threading.Lock()
+QUERY_VECTORS_KEPT = 64
+
+
+def query_vector(embedder: Embedder, query: str) -> np.ndarray:
+    """A query's vector, kept for reuse: one message is searched in recall and in archival, and
+    again as the previous message on the next turn (the assisted mode). Read-only."""
+    key = (embedder.name, query)
+    with _query_lock:
+        if key in _query_vectors:
+            _query_vectors.move_to_end(key)
+            return _query_vectors[key]
+    vector = embedder.embed([query])[0]
+    vector.flags.writeable = False
+    with _query_lock:
+        _query_vectors[key] = vector
+        if len(_query_vectors) > QUERY_VECTORS_KEPT:
+            _query_vectors.popitem(last=False)
+    return vector
 
 
 class VectorTable:
@@ -235,7 +258,7 @@ class VectorTable:
         far their similarity stands above unrelated text's), those above the floor only."""
         if not query.strip():
             return {}
-        vector = self.embed([query])[0]
+        vector = query_vector(self._embedder, query)
         rows = self.vector_search(vector, limit, where, ["id"])
         if not rows:
             return {}
