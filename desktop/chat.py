@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import json
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QFrame,
@@ -21,9 +22,9 @@ from PySide6.QtWidgets import (
 
 from desktop.ui import label, one_line, remove_widgets, widgets_in
 from engine.assisted import RECALL, RECALL_SUMMARY
-from engine.events import FunctionCalled, FunctionReturned
+from engine.events import Citation, FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
-from engine.tools import describe_call
+from engine.tools import CITE, describe_call
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200
@@ -215,12 +216,29 @@ class ChatView(QWidget):
             self._reply = self.add_message("assistant", "")
         self._reply.append(piece)
 
-    def reply_done(self, text: str) -> None:
+    def reply_done(self, text: str, sources: tuple[Citation, ...] = ()) -> None:
         if self._reply is None:
             self.add_message("assistant", text)
         else:
             self._reply.set_text(text)
         self._reply = None
+        if sources:
+            self.add_sources(sources)
+
+    def add_sources(self, sources: tuple[Citation, ...]) -> QLabel:
+        """The documents a reply relied on, each a link that opens the file."""
+        links = ", ".join(
+            f'<a href="{QUrl.fromLocalFile(source.path).toString()}">'
+            f"{html.escape(source.label())}</a>"
+            for source in sources
+        )
+        line = label(f"Sources: {links}", "muted")
+        line.setObjectName("sources")
+        line.setTextFormat(Qt.TextFormat.RichText)
+        line.setOpenExternalLinks(True)
+        line.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self._add(line)
+        return line
 
     def call_started(self, event: FunctionCalled) -> None:
         self._end_stream()
@@ -262,6 +280,12 @@ class ChatView(QWidget):
                 except (ValueError, KeyError, TypeError):
                     row = CallRow("(invalid)", {}, "wrote something that was not a valid call")
                 self._add(row)
+            elif hit.name == CITE:
+                try:
+                    cited = tuple(Citation(**source) for source in json.loads(hit.text))
+                except (ValueError, TypeError):
+                    continue  # a damaged row hides its sources, never the conversation
+                self.add_sources(cited)
             elif hit.role == "function_result" and row is not None:
                 failed = hit.text.startswith("Error")
                 summary = RECALL_SUMMARY if hit.name == RECALL else one_line(hit.text, 60)

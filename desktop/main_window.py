@@ -245,7 +245,7 @@ class MainWindow(QMainWindow):
         self.send_requested.emit(text)
 
     def _reply_done(self, event: MessageSent) -> None:
-        self.chat.reply_done(event.text)
+        self.chat.reply_done(event.text, event.sources)
 
     def _step_started(self, event: StepStarted) -> None:
         self._show_stats(event.stats)

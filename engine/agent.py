@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +32,7 @@ from engine.context.window import (
 from engine.db import describe_database_error
 from engine.errors import ContextOverflowError, CoreMemoryError, GenerationCancelled, MnemoError
 from engine.events import (
+    Citation,
     ContextEvicted,
     Event,
     FunctionCalled,
@@ -46,13 +48,16 @@ from engine.events import (
     TurnFinished,
 )
 from engine.llm.base import ChatMessage, ChatModel, Prompt, Step
+from engine.memory.archival import Passage
 from engine.memory.recall import DEFAULT_CONVERSATION, MessageHit
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
+    CITE,
     SEND_MESSAGE,
     ToolContext,
     check_arguments,
+    cited_passages,
     describe_call,
     run_function,
 )
@@ -81,6 +86,7 @@ class _Turn:
         self.seen_calls: set[str] = set()
         self.untrusted_reason: str | None = None
         self.must_reply = False
+        self.passages: list[Passage] = []  # read this turn; a reply may cite them
 
 
 class Agent:
@@ -127,6 +133,8 @@ class Agent:
             return False
         if last[-1].role == "user" or last[-1].name == assisted.RECALL:
             return True
+        if last[-1].name == CITE:
+            return False  # the reply before it finished the turn
         if last[-1].role != "function_result" or len(last) < 2:
             return False
         if last[-1].text.startswith(ERROR_PREFIX):
@@ -271,6 +279,7 @@ class Agent:
                 found = self._recall(hits, users, emit)
             finally:
                 warm.join()
+            turn.passages = found.passages
             if found:
                 prompt, stats = self._prepare(False, emit, cancel, assisted_mode=True)
         turn.steps = 1
@@ -285,7 +294,27 @@ class Agent:
             )
         finished = self._reply(step.text, turn, emit)
         self._memory_step(users[-1], prompt, step.text, emit, cancel)
+        self._evict_ahead(emit, cancel)
         return self._finish(finished, emit)
+
+    def _evict_ahead(self, emit: EventCallback, cancel: threading.Event | None) -> None:
+        """After the reply, once the window is past the pressure line: fold the oldest half
+        into the summary now and evaluate the shortened prompt, so that the user's next message
+        waits for neither (eviction inside a turn stalled the bundled model for ~24 s)."""
+        state = load_state(self.mnemo, self.conversation_id)
+        _prompt, stats = self.window.build(state, assisted=True)
+        if stats.fraction < PRESSURE_FRACTION:
+            return
+        try:
+            evicted = self.window.evict(state, cancel)
+        except GenerationCancelled:
+            return  # nothing was changed; the next turn evicts if it must
+        except MnemoError as error:
+            log.warning("evicting after the reply failed; the next turn will: %s", error)
+            return
+        if evicted:
+            emit(ContextEvicted(evicted, state.summary))
+            self._prefill(self.window.build(state, assisted=True)[0])
 
     @staticmethod
     def _recalled_already(hits: list[MessageHit]) -> bool:
@@ -303,7 +332,9 @@ class Agent:
         except Exception as error:  # only a head start; the step itself reports real failures
             log.warning("prefilling the prompt failed: %s", error)
 
-    def _recall(self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback) -> bool:
+    def _recall(
+        self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback
+    ) -> assisted.Recalled:
         """Search memory for the newest message; store and show what was found that the model
         does not already see (nothing when nothing new clearly fits)."""
         message = users[-1].text
@@ -322,7 +353,7 @@ class Agent:
             shown_passages=seen_passages,
         )
         if not found:
-            return False
+            return found
         arguments = {
             "query": message[:200],
             "found": found.summary(),
@@ -342,7 +373,7 @@ class Agent:
                 "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
             )
         emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
-        return True
+        return found
 
     def _memory_step(
         self,
@@ -527,6 +558,7 @@ class Agent:
             )
         emit(FunctionReturned(name, result.ok, result.text, result.summary))
         turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
+        turn.passages += result.passages
         if result.proposal is not None:
             applied = result.proposal.status == "approved"
             emit(ProposalApplied(result.proposal) if applied else ProposalCreated(result.proposal))
@@ -536,11 +568,23 @@ class Agent:
         return None
 
     def _reply(self, text: str, turn: _Turn, emit: EventCallback) -> TurnFinished:
+        """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
+        sources = tuple(
+            Citation(passage.source.path or "", passage.source.section)
+            for passage in cited_passages(text, turn.passages)
+        )
         with self.mnemo.recall.transaction() as transaction:
             message_id = transaction.add(
                 "assistant", text, name=SEND_MESSAGE, conversation_id=self.conversation_id
             )
-        emit(MessageSent(text, message_id))
+            if sources:
+                transaction.add(
+                    "function_result",
+                    json.dumps([asdict(source) for source in sources], ensure_ascii=False),
+                    name=CITE,
+                    conversation_id=self.conversation_id,
+                )
+        emit(MessageSent(text, message_id, sources))
         return TurnFinished(text, turn.steps, "replied")
 
     def _record_failure(

@@ -72,11 +72,14 @@ class TerminalView:
                     self._streaming = True
                 self.out.write(text)
                 self.out.flush()
-            case MessageSent(text=text):
+            case MessageSent(text=text, sources=sources):
                 if not self._streaming:
                     self.out.write(self.speaker + text)
                     self._streaming = True
                 self._end_stream()
+                if sources:
+                    listed = "; ".join(f"{s.label()} ({s.path})" for s in sources)
+                    self.side.write(f"  sources: {listed}\n")
             case FunctionCalled(description=description):
                 self._end_stream()
                 self.side.write(f"  · {description}")

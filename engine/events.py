@@ -42,11 +42,24 @@ class FunctionReturned:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """A document passage a reply relies on: its file and page or heading."""
+
+    path: str
+    section: str | None = None
+
+    def label(self) -> str:
+        name = self.path.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{name} › {self.section}" if self.section else name
+
+
+@dataclass(frozen=True)
 class MessageSent:
-    """The model's finished reply to the user."""
+    """The model's finished reply to the user, with the documents it relied on."""
 
     text: str
     message_id: int
+    sources: tuple[Citation, ...] = ()
 
 
 @dataclass(frozen=True)

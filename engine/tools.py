@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from engine.llm.base import FunctionSchema
 from engine.memory.archival import Passage
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
-from engine.memory.search import Page, excerpt
+from engine.memory.search import Page, excerpt, query_terms
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -243,6 +243,7 @@ class ToolResult:
     summary: str = ""  # a few words for the user: "3 of 12 results"
     proposal: Proposal | None = None
     untrusted_reason: str | None = None  # this result brought untrusted text into the context
+    passages: list[Passage] = field(default_factory=list)  # what the model read (citations)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -330,6 +331,7 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     return ToolResult(
         _paged(page, lines, "passages"),
         summary=f"{len(page)} of {page.total} passages",
+        passages=list(page),
         untrusted_reason=(
             f"written after reading {len(untrusted)} archival passages from documents or earlier "
             "model notes"
@@ -406,6 +408,24 @@ def run_function(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Tool
             + "\n… (cut to fit the context window; search more narrowly)"
         )
     return result
+
+
+CITE = "cite"  # the stored row that lists the documents a reply relies on
+CITED_SHARED_WORDS = 2
+
+
+def cited_passages(reply: str, passages: list[Passage]) -> list[Passage]:
+    """The document passages the model read this turn that its reply uses: those sharing at
+    least two content words with it (one shared word is too often a coincidence)."""
+    words = set(query_terms(reply, max_terms=10**6))
+    cited: dict[tuple[str, str | None], Passage] = {}
+    for passage in passages:
+        if not passage.source.path:
+            continue  # a note has no file to open
+        shared = words & set(query_terms(passage.text, max_terms=10**6))
+        if len(shared) >= CITED_SHARED_WORDS:
+            cited.setdefault((passage.source.path, passage.source.section), passage)
+    return list(cited.values())
 
 
 def describe_call(name: str, arguments: dict[str, Any]) -> str:

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import pytest
 from agent_helpers import Recorder
 
 from engine import assisted
 from engine.agent import Agent
-from engine.events import FunctionCalled, FunctionReturned, MessageSent, ProposalCreated
+from engine.events import (
+    Citation,
+    FunctionCalled,
+    FunctionReturned,
+    MessageSent,
+    ProposalCreated,
+)
 from engine.llm import ScriptedModel, ScriptedStep
+from engine.memory.archival import Source
 from engine.modes import choose_mode
 
 SMALL = 135_000_000
@@ -193,3 +201,70 @@ def test_the_prompt_is_prefilled_while_memory_is_searched(mnemo, model):
     prefilled, ran = model.prefilled[-1], model.prompts[-1]
     assert ran.messages[: len(prefilled.messages)] == prefilled.messages
     assert "7731" in ran.messages[-1].content and "7731" not in prefilled.messages[-1].content
+
+
+def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
+    model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=SMALL)
+    agent = Agent(mnemo, model)
+    long = "I keep notes about the garden, the roses and the tomatoes " * 3
+    evicted_after: list[int] = []
+    for number in range(24):
+        events = Recorder()
+        model.enqueue([f"Reply {number}.", remember()])
+        agent.send(f"{long} ({number})", on_event=events)
+        kinds = [type(event).__name__ for event in events]
+        if "ContextEvicted" in kinds:
+            # The user had the reply first; the next turn starts with room and a warm cache.
+            assert kinds.index("MessageSent") < kinds.index("ContextEvicted")
+            assert kinds[-1] == "TurnFinished"
+            evicted_after.append(number)
+            assert model.prefilled[-1].memory.count("Summary of the earlier conversation") == 1
+    assert evicted_after, "the window never filled"
+    state_stats = agent.context_stats()
+    assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
+
+
+def boiler_document(mnemo, tmp_path) -> Path:
+    manual = tmp_path / "boiler-manual.pdf"
+    manual.write_bytes(b"%PDF-1.4")
+    mnemo.archival.insert(
+        "The boiler service code is 7731 and the plumber is Ana Ruiz.",
+        source=Source(path=str(manual), section="page 4"),
+        origin="document",
+    )
+    return manual
+
+
+def test_a_reply_that_uses_a_document_cites_it(mnemo, model, tmp_path):
+    manual = boiler_document(mnemo, tmp_path)
+    model.enqueue(["The boiler service code is 7731; Ana Ruiz is the plumber.", "Hello!"])
+    events = Recorder()
+    agent = Agent(mnemo, model)
+    agent.send("What is the boiler service code?", on_event=events)
+    (sent,) = events.of(MessageSent)
+    assert sent.sources == (Citation(str(manual), "page 4"),)
+    assert sent.sources[0].label() == "boiler-manual.pdf › page 4"
+    stored = [hit for hit in mnemo.recall.recent(10) if hit.name == "cite"]
+    assert len(stored) == 1 and "boiler-manual.pdf" in stored[0].text
+    assert not agent.interrupted
+    events = Recorder()
+    agent.send("Thanks", on_event=events)  # a reply that uses no document cites none
+    assert events.of(MessageSent)[0].sources == ()
+    assert all("boiler-manual" not in m.content for m in model.prompts[-1].messages[2:])
+
+
+def test_self_managed_replies_cite_what_archival_search_returned(mnemo, tmp_path):
+    manual = boiler_document(mnemo, tmp_path)
+    model = ScriptedModel()  # self-managed
+    model.enqueue(
+        [
+            {
+                "function": "archival_memory_search",
+                "arguments": {"query": "boiler service code", "request_heartbeat": True},
+            },
+            {"function": "send_message", "arguments": {"message": "Code 7731, plumber Ana Ruiz."}},
+        ]
+    )
+    events = Recorder()
+    Agent(mnemo, model).send("What is the boiler service code?", on_event=events)
+    assert events.of(MessageSent)[0].sources == (Citation(str(manual), "page 4"),)

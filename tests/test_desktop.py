@@ -20,6 +20,7 @@ from desktop.chat import CallRow
 from desktop.main_window import MainWindow
 from engine import Mnemo
 from engine.llm import ScriptedModel, ScriptedStep
+from engine.memory.archival import Source
 from tests.agent_helpers import call, say
 
 TIMEOUT_MS = 15_000
@@ -673,5 +674,32 @@ def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
     try:
         (row,) = reopened.chat.findChildren(CallRow)
         assert row.toggle.text() == "recalled 1 passage → given to the model with your message"
+    finally:
+        reopened.shutdown()
+
+
+def test_a_reply_shows_the_documents_it_used_as_links(qtbot, mnemo, tmp_path):
+    manual = tmp_path / "boiler-manual.pdf"
+    manual.write_bytes(b"%PDF-1.4")
+    mnemo.archival.insert(
+        "The boiler service code is 7731 and the plumber is Ana Ruiz.",
+        source=Source(path=str(manual), section="page 4"),
+        origin="document",
+    )
+    model = ScriptedModel(parameter_count=135_000_000)
+    window = open_window(qtbot, mnemo, model)
+    try:
+        model.enqueue(["The code is 7731; the plumber is Ana Ruiz."])
+        send(qtbot, window, "What is the boiler service code?")
+        (line,) = window.chat.findChildren(QLabel, "sources")
+        assert "boiler-manual.pdf › page 4" in line.text()
+        assert QUrl.fromLocalFile(str(manual)).toString() in line.text()
+        assert line.openExternalLinks()
+    finally:
+        window.shutdown()
+    reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=135_000_000))
+    try:
+        (line,) = reopened.chat.findChildren(QLabel, "sources")
+        assert "boiler-manual.pdf › page 4" in line.text()
     finally:
         reopened.shutdown()

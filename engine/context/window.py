@@ -34,7 +34,7 @@ from engine.memory.core import Block
 from engine.memory.models import AgentStateRow
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.tools import SEND_MESSAGE, function_schemas
+from engine.tools import CITE, SEND_MESSAGE, function_schemas
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -119,6 +119,8 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
     messages: list[ChatMessage] = []
     last_call_id: str | None = None
     for hit in hits:
+        if hit.name == CITE:
+            continue  # shown to the user under the reply, not to the model
         if hit.role == "user":
             messages.append(ChatMessage("user", hit.text))
         elif plain and hit.role == "assistant":
