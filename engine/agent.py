@@ -25,6 +25,7 @@ import sqlalchemy.exc
 from engine import assisted
 from engine.context.window import (
     PRESSURE_FRACTION,
+    AgentState,
     ContextStats,
     ContextWindow,
     load_state,
@@ -293,28 +294,39 @@ class Agent:
                 "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
             )
         finished = self._reply(step.text, turn, emit)
-        self._memory_step(users[-1], prompt, step.text, emit, cancel)
-        self._evict_ahead(emit, cancel)
+        self._after_reply(users[-1], emit, cancel)
         return self._finish(finished, emit)
 
-    def _evict_ahead(self, emit: EventCallback, cancel: threading.Event | None) -> None:
-        """After the reply, once the window is past the pressure line: fold the oldest half
-        into the summary now and evaluate the shortened prompt, so that the user's next message
-        waits for neither (eviction inside a turn stalled the bundled model for ~24 s)."""
+    def _after_reply(
+        self, user: MessageHit, emit: EventCallback, cancel: threading.Event | None
+    ) -> None:
+        """While the user reads the reply: fold the window if it is past the pressure line,
+        then the memory step, which continues the window's prompt (so the next turn finds it
+        evaluated; after a fold with nothing to remember, the prompt is prefilled instead)."""
         state = load_state(self.mnemo, self.conversation_id)
-        _prompt, stats = self.window.build(state, assisted=True)
-        if stats.fraction < PRESSURE_FRACTION:
-            return
+        evicted = self._evict_ahead(state, emit, cancel)
+        prompt = self.window.build(state, assisted=True)[0]
+        if not self._memory_step(user, prompt, emit, cancel) and evicted:
+            self._prefill(prompt)
+
+    def _evict_ahead(
+        self, state: AgentState, emit: EventCallback, cancel: threading.Event | None
+    ) -> bool:
+        """Once the window is past the pressure line, fold its oldest half into the summary
+        now, so that the user's next message does not wait for it (eviction inside a turn
+        stalled the bundled model for ~24 s). Whether anything was folded."""
+        if self.window.build(state, assisted=True)[1].fraction < PRESSURE_FRACTION:
+            return False
         try:
             evicted = self.window.evict(state, cancel)
         except GenerationCancelled:
-            return  # nothing was changed; the next turn evicts if it must
+            return False  # nothing was changed; the next turn evicts if it must
         except MnemoError as error:
             log.warning("evicting after the reply failed; the next turn will: %s", error)
-            return
+            return False
         if evicted:
             emit(ContextEvicted(evicted, state.summary))
-            self._prefill(self.window.build(state, assisted=True)[0])
+        return bool(evicted)
 
     @staticmethod
     def _recalled_already(hits: list[MessageHit]) -> bool:
@@ -342,9 +354,12 @@ class Agent:
         seen_messages, seen_passages = {hit.id for hit in hits}, set()
         for hit in hits:
             if hit.role == "function_call" and hit.name == assisted.RECALL:
-                shown = json.loads(hit.text).get("arguments", {})
-                seen_messages.update(shown.get("messages", []))
-                seen_passages.update(shown.get("passages", []))
+                try:
+                    shown = json.loads(hit.text).get("arguments", {})
+                    seen_messages.update(shown.get("messages", []))
+                    seen_passages.update(shown.get("passages", []))
+                except (ValueError, AttributeError, TypeError):
+                    continue  # an unreadable note only means something may be recalled again
         found = assisted.recall_for(
             self.mnemo,
             message,
@@ -379,41 +394,37 @@ class Agent:
         self,
         user: MessageHit,
         prompt: Prompt,
-        reply: str,
         emit: EventCallback,
         cancel: threading.Event | None,
-    ) -> None:
+    ) -> bool:
         """Let the model keep the user's statements worth remembering, as core-memory
-        proposals. It continues the reply's prompt (cached) and may only pick among the user's
-        own first-person statements; a malformed answer is dropped with a log line."""
+        proposals. It continues ``prompt`` (the window with the reply) and may only pick among
+        the user's own first-person statements; a malformed answer is dropped with a log line.
+        Whether the model was asked."""
         known = self._known_facts()
         statements = [s for s in assisted.user_statements(user.text) if s.casefold() not in known]
         if not statements:
-            return
+            return False
         request = Prompt(
             instructions=prompt.instructions,
             functions=[],
             memory=prompt.memory,
-            messages=[
-                *prompt.messages,
-                ChatMessage("assistant", reply),
-                ChatMessage("user", assisted.memory_request(statements)),
-            ],
+            messages=[*prompt.messages, ChatMessage("user", assisted.memory_request(statements))],
             reply_schema=assisted.memory_schema(statements),
         )
         try:
             step = self.model.step(request, cancel=cancel)
         except GenerationCancelled:
-            return  # the reply is kept; nothing of the memory step is
+            return True  # the reply is kept; nothing of the memory step is
         except MnemoError as error:
             log.warning("the memory step failed: %s", error)
-            return
+            return True
         facts = assisted.chosen_facts(step.text, statements)
         if facts is None:
             log.warning("the memory step's output was malformed and was dropped: %.200s", step.raw)
-            return
-        if facts:
+        elif facts:
             self._propose_facts(user, facts, emit)
+        return True
 
     def _known_facts(self) -> str:
         """The human block and pending additions, casefolded (to skip what is already known)."""

@@ -218,7 +218,9 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
             assert kinds.index("MessageSent") < kinds.index("ContextEvicted")
             assert kinds[-1] == "TurnFinished"
             evicted_after.append(number)
-            assert model.prefilled[-1].memory.count("Summary of the earlier conversation") == 1
+            # The memory step then continues the folded window, which the next turn extends.
+            assert model.prompts[-1].reply_schema is not None
+            assert model.prompts[-1].memory.count("Summary of the earlier conversation") == 1
     assert evicted_after, "the window never filled"
     state_stats = agent.context_stats()
     assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
@@ -268,3 +270,17 @@ def test_self_managed_replies_cite_what_archival_search_returned(mnemo, tmp_path
     events = Recorder()
     Agent(mnemo, model).send("What is the boiler service code?", on_event=events)
     assert events.of(MessageSent)[0].sources == (Citation(str(manual), "page 4"),)
+
+
+def test_after_a_fold_with_nothing_to_remember_the_folded_window_is_prefilled(mnemo):
+    model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=SMALL)
+    agent = Agent(mnemo, model)
+    text = "Notes on the garden: the roses, the tomatoes and the hedge need care " * 3
+    for number in range(24):
+        events = Recorder()
+        model.enqueue([f"Reply {number}."])
+        agent.send(f"{text} ({number})", on_event=events)
+        if any(type(event).__name__ == "ContextEvicted" for event in events):
+            assert "Summary of the earlier conversation" in model.prefilled[-1].memory
+            return
+    pytest.fail("the window never filled")

@@ -12,7 +12,7 @@ first streamed piece of the reply (what the user waits for). Two runs in the sam
 For each: the median wait of turns without eviction, the longest wait of a turn after (or with)
 an eviction, and the extra wait; target: at most 5 s more than a turn without eviction.
 
-    uv run python tests/benchmarks/eviction_stall.py [--turns 24]
+    uv run python tests/benchmarks/eviction_stall.py [--turns 18]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def run(model: LlamaModel, turns: int, ahead: bool) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=24)
+    parser.add_argument("--turns", type=int, default=18)
     args = parser.parse_args()
     model = LlamaModel(context_length=4096)
     model.max_step_tokens = 96  # short replies keep the run short; both runs alike
