@@ -327,7 +327,7 @@ class MainWindow(QMainWindow):
         """The memory mode in the status bar, and why (it follows the model and the setting)."""
         if not self.model_ready:
             return
-        mode = choose_mode(str(self.mnemo.settings.get("agent.mode")), self._model_size)
+        mode = choose_mode(self.mnemo.settings.memory_mode, self._model_size)
         self.mode_label.setText(mode.label)
         self.mode_label.setToolTip(mode.reason)
         self.settings.show_mode(mode)

@@ -223,7 +223,7 @@ class SettingsPage(QWidget):
         for widget in (self.policy, self.mode, self.step_limit):
             widget.blockSignals(True)
         self.policy.setCurrentIndex(self.policy.findData(settings.core_write_policy))
-        self.mode.setCurrentIndex(self.mode.findData(settings.get("agent.mode")))
+        self.mode.setCurrentIndex(self.mode.findData(settings.memory_mode))
         self.step_limit.setValue(settings.step_limit)
         for widget in (self.policy, self.mode, self.step_limit):
             widget.blockSignals(False)

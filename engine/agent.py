@@ -50,7 +50,7 @@ from engine.events import (
 )
 from engine.llm.base import ChatMessage, ChatModel, Prompt, Step
 from engine.memory.archival import Passage
-from engine.memory.recall import DEFAULT_CONVERSATION, MessageHit
+from engine.memory.recall import DEFAULT_CONVERSATION, MessageHit, RecallTransaction
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
@@ -123,8 +123,7 @@ class Agent:
     @property
     def mode(self) -> ModeChoice:
         """The memory mode of the next turn (the setting can change between turns)."""
-        setting = str(self.mnemo.settings.get("agent.mode"))
-        return choose_mode(setting, self.model.parameter_count)
+        return choose_mode(self.mnemo.settings.memory_mode, self.model.parameter_count)
 
     @property
     def interrupted(self) -> bool:
@@ -378,12 +377,7 @@ class Agent:
         emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
         text = found.text()
         with self.mnemo.recall.transaction() as transaction:
-            transaction.add(
-                "function_call",
-                json.dumps({"function": assisted.RECALL, "arguments": arguments}),
-                name=assisted.RECALL,
-                conversation_id=self.conversation_id,
-            )
+            self._store_call(transaction, assisted.RECALL, arguments)
             transaction.add(
                 "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
             )
@@ -441,12 +435,7 @@ class Agent:
         )
         proposals = []
         with self.mnemo.recall.transaction() as transaction:
-            transaction.add(
-                "function_call",
-                json.dumps({"function": assisted.REMEMBER, "arguments": arguments}),
-                name=assisted.REMEMBER,
-                conversation_id=self.conversation_id,
-            )
+            self._store_call(transaction, assisted.REMEMBER, arguments)
             for fact in facts:
                 savepoint = transaction.session.begin_nested()
                 try:
@@ -541,12 +530,7 @@ class Agent:
     ) -> TurnFinished | None:
         emit(FunctionCalled(name, arguments, describe_call(name, arguments)))
         with self.mnemo.recall.transaction() as transaction:
-            call_id = transaction.add(
-                "function_call",
-                json.dumps({"function": name, "arguments": arguments}, ensure_ascii=False),
-                name=name,
-                conversation_id=self.conversation_id,
-            )
+            call_id = self._store_call(transaction, name, arguments)
             context = ToolContext(
                 mnemo=self.mnemo,
                 transaction=transaction,
@@ -577,6 +561,17 @@ class Agent:
             return None
         turn.must_reply = True  # it yielded without a word to the user: ask for one
         return None
+
+    def _store_call(
+        self, transaction: RecallTransaction, name: str, arguments: dict[str, Any]
+    ) -> int:
+        """A call as stored in recall (the model's, or one the engine made for it)."""
+        return transaction.add(
+            "function_call",
+            json.dumps({"function": name, "arguments": arguments}, ensure_ascii=False),
+            name=name,
+            conversation_id=self.conversation_id,
+        )
 
     def _reply(self, text: str, turn: _Turn, emit: EventCallback) -> TurnFinished:
         """Store the reply with the documents it relies on (a ``cite`` row right after it)."""

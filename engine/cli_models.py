@@ -156,7 +156,7 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     try:
         model = load_model(mnemo.settings)
         print(f"  loads: yes ({time.perf_counter() - started:.1f} s)")
-        mode = choose_mode(str(mnemo.settings.get("agent.mode")), model.parameter_count)
+        mode = choose_mode(mnemo.settings.memory_mode, model.parameter_count)
         print(f"  memory mode: {mode.label} ({mode.reason})")
         check = getattr(model, "check", None)
         if check is not None:

@@ -71,4 +71,4 @@ def configured_mode(settings: Settings) -> ModeChoice:
         from engine.llm.local import parameter_count_of  # llama.cpp only when it is needed
 
         count = parameter_count_of(settings.get("model.path") or None)
-    return choose_mode(str(settings.get("agent.mode")), count)
+    return choose_mode(settings.memory_mode, count)

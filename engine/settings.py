@@ -108,5 +108,9 @@ class Settings:
         return int(self.get("agent.step_limit"))
 
     @property
+    def memory_mode(self) -> str:
+        return str(self.get("agent.mode"))
+
+    @property
     def core_write_policy(self) -> str:
         return str(self.get("memory.core_write_policy"))

@@ -21,6 +21,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402
 from engine.llm.local import bundled_model_path  # noqa: E402
+from engine.memory.archival import Source  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -122,3 +123,16 @@ def llama_server() -> Iterator[str]:
         except subprocess.TimeoutExpired:  # still generating for a request it was sent
             server.kill()
             server.wait()
+
+
+@pytest.fixture
+def boiler_manual(mnemo: Mnemo, tmp_path: Path) -> Path:
+    """A document passage (page 4 of a PDF on disk), for replies that should cite it."""
+    manual = tmp_path / "boiler-manual.pdf"
+    manual.write_bytes(b"%PDF-1.4")
+    mnemo.archival.insert(
+        "The boiler service code is 7731 and the plumber is Ana Ruiz.",
+        source=Source(path=str(manual), section="page 4"),
+        origin="document",
+    )
+    return manual

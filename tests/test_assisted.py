@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import threading
-from pathlib import Path
 
 import pytest
 from agent_helpers import Recorder
@@ -20,7 +19,6 @@ from engine.events import (
     ProposalCreated,
 )
 from engine.llm import ScriptedModel, ScriptedStep
-from engine.memory.archival import Source
 from engine.modes import choose_mode
 
 SMALL = 135_000_000
@@ -226,19 +224,8 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
     assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
 
 
-def boiler_document(mnemo, tmp_path) -> Path:
-    manual = tmp_path / "boiler-manual.pdf"
-    manual.write_bytes(b"%PDF-1.4")
-    mnemo.archival.insert(
-        "The boiler service code is 7731 and the plumber is Ana Ruiz.",
-        source=Source(path=str(manual), section="page 4"),
-        origin="document",
-    )
-    return manual
-
-
-def test_a_reply_that_uses_a_document_cites_it(mnemo, model, tmp_path):
-    manual = boiler_document(mnemo, tmp_path)
+def test_a_reply_that_uses_a_document_cites_it(mnemo, model, boiler_manual):
+    manual = boiler_manual
     model.enqueue(["The boiler service code is 7731; Ana Ruiz is the plumber.", "Hello!"])
     events = Recorder()
     agent = Agent(mnemo, model)
@@ -255,8 +242,8 @@ def test_a_reply_that_uses_a_document_cites_it(mnemo, model, tmp_path):
     assert all("boiler-manual" not in m.content for m in model.prompts[-1].messages[2:])
 
 
-def test_self_managed_replies_cite_what_archival_search_returned(mnemo, tmp_path):
-    manual = boiler_document(mnemo, tmp_path)
+def test_self_managed_replies_cite_what_archival_search_returned(mnemo, boiler_manual):
+    manual = boiler_manual
     model = ScriptedModel()  # self-managed
     model.enqueue(
         [

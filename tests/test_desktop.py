@@ -20,7 +20,6 @@ from desktop.chat import CallRow
 from desktop.main_window import MainWindow
 from engine import Mnemo
 from engine.llm import ScriptedModel, ScriptedStep
-from engine.memory.archival import Source
 from tests.agent_helpers import call, say
 
 TIMEOUT_MS = 15_000
@@ -678,14 +677,8 @@ def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
         reopened.shutdown()
 
 
-def test_a_reply_shows_the_documents_it_used_as_links(qtbot, mnemo, tmp_path):
-    manual = tmp_path / "boiler-manual.pdf"
-    manual.write_bytes(b"%PDF-1.4")
-    mnemo.archival.insert(
-        "The boiler service code is 7731 and the plumber is Ana Ruiz.",
-        source=Source(path=str(manual), section="page 4"),
-        origin="document",
-    )
+def test_a_reply_shows_the_documents_it_used_as_links(qtbot, mnemo, boiler_manual):
+    manual = boiler_manual
     model = ScriptedModel(parameter_count=135_000_000)
     window = open_window(qtbot, mnemo, model)
     try:

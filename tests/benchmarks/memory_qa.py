@@ -85,9 +85,7 @@ def evidence_text(sample: dict[str, Any], wanted: list[str]) -> str:
 def ask(mnemo: Mnemo, model: ChatModel, mode: str, question: str, evidence: str, key: str) -> str:
     """One question in a new conversation; the conversation is removed afterwards."""
     if mode == "ceiling":
-        agent = Agent(mnemo, model, conversation_id=key)
-        mnemo.settings.set("agent.mode", "assisted")
-        window = agent.window
+        window = Agent(mnemo, model, conversation_id=key).window
         prompt, _ = window.build(load_state(mnemo, key), assisted=True)
         prompt = Prompt(
             instructions=prompt.instructions,
