@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import datetime
 
 import pytest
 from agent_helpers import Recorder
@@ -74,6 +75,8 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     prompt = model.prompts[-1]
     assert "Recalled from memory" in prompt.messages[-1].content
     assert "I am allergic to peanuts" in prompt.messages[-1].content
+    said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
+    assert said in prompt.messages[-1].content
     (called,) = second.of(FunctionCalled)
     (returned,) = second.of(FunctionReturned)
     assert called.name == assisted.RECALL and called.description == "recalled 1 message"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
-from engine.assisted import RECALL, SECTION_HEAD
+from engine.assisted import NOTE_MARK, RECALL, spoken_date
 from engine.context.summary import summarize
 from engine.llm.base import (
     ChatMessage,
@@ -256,8 +256,9 @@ class ContextWindow:
         instructions = self._assisted_instructions if assisted else self._instructions
         core, summary = self.core_text(blocks), self.summary_text(state)
         if assisted:
-            core += f"\n\nToday is {datetime.now().astimezone():%A %Y-%m-%d}."
-        recalled = [m.content for m in chat if m.content.startswith(SECTION_HEAD)]
+            today = datetime.now().astimezone()
+            core += f"\n\nToday is {today:%A} {spoken_date(today)}."
+        recalled = [m.content for m in chat if m.content.startswith(NOTE_MARK)]
         prompt = Prompt(
             instructions=instructions,
             functions=functions,

@@ -85,13 +85,15 @@ def plain_run(model: LlamaModel, turns: list[str]) -> list[float]:
         return firsts
 
 
-def assisted_run(model: LlamaModel, turns: list[str]) -> tuple[list[float], int]:
+def assisted_run(model: LlamaModel, turns: list[str]) -> tuple[list[float], list[bool]]:
+    """Each turn's time to first token, and whether it recalled anything."""
     with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder) as mnemo:
         mnemo.recall.add_many(history())
         mnemo.wait_for_background_work()
         mnemo.settings.set("agent.mode", "assisted")
         agent = Agent(mnemo, model, conversation_id="now")
-        firsts, recalled = [], 0
+        firsts: list[float] = []
+        recalled: list[bool] = []
         for text in turns:
             began = time.perf_counter()
             first: list[float] = []
@@ -102,7 +104,9 @@ def assisted_run(model: LlamaModel, turns: list[str]) -> tuple[list[float], int]
 
             agent.send(text, on_event=on_event)
             firsts.append(first[0] if first else float("nan"))
-            recalled += any(h.name == "recall" for h in mnemo.recall.recent(4, "now"))
+            rows = mnemo.recall.recent(12, "now")
+            start = max(i for i, row in enumerate(rows) if row.role == "user")
+            recalled.append(any(row.name == "recall" for row in rows[start:]))
         return firsts, recalled
 
 
@@ -116,19 +120,24 @@ def main() -> None:
     model.max_step_tokens = 96  # short replies keep the run short; both runs alike
     plain: list[float] = []
     assisted: list[float] = []
+    recalled: list[bool] = []
     for _round in range(args.rounds):  # alternated, so that drift on a shared machine is shared
         plain += plain_run(model, turns)
-        firsts, recalled = assisted_run(model, turns)
+        firsts, flags = assisted_run(model, turns)
         assisted += firsts
+        recalled += flags
     emit(
         {
             "benchmark": "assisted_latency",
             "turns": args.turns,
             "rounds": args.rounds,
-            "turns_with_recall": recalled,
+            "turns_with_recall": sum(recalled),
             "plain_ttft_p50_s": round(p50(plain), 3),
             "assisted_ttft_p50_s": round(p50(assisted), 3),
             "ratio": round(p50(assisted) / p50(plain), 2),
+            "recall_turns_ttft_p50_s": round(
+                p50([t for t, flag in zip(assisted, recalled, strict=True) if flag]), 3
+            ),
         }
     )
 

@@ -38,7 +38,7 @@ from locomo_recall import CATEGORIES, evidence_ids, load_conversation, session_d
 
 from engine import Mnemo
 from engine.agent import Agent
-from engine.assisted import SECTION_HEAD
+from engine.assisted import SECTION_HEAD, spoken_date
 from engine.context.window import load_state
 from engine.llm import ChatModel, load_model
 from engine.llm.base import ChatMessage, Prompt
@@ -77,7 +77,7 @@ def evidence_text(sample: dict[str, Any], wanted: list[str]) -> str:
         date = session_date(conversation[f"session_{number}_date_time"])
         for turn in conversation[f"session_{number}"]:
             if turn["dia_id"] in wanted:
-                lines.append(f"- {date:%Y-%m-%d %H:%M}, {turn['speaker']}: {turn['text']}")
+                lines.append(f"- {spoken_date(date)}, {turn['speaker']}: {turn['text']}")
         number += 1
     return "\n".join(lines)
 
