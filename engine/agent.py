@@ -50,7 +50,12 @@ from engine.events import (
 )
 from engine.llm.base import ChatMessage, ChatModel, Prompt, Step
 from engine.memory.archival import Passage
-from engine.memory.recall import DEFAULT_CONVERSATION, MessageHit, RecallTransaction
+from engine.memory.recall import (
+    DEFAULT_CONVERSATION,
+    MessageHit,
+    RecallTransaction,
+    pasted_reason,
+)
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
@@ -168,6 +173,9 @@ class Agent:
     def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
         turn = _Turn()
         try:
+            # Text the user did not write stays in the context after the turn that read it
+            # (and across a restart): edits wait for the user while it is there.
+            turn.untrusted_reason = self.mnemo.recall.untrusted_reason(self.conversation_id)
             if self.mode.mode == "assisted":
                 return self._assisted_turn(turn, emit, cancel)
             return self._self_managed_turn(turn, emit, cancel)
@@ -379,7 +387,11 @@ class Agent:
         with self.mnemo.recall.transaction() as transaction:
             self._store_call(transaction, assisted.RECALL, arguments)
             transaction.add(
-                "function_result", text, name=assisted.RECALL, conversation_id=self.conversation_id
+                "function_result",
+                text,
+                name=assisted.RECALL,
+                conversation_id=self.conversation_id,
+                untrusted_reason=found.untrusted_reason,
             )
         emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
         return found
@@ -447,6 +459,7 @@ class Agent:
                         new_content=assisted.fact_line(fact),
                         cause_kind="message",
                         cause_ref=str(user.id),
+                        untrusted_reason=pasted_reason(user.text),
                         auto_approve=self.mnemo.settings.core_write_policy == "auto",
                     )
                 except CoreMemoryError as error:  # the block is full or read-only
@@ -550,6 +563,7 @@ class Agent:
                 result.text if result.ok else ERROR_PREFIX + result.text,
                 name=name,
                 conversation_id=self.conversation_id,
+                untrusted_reason=result.untrusted_reason,
             )
         emit(FunctionReturned(name, result.ok, result.text, result.summary))
         turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason

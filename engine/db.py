@@ -173,6 +173,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         INSERT OR IGNORE INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
         """,
     ),
+    (
+        "message_untrusted_reason",
+        # Set on a function result that brought text the user did not write into the context;
+        # the conversation's core-memory edits wait for the user from then on
+        # (Recall.untrusted_reason).
+        """
+        ALTER TABLE message ADD COLUMN untrusted_reason TEXT;
+        CREATE INDEX message_untrusted ON message (conversation_id, id)
+            WHERE untrusted_reason IS NOT NULL;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -20,6 +20,7 @@ class Message(SQLModel, table=True):
     created_at: float
     embedded: int = 0
     search_text: str | None = None  # what the keyword index holds (see context_index)
+    untrusted_reason: str | None = None  # this result brought untrusted text into the context
 
 
 class CoreBlock(SQLModel, table=True):
