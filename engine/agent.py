@@ -48,7 +48,7 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
-from engine.llm.base import ChatMessage, ChatModel, Prompt, Step
+from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, parse_call
 from engine.memory.archival import Passage
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
@@ -144,10 +144,8 @@ class Agent:
             return False
         if last[-1].text.startswith(ERROR_PREFIX):
             return True
-        try:
-            return bool(json.loads(last[-2].text)["arguments"].get("request_heartbeat"))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            return False
+        call, _problem = parse_call(last[-2].text)
+        return bool(call and call.arguments.get("request_heartbeat"))
 
     def resume(
         self,
@@ -191,12 +189,25 @@ class Agent:
             )
             if sentence is None:
                 raise
-            try:  # so that the next start does not retry a turn that cannot work
-                self._note(f"The turn stopped: {sentence}")
-            except (MnemoError, sqlalchemy.exc.OperationalError):
-                log.warning("could not record the failed turn: %s", sentence)
-            emit(Notice("error", sentence))
-            return self._finish(TurnFinished(None, turn.steps, "error"), emit)
+            return self._fail(turn, emit, sentence)
+        except Exception:  # a bug: say so, and close the turn so that no restart retries it
+            log.exception("the turn failed")
+            return self._fail(
+                turn,
+                emit,
+                "Something went wrong inside Mnemo, and this turn was stopped (the details are "
+                "in the log). Send your message again.",
+            )
+
+    def _fail(self, turn: _Turn, emit: EventCallback, sentence: str) -> TurnFinished:
+        """End a turn that cannot go on. The note closes it, so that the next start does not
+        retry it (a message that fails every time would otherwise fail at every start)."""
+        try:
+            self._note(f"The turn stopped: {sentence}")
+        except (MnemoError, sqlalchemy.exc.OperationalError):
+            log.warning("could not record the failed turn: %s", sentence)
+        emit(Notice("error", sentence))
+        return self._finish(TurnFinished(None, turn.steps, "error"), emit)
 
     def _self_managed_turn(
         self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None

@@ -12,13 +12,13 @@ inventions can become a memory edit.
 
 from __future__ import annotations
 
-import json
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from engine.llm.base import load_model_json
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import excerpt, query_terms
@@ -191,9 +191,8 @@ def memory_request(statements: list[str]) -> str:
 
 def chosen_facts(reply: str, statements: list[str]) -> list[str] | None:
     """The statements the memory step kept, or None when its output is malformed."""
-    try:
-        value = json.loads(reply)
-    except ValueError:
+    value, problem = load_model_json(reply)
+    if problem:
         return None
     facts = value.get("facts") if isinstance(value, dict) else None
     if not isinstance(facts, list) or any(fact not in statements for fact in facts):

@@ -11,7 +11,6 @@ half is folded into the summary and ``context_start_id`` moves on. Evicted messa
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from engine.llm.base import (
     Prompt,
     ToolCall,
     message_text,
+    parse_call,
 )
 from engine.memory.core import Block
 from engine.memory.models import AgentStateRow
@@ -134,12 +134,12 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
             messages.append(ChatMessage("assistant", call=call))
         elif hit.role == "function_call":
             last_call_id = f"m{hit.id}"
-            try:
-                stored = json.loads(hit.text)
-                call = ToolCall(stored["function"], stored["arguments"], id=last_call_id)
-                messages.append(ChatMessage("assistant", call=call))
-            except (ValueError, KeyError, TypeError):  # malformed output kept as it was
+            stored, _problem = parse_call(hit.text)
+            if stored is None:  # malformed output kept as it was
                 messages.append(ChatMessage("assistant", hit.text))
+            else:
+                call = ToolCall(stored.name, stored.arguments, id=last_call_id)
+                messages.append(ChatMessage("assistant", call=call))
         elif hit.role == "function_result":
             messages.append(
                 ChatMessage("tool", hit.text, call_id=last_call_id, name=hit.name or "function")

@@ -13,7 +13,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from engine.llm.base import ChatMessage, FunctionSchema, Prompt, Step, StepStats, ToolCall
+from engine.llm.base import (
+    ChatMessage,
+    FunctionSchema,
+    Prompt,
+    Step,
+    StepStats,
+    ToolCall,
+    load_model_json,
+)
 from engine.llm.http import ApiClient
 
 CHARS_PER_TOKEN = 3.6
@@ -129,13 +137,12 @@ def streamed_step(text: str, call: tuple[str, str, str] | None, stats: StepStats
         return Step(None, raw="", error="your reply was empty; call a function", stats=stats)
     name, arguments_json, call_id = call
     raw = json.dumps({"function": name, "arguments": arguments_json})
-    try:
-        arguments = json.loads(arguments_json or "{}")
-    except json.JSONDecodeError as error:
+    arguments, problem = load_model_json(arguments_json or "{}")
+    if problem:
         return Step(
             None,
-            raw=raw,
-            error=f"the arguments of {name} were not valid JSON ({error.msg})",
+            raw=raw[:4000],
+            error=f"the arguments of {name} could not be read: {problem}",
             stats=stats,
         )
     if not isinstance(arguments, dict) or not name:

@@ -23,6 +23,55 @@ TextCallback = Callable[[str], None]
 
 # The JSON shape every text-decoding backend produces and every prompt shows for a call.
 CALL_PREFIX = '{"function": '
+# Bounds on JSON a model (or a server) writes. Memory functions take flat arguments (depth 3 with
+# the envelope); a long archival note is a few thousand characters.
+MAX_JSON_DEPTH = 16
+MAX_JSON_CHARS = 200_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates (which JSON's \\uXXXX escapes can produce, and which SQLite
+    and Qt cannot encode) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def _safe_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, list):
+        return [_safe_value(item) for item in value]
+    if isinstance(value, dict):
+        return {safe_text(str(key)): _safe_value(item) for key, item in value.items()}
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in ``value`` (iteratively: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def load_model_json(text: str) -> tuple[Any, str | None]:
+    """Parse JSON that a model or a model server wrote: bounded in size and depth, with its
+    strings made safe to store. Returns (value, None) or (None, what is wrong, for the model)."""
+    if len(text) > MAX_JSON_CHARS:
+        return None, f"it is {len(text):,} characters long (at most {MAX_JSON_CHARS:,})"
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, f"it is not valid JSON ({error.msg} at character {error.pos})"
+    except RecursionError:
+        return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
+    if _depth(value) > MAX_JSON_DEPTH:
+        return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
+    return _safe_value(value), None
 
 
 @dataclass(frozen=True)
@@ -166,12 +215,11 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
     text = raw.strip()
     if text.startswith("```"):  # a fenced block from a chatty model
         text = text.strip("`").removeprefix("json").strip()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
+    value, problem = load_model_json(text)
+    if problem:
         return None, (
-            f"your output was not valid JSON ({error.msg} at character {error.pos}); reply with "
-            'exactly one object like {"function": "send_message", "arguments": {"message": "..."}}'
+            f"your output could not be read: {problem}; reply with exactly one object like "
+            '{"function": "send_message", "arguments": {"message": "..."}}'
         )
     if not isinstance(value, dict) or not isinstance(value.get("function"), str):
         return None, 'your output must be an object with a "function" name and "arguments"'
@@ -186,6 +234,7 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
 
 def plain_step(text: str, stats: StepStats) -> Step:
     """A plain-text reply as a step; an empty one is an error the agent shows."""
+    text = safe_text(text)
     if text.strip():
         return Step(None, raw=text, text=text.strip(), stats=stats)
     return Step(None, raw=text, error="the model's reply was empty", stats=stats)
@@ -241,7 +290,7 @@ class MessageStream:
                     break  # the escape is not complete yet
                 # A broken escape is skipped here; the parser reports the call itself.
                 with contextlib.suppress(json.JSONDecodeError):
-                    out.append(json.loads(f'"{body[i : i + width]}"'))
+                    out.append(safe_text(json.loads(f'"{body[i : i + width]}"')))
                 i += width
                 continue
             out.append(char)

@@ -7,7 +7,6 @@ retried with exponential backoff before any output was streamed; everything else
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any
 import httpx
 
 from engine.errors import GenerationCancelled, ModelError
+from engine.llm.base import load_model_json
 
 log = logging.getLogger("mnemo.llm")
 logging.getLogger("httpx").setLevel(logging.WARNING)  # request lines carry no value in our logs
@@ -83,13 +83,14 @@ class ApiClient:
                         data = line[5:].strip()
                         if data == "[DONE]":
                             return
-                        try:
-                            yield event, json.loads(data)
-                        except json.JSONDecodeError as error:
+                        value, problem = load_model_json(data)
+                        if problem:
                             raise ModelError(
-                                f"The {self.provider} server sent a malformed event ({error.msg}); "
-                                "try again, and check that the base URL points at an API server."
-                            ) from error
+                                f"The {self.provider} server sent an event that could not be read "
+                                f"({problem}); try again, and check that the base URL points at "
+                                "an API server."
+                            )
+                        yield event, value
                         event = None
             except httpx.TimeoutException as error:
                 raise self._timeout() from error
