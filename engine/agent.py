@@ -48,7 +48,7 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
-from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, parse_call
+from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, parse_call, safe_text
 from engine.memory.archival import Passage
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
@@ -121,6 +121,11 @@ class Agent:
         text = text.strip()
         if not text:
             raise MnemoError("Type a message first; an empty message was not sent.")
+        if safe_text(text) != text:  # bytes that are not UTF-8, as a terminal may pass them
+            raise MnemoError(
+                "The message holds characters that are not valid UTF-8 text, so it was not sent; "
+                "set your terminal to UTF-8 (for example LANG=C.UTF-8)."
+            )
         with self._lock:
             self.mnemo.recall.add("user", text, conversation_id=self.conversation_id)
             return self._run_turn(_ignore if on_event is None else on_event, cancel)

@@ -19,6 +19,7 @@ from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
 from engine.errors import MnemoError
+from engine.llm.base import safe_text
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
 from engine.modes import configured_mode
@@ -392,8 +393,29 @@ def log_to_profile(mnemo: Mnemo) -> None:
     root.setLevel(min(root.level or logging.INFO, logging.INFO))
 
 
+def undecodable_argument(args: argparse.Namespace) -> str | None:
+    """The first argument that is not valid UTF-8 (Python holds such bytes as lone surrogates,
+    which nothing downstream can store), as a sentence; None when all are text. Files to ingest
+    are left to the ingestor, which reports each badly named file on its own."""
+    for name, value in vars(args).items():
+        if name == "paths":
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and safe_text(item) != item:
+                shown = item.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                return (
+                    f'the {name} "{shown}" is not valid UTF-8 text; set your terminal to UTF-8 '
+                    "(for example LANG=C.UTF-8) and try again"
+                )
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    problem = undecodable_argument(args)
+    if problem:
+        print(f"mnemo: {problem}", file=sys.stderr)
+        return 2
     try:
         with Mnemo.open(args.profile) as mnemo:
             log_to_profile(mnemo)

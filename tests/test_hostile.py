@@ -22,7 +22,10 @@ from fake_servers import FakeServer, Reply, sse
 
 from engine import Mnemo
 from engine.agent import Agent
+from engine.cli import main
+from engine.errors import MnemoError
 from engine.events import Notice, TextStreamed, TurnFinished
+from engine.ingest.ingestor import Ingestor
 from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
 from engine.memory.recall import PASTED_CHARS
@@ -236,3 +239,47 @@ def test_a_turn_that_fails_on_a_bug_is_closed_and_not_retried_at_every_start(mne
     assert result.reason == "error"
     assert "Something went wrong inside Mnemo" in events.of(Notice)[0].text
     assert not Agent(mnemo, model).interrupted  # the next start does not run it again
+
+
+# -- 3. names and arguments that are not UTF-8 -------------------------------------------------
+
+
+def test_a_file_whose_name_is_not_utf8_gets_its_own_error_and_the_rest_goes_on(mnemo, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.txt").write_text("The museum opens at ten.")
+    bad = Path(os.fsdecode(bytes(folder) + b"/caf\xe9.txt"))  # as os.listdir returns it
+    bad.write_text("The cafe opens at nine.")
+    progress = Ingestor(mnemo).ingest([folder])
+    outcomes = {
+        Path(result.path).name: (result.outcome, result.error) for result in progress.results
+    }
+    assert outcomes["good.txt"] == ("done", None)
+    outcome, error = outcomes["caf\\xe9.txt"]  # shown with its byte escaped
+    assert outcome == "error" and "not valid UTF-8" in error
+    assert mnemo.archival.search("museum", mode="keyword").total == 1
+    # A watched folder reports the same file on its own, and a rescan does not stop at it.
+    assert Ingestor(mnemo).ingest_file(bad).outcome == "error"
+    assert Ingestor(mnemo).remove(str(bad)) == 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chat", "-m", "caf\udce9"],
+        ["memory", "set", "human", "caf\udce9"],
+        ["archival", "insert", "caf\udce9"],
+        ["search", "archival", "caf\udce9"],
+        ["watch", "add", "/tmp/caf\udce9"],
+    ],
+)
+def test_invalid_utf8_on_the_command_line_is_one_sentence(args, profile_dir, capsys):
+    assert main(["--profile", str(profile_dir), *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and 'caf\\xe9" is not valid UTF-8 text' in err
+
+
+def test_a_chat_message_that_is_not_utf8_is_refused_in_words(mnemo):
+    with pytest.raises(MnemoError, match="not valid UTF-8"):
+        Agent(mnemo, ScriptedModel()).send("caf\udce9")
+    assert mnemo.recall.count() == 0

@@ -107,6 +107,24 @@ def walk(
                 yield path
 
 
+def unstorable_name(path: Path | str) -> str | None:
+    """Why a file cannot be indexed under its name, or None. Mnemo keeps paths as text; a name
+    that is not valid UTF-8 (Python holds its bytes as lone surrogates) cannot be stored."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return (
+            "its name is not valid UTF-8 text, so Mnemo cannot keep it; rename the file (for "
+            "example with convmv) and it is read on the next scan"
+        )
+    return None
+
+
+def display_path(path: Path | str) -> str:
+    """A path as text that can always be shown and stored: undecodable bytes read as \\xNN."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def file_hash(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as file:
@@ -185,6 +203,8 @@ class Ingestor:
         """Mark files as queued in one transaction, so a crash leaves a list to resume from."""
         with Session(self._mnemo.database) as session:
             for path in paths:
+                if unstorable_name(path):
+                    continue  # reported on its own when its turn comes
                 row = session.get(DocumentRow, str(path))
                 if row is None:
                     session.add(
@@ -301,8 +321,10 @@ class Ingestor:
     def ingest_file(self, path: Path, cancel: threading.Event | None = None) -> FileResult:
         """Bring one file's passages in line with the file, whatever state it is in."""
         with self._exclusive():
-            with Session(self._mnemo.database) as session:
-                row = session.get(DocumentRow, str(path))
+            row = None
+            if not unstorable_name(path):  # such a file is reported by _ingest_into
+                with Session(self._mnemo.database) as session:
+                    row = session.get(DocumentRow, str(path))
             unchanged = self._unchanged(row, path)
             if unchanged is not None:
                 return unchanged
@@ -320,6 +342,10 @@ class Ingestor:
         cancel: threading.Event | None,
     ) -> None:
         """Check one file and queue its passages on ``writer`` (which reports its outcome)."""
+        problem = unstorable_name(path)
+        if problem:
+            writer.report(self._failed(display_path(path), problem))
+            return
         key = str(path)
         try:
             stat = path.stat()
@@ -416,6 +442,8 @@ class Ingestor:
             return self._remove(path)
 
     def _remove(self, path: str) -> int:
+        if unstorable_name(path):
+            return 0  # nothing was ever stored under such a name
         removed = 0
         rows = [row.path for row in self.documents(under=path)]
         with Session(self._mnemo.database) as session:
