@@ -41,6 +41,10 @@ DEFAULTS: dict[str, Any] = {
     "model.threads": 0,  # 0: one per CPU core
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
     "ingest.max_file_mb": 100,
+    # A file may take a minute plus this many seconds per MB to read and embed (a 2-core laptop
+    # embeds about 1 MB of text a minute... see README); longer, it is stopped with an error of
+    # its own and the next file goes on.
+    "ingest.seconds_per_mb": 10,
 }
 
 

@@ -226,8 +226,8 @@ def test_a_file_deleted_while_being_read(mnemo, tmp_path, monkeypatch):
 
     real_load = ingestor_module.load
 
-    def load_then_delete(path):
-        sections = real_load(path)
+    def load_then_delete(path, **options):
+        sections = real_load(path, **options)
         path.unlink()
         raise FileNotFoundError(2, "No such file", str(path))
         yield from sections  # pragma: no cover

@@ -38,6 +38,7 @@ log = logging.getLogger("mnemo.ingest")
 
 INSERT_BATCH = 512  # passages embedded and written together
 HASH_PIECE = 1024 * 1024
+MIN_FILE_SECONDS = 60  # every file gets at least this long, however small
 DEFAULT_EXCLUDES = (
     ".*",  # hidden files and folders: .git, .venv, .cache...
     "node_modules",
@@ -401,10 +402,21 @@ class Ingestor:
         if had_passages:
             self._mnemo.archival.delete_by_source(key)  # changed, or a crash mid-way: start clean
         file = writer.start(key, stat, digest)
+        allowed_s = (
+            MIN_FILE_SECONDS
+            + int(self._mnemo.settings.get("ingest.seconds_per_mb")) * stat.st_size / 2**20
+        )
+        deadline = time.monotonic() + allowed_s
         try:
-            for chunk in chunk_sections(load(path)):
+            for chunk in chunk_sections(load(path, unpacked_limit=limit * 2**20)):
                 if cancel is not None and cancel.is_set():
                     raise GenerationCancelled("Ingestion was stopped.")
+                if time.monotonic() > deadline:
+                    raise DocumentError(
+                        f"reading it took longer than {allowed_s:.0f} s, so it was stopped (a "
+                        "minute plus ingest.seconds_per_mb per MB; raise that setting to let "
+                        "large files finish)"
+                    )
                 writer.add(
                     file,
                     NewPassage(

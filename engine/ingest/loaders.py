@@ -9,17 +9,18 @@ charset-normalizer for text whose encoding is not UTF-8. A file that cannot be r
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from pathlib import Path
+from typing import IO, Any, TextIO
 
 from engine.errors import MnemoError
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # damaged files are reported per file
 
-TEXT_PIECE_BYTES = 256 * 1024  # plain text is read and yielded this much at a time
+TEXT_PIECE_CHARS = 256 * 1024  # text is read and yielded about this much at a time
 SNIFF_BYTES = 64 * 1024
 
 TEXT_SUFFIXES = frozenset(
@@ -59,13 +60,14 @@ def is_supported(path: Path) -> bool:
     )
 
 
-def load(path: Path) -> Iterator[Section]:
-    """The sections of a document, in order."""
+def load(path: Path, unpacked_limit: int = 100 * 2**20) -> Iterator[Section]:
+    """The sections of a document, in order, read as a stream. ``unpacked_limit``: the most
+    bytes a packed format (Word) may unpack to."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         return _pdf(path)
     if suffix == ".docx":
-        return _docx(path)
+        return _docx(path, unpacked_limit)
     if suffix in MARKDOWN_SUFFIXES:
         return _markdown(path)
     if suffix in HTML_SUFFIXES:
@@ -116,16 +118,28 @@ def read_text(path: Path) -> str:
 def _text(path: Path) -> Iterator[Section]:
     encoding = _encoding(path)
     with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
-        line_number = 0
-        while True:
-            lines = file.readlines(TEXT_PIECE_BYTES)
-            if not lines:
-                return
-            first = line_number + 1
-            line_number += len(lines)
-            text = "".join(lines)
-            if text.strip():
-                yield Section(text, f"lines {first}-{line_number}")
+        line = 1
+        for piece in _pieces(file):
+            first, line = line, line + piece.count("\n")
+            last = line - 1 if piece.endswith("\n") else line  # a piece may end inside a line
+            if piece.strip():
+                yield Section(piece, f"lines {first}-{last}")
+
+
+def _pieces(file: TextIO, size: int = TEXT_PIECE_CHARS) -> Iterator[str]:
+    """A text file in pieces of about ``size`` characters, cut after a line where there is one
+    and between words where not, so that a file on one enormous line never sits in memory whole."""
+    carried = ""
+    while True:
+        read = file.read(size)
+        text = carried + read
+        if len(read) < size:  # the end of the file (a text file reads short only there)
+            if text:
+                yield text
+            return
+        cut = text.rfind("\n") + 1 or max(text.rfind(" "), text.rfind("\t")) + 1 or len(text)
+        carried = text[cut:]
+        yield text[:cut]
 
 
 # -- structured formats ------------------------------------------------------------------------
@@ -162,93 +176,251 @@ def _headed(blocks: Iterator[tuple[int, str]]) -> Iterator[Section]:
 
     Each section's text starts with its heading, so that words of the heading find it too.
     """
-    path: list[str] = []
+    path: list[tuple[int, str]] = []  # the open headings: (level, title)
     body: list[str] = []
     for level, text in blocks:
         if level:
             if body:
-                yield Section("\n\n".join(body), " > ".join(path) or None)
-            path = [*path[: level - 1], text.strip()]
+                yield Section("\n\n".join(body), " > ".join(t for _, t in path) or None)
+            # A heading closes the ones at its level and below (siblings do not nest, even in
+            # a document that starts at level 2).
+            path = [*(open_ for open_ in path if open_[0] < level), (level, text.strip())]
             body = [text.strip()] if text.strip() else []
         elif text.strip():
             body.append(text.strip())
     if body:
-        yield Section("\n\n".join(body), " > ".join(path) or None)
+        yield Section("\n\n".join(body), " > ".join(t for _, t in path) or None)
 
 
-def _docx(path: Path) -> Iterator[Section]:
-    import docx
-    from docx.opc.exceptions import PackageNotFoundError
+WORD = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+RELATIONSHIPS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+
+
+def _docx(path: Path, unpacked_limit: int) -> Iterator[Section]:
+    """A Word document read as a stream (lxml's iterparse over its XML inside the zip), so that
+    memory stays flat however long it is. Only the parts it reads count against
+    ``unpacked_limit`` bytes: a small file that unpacks to gigabytes (a zip bomb) is refused."""
+    import zipfile
 
     try:
-        document = docx.Document(str(path))
-    except (PackageNotFoundError, KeyError, ValueError, OSError) as error:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise DocumentError(f"it is not a readable Word document ({error})") from error
-    except Exception as error:  # zipfile and lxml raise their own types for damaged files
+    with archive:
+        document = _docx_part(archive, "_rels/.rels", "officeDocument") or "word/document.xml"
+        styles = str(Path(document).parent / "styles.xml")
+        parts = [archive.getinfo(n) for n in (document, styles) if n in archive.NameToInfo]
+        if not parts or parts[0].filename != document:
+            raise DocumentError("it is not a readable Word document (it has no document part)")
+        unpacked = sum(info.file_size for info in parts)
+        if unpacked > unpacked_limit:
+            raise DocumentError(
+                f"its text unpacks to {unpacked / 2**20:,.0f} MB, more than the "
+                f"{unpacked_limit / 2**20:,.0f} MB Mnemo reads (the setting ingest.max_file_mb); "
+                "it may be damaged or built to exhaust memory"
+            )
+        names = _docx_style_names(archive, styles) if len(parts) > 1 else {}
+        try:
+            with archive.open(document) as part:
+                yield from _headed(_docx_blocks(part, names))
+        except (zipfile.BadZipFile, OSError, EOFError) as error:
+            raise DocumentError(f"it is not a readable Word document ({error})") from error
+
+
+def _docx_part(archive: Any, rels: str, kind: str) -> str | None:
+    """The part a package relationship of ``kind`` points to, or None."""
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(archive.read(rels))
+    except (KeyError, etree.XMLSyntaxError):
+        return None
+    for relation in root.iter(f"{RELATIONSHIPS}Relationship"):
+        if relation.get("Type", "").endswith("/" + kind):
+            return str(relation.get("Target", "")).lstrip("/") or None
+    return None
+
+
+def _docx_style_names(archive: Any, styles: str) -> dict[str, str]:
+    """Style id -> style name ("Heading1" -> "heading 1")."""
+    from lxml import etree
+
+    try:
+        root = etree.fromstring(archive.read(styles))
+    except etree.XMLSyntaxError:
+        return {}
+    names = {}
+    for style in root.iter(f"{WORD}style"):
+        name = style.find(f"{WORD}name")
+        if name is not None:
+            names[style.get(f"{WORD}styleId", "")] = name.get(f"{WORD}val", "")
+    return names
+
+
+def _docx_blocks(part: IO[bytes], style_names: dict[str, str]) -> Iterator[tuple[int, str]]:
+    """(heading level or 0, text) for each paragraph and table row, in document order."""
+    from lxml import etree
+
+    try:
+        for _event, element in etree.iterparse(
+            part, events=("end",), tag=(f"{WORD}p", f"{WORD}tr"), resolve_entities=False
+        ):
+            if element.tag == f"{WORD}tr":
+                cells = [
+                    " ".join(_docx_text(p) for p in cell.iter(f"{WORD}p")).strip()
+                    for cell in element.iter(f"{WORD}tc")
+                ]
+                yield 0, " | ".join(cells)
+            elif _docx_in_table(element):
+                continue  # its row yields it
+            else:
+                style = element.find(f"{WORD}pPr/{WORD}pStyle")
+                name = style_names.get(style.get(f"{WORD}val", ""), "") if style is not None else ""
+                yield _heading_level(name), _docx_text(element)
+            if not _docx_in_table(element):
+                element.clear()  # what was read is freed as the parse goes on
+                while element.getprevious() is not None:
+                    del element.getparent()[0]
+    except etree.XMLSyntaxError as error:
         raise DocumentError(f"it is not a readable Word document ({error})") from error
 
-    def blocks() -> Iterator[tuple[int, str]]:
-        for paragraph in document.paragraphs:
-            style = (paragraph.style.name if paragraph.style is not None else "") or ""
-            level = 0
-            if style.startswith("Heading"):
-                digits = style.removeprefix("Heading").strip()
-                level = int(digits) if digits.isdigit() else 1
-            elif style == "Title":
-                level = 1
-            yield level, paragraph.text
-        for table in document.tables:
-            for row in table.rows:
-                yield 0, " | ".join(cell.text.strip() for cell in row.cells)
 
-    return _headed(blocks())
+def _docx_in_table(element: Any) -> bool:
+    parent = element.getparent()
+    while parent is not None:
+        if parent.tag == f"{WORD}tc":
+            return True
+        parent = parent.getparent()
+    return False
+
+
+def _docx_text(paragraph: Any) -> str:
+    marks = {f"{WORD}tab": "\t", f"{WORD}br": "\n", f"{WORD}cr": "\n"}
+    return "".join(
+        marks.get(node.tag, node.text or "")
+        for node in paragraph.iter(f"{WORD}t", f"{WORD}tab", f"{WORD}br", f"{WORD}cr")
+    )
+
+
+def _heading_level(style_name: str) -> int:
+    """The outline level a paragraph style stands for: "heading 2" -> 2, "Title" -> 1."""
+    name = style_name.strip().lower()
+    if name == "title":
+        return 1
+    if name.startswith("heading"):
+        digits = name.removeprefix("heading").strip()
+        return int(digits) if digits.isdigit() else 1
+    return 0
 
 
 def _markdown(path: Path) -> Iterator[Section]:
+    encoding = _encoding(path)
+    with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
+        yield from _headed(_markdown_blocks(file))
+
+
+def _markdown_blocks(file: TextIO) -> Iterator[tuple[int, str]]:
+    """(heading level or 0, text) blocks, parsed piece by piece: each piece ends at a blank line
+    outside code fences, so a heading or a fence is never cut and memory stays flat."""
     from markdown_it import MarkdownIt
 
-    text = read_text(path)
-    lines = text.splitlines()
-    tokens = MarkdownIt("commonmark").parse(text)
-    headings: list[tuple[int, int, str]] = []  # (first line, level, title)
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.map:
-            title = tokens[index + 1].content if index + 1 < len(tokens) else ""
-            headings.append((token.map[0], int(token.tag[1]), title))
-
-    def blocks() -> Iterator[tuple[int, str]]:
+    parser = MarkdownIt("commonmark")
+    for piece in _markdown_pieces(file):
+        lines = piece.splitlines()
+        tokens = parser.parse(piece)
         start = 0
-        for line, level, title in headings:
-            yield 0, "\n".join(lines[start:line])
-            yield level, title
-            start = line + 1
+        for index, token in enumerate(tokens):
+            if token.type == "heading_open" and token.map:
+                title = tokens[index + 1].content if index + 1 < len(tokens) else ""
+                yield 0, "\n".join(lines[start : token.map[0]])
+                yield int(token.tag[1]), title
+                start = token.map[1]
         yield 0, "\n".join(lines[start:])
 
-    return _headed(blocks())
+
+def _markdown_pieces(file: TextIO) -> Iterator[str]:
+    lines: list[str] = []
+    size = 0
+    fenced = False
+    for piece in _pieces(file):
+        for line in piece.splitlines(keepends=True):
+            lines.append(line)
+            size += len(line)
+            stripped = line.strip()
+            if stripped.startswith(("```", "~~~")):
+                fenced = not fenced
+            if size >= TEXT_PIECE_CHARS and (
+                (not stripped and not fenced) or size >= 4 * TEXT_PIECE_CHARS
+            ):
+                yield "".join(lines)
+                lines, size = [], 0
+    if lines:
+        yield "".join(lines)
 
 
 def _html(path: Path) -> Iterator[Section]:
-    from bs4 import BeautifulSoup
+    """A web page read as a stream (the standard library's incremental HTML parser)."""
+    encoding = _encoding(path)
+    reader = _HtmlBlocks()
+    with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
 
-    soup = BeautifulSoup(io.StringIO(read_text(path)), "html.parser")
-    for tag in soup(["script", "style", "noscript", "template", "svg"]):
-        tag.decompose()
-    body = soup.body or soup
+        def blocks() -> Iterator[tuple[int, str]]:
+            for piece in _pieces(file):
+                reader.feed(piece)
+                yield from reader.take()
+            reader.close()
+            yield from reader.take()
 
-    def blocks() -> Iterator[tuple[int, str]]:
-        names = ["h1", "h2", "h3", "h4", "h5", "h6", "p", "li", "pre", "td", "th", "blockquote"]
-        for element in body.find_all(names):
-            if element.find_parent(names) is not None:
-                continue  # nested: its text comes with the outer element
-            text = element.get_text(" ", strip=True)
-            if element.name and element.name[0] == "h" and element.name[1:].isdigit():
-                yield int(element.name[1]), text
-            else:
-                yield 0, text
+        yield from _headed(blocks())
 
-    sections = list(_headed(blocks()))
-    if not sections:  # a page without paragraph markup: take all its text
-        text = body.get_text("\n", strip=True)
-        if text:
-            sections = [Section(text, soup.title.get_text(strip=True) if soup.title else None)]
-    return iter(sections)
+
+class _HtmlBlocks(HTMLParser):
+    """Text of a page as (heading level or 0, text) blocks; scripts and styles are left out."""
+
+    SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+    BLOCKS = frozenset(
+        """p li pre td th tr blockquote div section article main aside header footer nav ul ol
+        dl dt dd table figure figcaption form br hr""".split()
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self._skipping = 0
+        self._text: list[str] = []
+        self._ready: list[tuple[int, str]] = []
+
+    def take(self) -> list[tuple[int, str]]:
+        ready, self._ready = self._ready, []
+        return ready
+
+    def _flush(self, level: int = 0) -> None:
+        text = " ".join("".join(self._text).split())
+        self._text = []
+        if text or level:
+            self._ready.append((level, text))
+
+    @staticmethod
+    def _heading(tag: str) -> int:
+        return int(tag[1]) if len(tag) == 2 and tag[0] == "h" and tag[1] in "123456" else 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.SKIPPED:
+            self._skipping += 1
+        elif not self._skipping and (tag in self.BLOCKS or self._heading(tag)):
+            self._flush()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIPPED:
+            self._skipping = max(0, self._skipping - 1)
+        elif not self._skipping and self._heading(tag):
+            self._flush(self._heading(tag))
+        elif not self._skipping and tag in self.BLOCKS:
+            self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self._text.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
