@@ -60,6 +60,7 @@ from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
     CITE,
+    NOTICE,
     SEND_MESSAGE,
     ToolContext,
     check_arguments,
@@ -648,7 +649,7 @@ class Agent:
         text = f"The assistant repeated the same {name} call, so it was not run again."
         if turn.must_reply:
             return self._stop(turn, emit, "repeated_call", text + " The turn was stopped.")
-        self._note(text + " Reply to the user now.")
+        self._note(text + " Reply to the user now.", for_model=True)
         emit(Notice("repeated_call", text))
         turn.must_reply = True
         return None
@@ -659,9 +660,16 @@ class Agent:
         reason = kind if kind in ("step_limit", "repeated_call", "cancelled") else "error"
         return self._finish(TurnFinished(None, turn.steps, reason), emit)
 
-    def _note(self, text: str) -> None:
-        """A system note in the conversation, so the model knows on its next turn too."""
-        self.mnemo.recall.add("system", text, conversation_id=self.conversation_id)
+    def _note(self, text: str, *, for_model: bool = False) -> None:
+        """A system note in the conversation. It closes a failed turn (so a restart does not
+        retry it) and is kept from the model, which has no use for an error's text (and an
+        error may quote what a server sent); ``for_model`` notes are instructions to it."""
+        self.mnemo.recall.add(
+            "system",
+            text,
+            conversation_id=self.conversation_id,
+            name=None if for_model else NOTICE,
+        )
 
     def _finish(self, result: TurnFinished, emit: EventCallback) -> TurnFinished:
         log.info(

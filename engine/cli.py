@@ -18,7 +18,7 @@ import sqlalchemy.exc
 from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_database_error
-from engine.errors import MnemoError
+from engine.errors import MnemoError, RedactingFilter
 from engine.llm.base import safe_text
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
@@ -388,6 +388,7 @@ def log_to_profile(mnemo: Mnemo) -> None:
     except OSError:
         return  # a read-only profile still works, without a log
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())  # no API key reaches the log, whatever logged it
     handler.mnemo_profile_log = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.INFO, logging.INFO))

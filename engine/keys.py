@@ -13,7 +13,7 @@ import keyring
 import keyring.errors
 from keyring.backend import KeyringBackend
 
-from engine.errors import MnemoError
+from engine.errors import MnemoError, register_secret
 
 SERVICE = "mnemo"
 PROVIDERS = ("openai", "anthropic")
@@ -68,7 +68,9 @@ def _find(provider: str) -> tuple[str | None, str]:
 
 def get_key(provider: str) -> str | None:
     """This run's key, else the keyring's, else the environment's; None when there is none."""
-    return _find(provider)[0]
+    key = _find(provider)[0]
+    register_secret(key)  # from now on no error, log line or note may carry it
+    return key
 
 
 def key_source(provider: str) -> str:
@@ -95,6 +97,7 @@ def use_key_for_this_run(provider: str, key: str) -> None:
     if not key.strip():
         raise MnemoError("The key is empty; paste the whole key.")
     _session_keys[provider] = key.strip()
+    register_secret(key)
 
 
 def delete_key(provider: str) -> bool:

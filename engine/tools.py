@@ -411,6 +411,7 @@ def run_function(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> Tool
 
 
 CITE = "cite"  # the stored row that lists the documents a reply relies on
+NOTICE = "notice"  # a system note for the user (a turn that failed), never sent to a model
 CITED_SHARED_WORDS = 2
 
 

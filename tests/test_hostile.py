@@ -7,7 +7,10 @@ secrets in errors, two instances on one profile, read-only and full disks.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,16 +19,18 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import docx
 import pytest
 from agent_helpers import Recorder, call, say, search
 from fake_servers import FakeServer, Reply, sse
 
 from engine import Mnemo
 from engine.agent import Agent
-from engine.cli import main
+from engine.cli import log_to_profile, main
 from engine.errors import MnemoError
 from engine.events import Notice, TextStreamed, TurnFinished
 from engine.ingest.ingestor import Ingestor
+from engine.ingest.loaders import TEXT_PIECE_CHARS, load
 from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
 from engine.memory.recall import PASTED_CHARS
@@ -283,3 +288,163 @@ def test_a_chat_message_that_is_not_utf8_is_refused_in_words(mnemo):
     with pytest.raises(MnemoError, match="not valid UTF-8"):
         Agent(mnemo, ScriptedModel()).send("caf\udce9")
     assert mnemo.recall.count() == 0
+
+
+# -- 4. large inputs stay within bounded memory ------------------------------------------------
+
+
+def test_a_docx_that_unpacks_past_the_limit_is_refused_unread(mnemo, tmp_path):
+    bomb = tmp_path / "bomb.docx"
+    document = docx.Document()
+    document.add_paragraph("All work and no play makes Jack a dull boy. " * 30_000)  # 1.3 MB
+    document.save(str(bomb))
+    assert bomb.stat().st_size < 100_000  # it packs small
+    mnemo.settings.set("ingest.max_file_mb", 1)
+    result = Ingestor(mnemo).ingest_file(bomb)
+    assert result.outcome == "error"
+    assert re.search(r"its text unpacks to \d MB, more than the 1 MB Mnemo reads", result.error)
+
+
+def test_word_documents_are_read_as_a_stream_in_document_order(tmp_path):
+    path = tmp_path / "report.docx"
+    document = docx.Document()
+    document.add_heading("Costs", 1)
+    document.add_paragraph("Before the table.")
+    table = document.add_table(rows=2, cols=2)
+    for row, cells in enumerate([("Item", "Price"), ("Bike", "300 euros")]):
+        for column, text in enumerate(cells):
+            table.cell(row, column).text = text
+    document.add_paragraph("After the table.")
+    document.save(str(path))
+    (section,) = load(path)
+    assert section.label == "Costs"
+    assert section.text.split("\n\n") == [
+        "Costs",
+        "Before the table.",
+        "Item | Price",
+        "Bike | 300 euros",
+        "After the table.",
+    ]
+
+
+def test_one_enormous_line_markdown_and_html_are_read_in_bounded_pieces(tmp_path):
+    sentence = "Sailing notes about wind, tide and knots in the harbour. "
+    one_line = tmp_path / "one-line.txt"
+    one_line.write_text(sentence * 60_000)  # 3.4 MB without a newline
+    pieces = list(load(one_line))
+    assert len(pieces) > 10 and all(len(s.text) <= 2 * TEXT_PIECE_CHARS for s in pieces)
+    assert "".join(s.text for s in pieces) == sentence * 60_000  # cut between words, nothing lost
+    body = "\n\n".join(sentence * 8 for _ in range(60))
+    fence = "```\ncode line one\n\ncode line two\n```"
+    notes = tmp_path / "notes.md"
+    notes.write_text("\n\n".join(f"## Part {n}\n\n{body}\n\n{fence}" for n in range(40)))
+    sections = list(load(notes))
+    assert [s.label for s in sections] == [f"Part {n}" for n in range(40)]
+    assert all("code line one\n\ncode line two" in s.text for s in sections)  # fences stay whole
+    page = tmp_path / "page.html"
+    page.write_text(
+        "<html><head><title>T</title><script>track()</script></head><body>"
+        + "".join(f"<h2>Part {n}</h2><p>{body}</p><ul><li>item {n}</li></ul>" for n in range(40))
+        + "</body></html>"
+    )
+    sections = list(load(page))
+    assert [s.label for s in sections] == [f"Part {n}" for n in range(40)]
+    assert sections[7].text.endswith(f"{sentence.strip()}\n\nitem 7")
+    assert not any("track()" in s.text for s in sections)
+
+
+def test_a_file_that_takes_too_long_is_stopped_and_the_next_goes_on(mnemo, tmp_path, monkeypatch):
+    import engine.ingest.ingestor as ingestor_module
+
+    (tmp_path / "slow.txt").write_text("A slow file.\n\n" * 100)
+    (tmp_path / "quick.txt").write_text("A quick file.")
+    real_load = ingestor_module.load
+
+    def load(path, **options):
+        for section in real_load(path, **options):
+            if path.name == "slow.txt":
+                time.sleep(0.3)
+            yield section
+            yield section  # two sections, so the second is checked against the clock
+
+    monkeypatch.setattr(ingestor_module, "load", load)
+    monkeypatch.setattr(ingestor_module, "MIN_FILE_SECONDS", 0.2)
+    mnemo.settings.set("ingest.seconds_per_mb", 0)
+    results = {Path(r.path).name: r for r in Ingestor(mnemo).ingest([tmp_path]).results}
+    assert (
+        results["slow.txt"].outcome == "error" and "took longer than" in results["slow.txt"].error
+    )
+    assert results["quick.txt"].outcome == "done"
+    assert mnemo.archival.search("slow", mode="keyword").total == 0  # nothing half-indexed
+
+
+# -- 5. offline by default ---------------------------------------------------------------------
+
+
+def _outside(line: str) -> bool:
+    """A traced connect() to an address that is not this machine (Unix sockets are local)."""
+    network = "sa_family=AF_INET" in line  # AF_INET and AF_INET6
+    return "connect(" in line and network and not ('"127.0.0.1"' in line or '"::1"' in line)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="strace is a Linux tool")
+def test_a_chat_turn_an_ingest_and_doctor_connect_nowhere(tmp_path):
+    strace = shutil.which("strace")
+    assert strace, "strace is needed for this test (.ci/run installs it: apt-get install strace)"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.md").write_text("# Note\n\nThe spare key is under the blue flowerpot.")
+    mnemo_cli = Path(sys.executable).parent / "mnemo"
+    profile = str(tmp_path / "profile")
+    trace = tmp_path / "connects.txt"
+    for command in (["chat", "-m", "hello"], ["ingest", str(docs)], ["doctor"]):
+        env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+        subprocess.run(
+            [
+                strace,
+                "-f",
+                "-e",
+                "trace=connect",
+                "-o",
+                str(trace),
+                str(mnemo_cli),
+                "--profile",
+                profile,
+                *command,
+            ],
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        outside = [line for line in trace.read_text().splitlines() if _outside(line)]
+        assert outside == [], f"mnemo {command[0]} connected outside this machine: {outside}"
+
+
+# -- 6. secrets never reach storage, logs or models --------------------------------------------
+
+KEY = "sk-live-ABCDEFGHIJKLMNOP1234567890"
+
+
+def test_a_key_echoed_by_a_server_is_not_stored_logged_shown_or_sent(mnemo, plain_server):
+    log_to_profile(mnemo)
+    model = OpenAIModel("gpt-test", base_url=plain_server.url, api_key=KEY, backoff_s=0.01)
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY[:16]}...{KEY[-4:]} ({KEY})"}}
+    plain_server.replies.append(Reply(401, json.dumps(echo)))
+    result, events = turn_events(mnemo, model)
+    (notice,) = events.of(Notice)
+    assert result.reason == "error" and "[key removed]" in notice.text
+    logging.getLogger("mnemo.test").warning("the server said %s", echo)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    stored = " ".join(hit.text for hit in mnemo.recall.recent(100))
+    written = mnemo.profile.log_path.read_text()
+    for text in (notice.text, stored, written):
+        assert KEY not in text and KEY[:16] not in text
+    assert "[key removed]" in written
+    assert mnemo.recall.search(KEY[8:], mode="keyword").total == 0
+    # The failure note closes the turn but is not sent to the next model request.
+    openai_events(plain_server, tool_call('{"message": "Hello again."}'))
+    assert turn_events(mnemo, model)[0].reply == "Hello again."
+    sent = json.dumps(plain_server.received[-1].body)
+    assert "The turn stopped" not in sent and KEY[:16] not in sent

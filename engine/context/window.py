@@ -34,7 +34,7 @@ from engine.memory.core import Block
 from engine.memory.models import AgentStateRow
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.tools import CITE, SEND_MESSAGE, function_schemas
+from engine.tools import CITE, NOTICE, SEND_MESSAGE, function_schemas
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -111,6 +111,10 @@ def save_state_in(session: Session, state: AgentState) -> None:
     session.add(row)
 
 
+# Rows shown to the user (sources under a reply, notices of failed turns), never to a model.
+FOR_THE_USER_ONLY = (CITE, NOTICE)
+
+
 def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMessage]:
     """Stored messages as the model sees them; a result always follows its call. ``plain``
     (assisted mode): replies are plain text, what was recalled for a message is a note after it,
@@ -119,8 +123,8 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
     messages: list[ChatMessage] = []
     last_call_id: str | None = None
     for hit in hits:
-        if hit.name == CITE:
-            continue  # shown to the user under the reply, not to the model
+        if hit.name in FOR_THE_USER_ONLY:
+            continue
         if hit.role == "user":
             messages.append(ChatMessage("user", hit.text))
         elif plain and hit.role == "assistant":
@@ -293,7 +297,7 @@ class ContextWindow:
         deleted: evicted messages remain searchable in recall.
         """
 
-        hits = self.messages(state)
+        hits = [hit for hit in self.messages(state) if hit.name not in FOR_THE_USER_ONLY]
         chat = to_chat_messages(hits)  # function rows count, as they do in self-managed mode
         counts = [
             self.message_tokens(hit, message) for hit, message in zip(hits, chat, strict=True)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import ModelError
+from engine.errors import ModelError, register_secret
 from engine.llm.api import ApiChatModel, api_parameters, function_description, streamed_step
 from engine.llm.base import (
     ChatMessage,
@@ -46,6 +46,7 @@ class AnthropicModel(ApiChatModel):
         """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel)."""
         super().__init__(model, base_url=base_url, context_length=context_length, **options)
         self._headers = {"anthropic-version": ANTHROPIC_VERSION}
+        register_secret(api_key)
         if api_key:
             self._headers["x-api-key"] = api_key
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from engine.errors import ModelError
+from engine.errors import ModelError, register_secret
 from engine.llm.api import ApiChatModel, api_parameters, function_description, streamed_step
 from engine.llm.base import (
     ChatMessage,
@@ -43,6 +43,7 @@ class OpenAIModel(ApiChatModel):
     ) -> None:
         """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel)."""
         super().__init__(model, base_url=base_url, context_length=context_length, **options)
+        register_secret(api_key)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._ask_for_usage = True  # dropped for servers that refuse stream_options
 
