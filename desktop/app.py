@@ -6,10 +6,16 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 from engine.cli import log_to_profile
 from engine.errors import MnemoError
 from engine.mnemo import Mnemo
+from engine.profile import WINDOW, Profile, ProfileBusyError
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QWidget
 
 NO_DISPLAY = (
     "Mnemo's window needs a desktop session, and none was found (DISPLAY and WAYLAND_DISPLAY "
@@ -47,13 +53,56 @@ def run(argv: Sequence[str]) -> int:
     except MnemoError as error:
         QMessageBox.critical(None, "Mnemo cannot start", str(error))
         return 1
-    try:
+    with ExitStack() as stack:
+        stack.callback(mnemo.close)
+        try:
+            stack.enter_context(mnemo.profile.hold_assistant(WINDOW))
+        except ProfileBusyError as busy:
+            if busy.holder.get("program") == WINDOW and bring_forward(mnemo.profile):
+                return 0  # the window that is open came to the front instead
+            QMessageBox.critical(None, "Mnemo is already open", str(busy))
+            return 1
         log_to_profile(mnemo)
         window = MainWindow(mnemo)
         window.restore_layout()
+        listen_for_second_starts(window, mnemo.profile)
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
         return int(app.exec())
-    finally:
-        mnemo.close()
+    return 1  # not reached: the block returns
+
+
+def bring_forward(profile: Profile) -> bool:
+    """Ask the window already open on ``profile`` to come to the front; whether it answered."""
+    from PySide6.QtNetwork import QLocalSocket
+
+    socket = QLocalSocket()
+    socket.connectToServer(profile.instance_name)
+    if not socket.waitForConnected(2000):
+        return False
+    socket.write(b"front")
+    socket.waitForBytesWritten(1000)
+    socket.disconnectFromServer()
+    return True
+
+
+def listen_for_second_starts(window: QWidget, profile: Profile) -> None:
+    """A second start on this profile brings this window forward (see ``bring_forward``)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtNetwork import QLocalServer
+
+    server = QLocalServer(window)
+    QLocalServer.removeServer(profile.instance_name)  # a crashed window's leftover
+    if not server.listen(profile.instance_name):
+        return  # a second start then says the profile is open, which is still true
+
+    def come_forward() -> None:
+        while (connection := server.nextPendingConnection()) is not None:
+            connection.disconnectFromServer()
+        window.setWindowState(window.windowState() & ~Qt.WindowState.WindowMinimized)
+        window.show()
+        window.raise_()
+        window.activateWindow()
+
+    server.newConnection.connect(come_forward)

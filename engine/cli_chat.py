@@ -35,6 +35,7 @@ from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
+from engine.profile import CHAT
 
 HELP = """Commands:
   /proposals   review core-memory edits waiting for approval
@@ -255,6 +256,11 @@ def chat(
 
 
 def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    with mnemo.profile.hold_assistant(CHAT):  # before the model loads: a refusal is at once
+        return _chat_holding(mnemo, args)
+
+
+def _chat_holding(mnemo: Mnemo, args: argparse.Namespace) -> int:
     started = time.perf_counter()
     model = load_model(
         mnemo.settings,

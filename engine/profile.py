@@ -7,15 +7,31 @@ precedence: an explicit path, ``$MNEMO_HOME``, or the platform's user data direc
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
+from filelock import FileLock, Timeout
 
 from engine.errors import ProfileError
 
 DEFAULT_PROFILE_NAME = "default"
+WINDOW = "the Mnemo window"  # how a holder of the assistant names itself
+CHAT = "mnemo chat"
+
+
+class ProfileBusyError(ProfileError):
+    """Another Mnemo (a window or `mnemo chat`) holds this profile's assistant."""
+
+    def __init__(self, message: str, holder: dict[str, object]) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 def default_profile_dir() -> Path:
@@ -69,3 +85,51 @@ class Profile:
     def models_path(self) -> Path:
         """Where `mnemo models` looks for GGUF files besides the configured one."""
         return self.root / "models"
+
+    @property
+    def instance_name(self) -> str:
+        """A name for this profile's running window (its local socket), the same in every
+        process."""
+        return "mnemo-" + hashlib.sha256(str(self.root).encode()).hexdigest()[:16]
+
+    @contextmanager
+    def hold_assistant(self, program: str) -> Iterator[None]:
+        """Be the only program that talks with this profile's assistant while the block runs.
+
+        Two at once (a window and `mnemo chat`, or two of either) would each take the other's
+        running turn for an interrupted one and answer the same message twice. The lock is the
+        operating system's, so a killed holder frees it at once.
+        """
+        lock = FileLock(self.root / "assistant.lock", thread_local=False)
+        holder_path = self.root / "assistant.holder.json"
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            raise self._busy(holder_path) from None
+        except OSError:  # a read-only profile: nothing can be written, so no turn can clash
+            yield
+            return
+        try:
+            with suppress(OSError):
+                holder = {"pid": os.getpid(), "program": program, "since": time.time()}
+                holder_path.write_text(json.dumps(holder), "utf-8")
+            yield
+        finally:
+            holder_path.unlink(missing_ok=True)
+            lock.release()
+
+    @staticmethod
+    def _busy(holder_path: Path) -> ProfileBusyError:
+        try:
+            holder = json.loads(holder_path.read_text("utf-8"))
+        except (OSError, ValueError):
+            holder = {}
+        program = holder.get("program") or "another Mnemo"
+        since = holder.get("since")
+        when = time.strftime(", since %H:%M", time.localtime(since)) if since else ""
+        return ProfileBusyError(
+            f"This profile's assistant is already open in {program} (process "
+            f"{holder.get('pid', '?')}{when}). Continue there, or close it first: two at once "
+            "would answer the same message twice.",
+            holder,
+        )

@@ -34,6 +34,7 @@ from engine.ingest.loaders import TEXT_PIECE_CHARS, load
 from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
 from engine.memory.recall import PASTED_CHARS
+from engine.profile import CHAT, Profile
 
 TESTS = Path(__file__).parent
 
@@ -448,3 +449,53 @@ def test_a_key_echoed_by_a_server_is_not_stored_logged_shown_or_sent(mnemo, plai
     assert turn_events(mnemo, model)[0].reply == "Hello again."
     sent = json.dumps(plain_server.received[-1].body)
     assert "The turn stopped" not in sent and KEY[:16] not in sent
+
+
+# -- 7. one assistant, one program -------------------------------------------------------------
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from engine.profile import CHAT, Profile
+    with Profile.resolve(sys.argv[1]).hold_assistant(CHAT):
+        open(sys.argv[2], "w").write("holding")
+        time.sleep(120)
+    """
+)
+
+
+def test_a_second_chat_on_a_held_profile_is_refused_and_a_killed_holder_frees_it(tmp_path, capsys):
+    profile, marker = tmp_path / "profile", tmp_path / "marker"
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(profile), str(marker)])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert child.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        assert main(["--profile", str(profile), "chat", "-m", "Are you there?"]) == 1
+        err = capsys.readouterr().err
+        assert f"already open in mnemo chat (process {child.pid}, since" in err
+        with Mnemo.open(profile) as mnemo:
+            assert mnemo.recall.count() == 0  # nothing was stored, so nothing is answered twice
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    with Profile.resolve(profile).hold_assistant(CHAT):  # the operating system freed the lock
+        pass
+
+
+@pytest.mark.qt_log_ignore("This plugin does not support raise")  # the offscreen platform
+def test_a_second_window_brings_the_first_forward(qtbot, profile_dir):
+    from PySide6.QtWidgets import QWidget
+
+    from desktop.app import bring_forward, listen_for_second_starts
+
+    profile = Profile.resolve(profile_dir)
+    window = QWidget()
+    qtbot.addWidget(window)
+    listen_for_second_starts(window, profile)
+    assert not window.isVisible()
+    assert bring_forward(profile)
+    qtbot.waitUntil(window.isVisible, timeout=5000)
+    other = Profile.resolve(profile_dir.parent / "other")
+    assert not bring_forward(other)  # no window is open on that one
