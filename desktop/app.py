@@ -69,6 +69,8 @@ def run(argv: Sequence[str]) -> int:
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
+        if mnemo.read_only:  # reading works; say at once why nothing can be changed
+            window.show_error(mnemo.read_only)
         return int(app.exec())
     return 1  # not reached: the block returns
 

@@ -10,20 +10,18 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlalchemy.exc
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from desktop.bridge import EngineBridge
 from engine import keys
 from engine.agent import Agent
-from engine.db import describe_database_error
+from engine.db import describe_storage_error
 from engine.errors import MnemoError
 from engine.events import TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
@@ -41,10 +39,9 @@ def describe_failure(error: BaseException) -> str:
     """The sentence a user sees for a failure; a bug is logged and said plainly."""
     if isinstance(error, MnemoError):
         return str(error)
-    if isinstance(error, sqlite3.Error | sqlalchemy.exc.DBAPIError):
-        sentence = describe_database_error(error)
-        if sentence:
-            return sentence
+    sentence = describe_storage_error(error)
+    if sentence:
+        return sentence
     log.error("unexpected failure", exc_info=error)
     return (
         f"Something went wrong inside Mnemo ({type(error).__name__}: {error}). Nothing already "

@@ -30,7 +30,7 @@ from engine.context.window import (
     ContextWindow,
     load_state,
 )
-from engine.db import describe_database_error
+from engine.db import describe_storage_error
 from engine.errors import ContextOverflowError, CoreMemoryError, GenerationCancelled, MnemoError
 from engine.events import (
     Citation,
@@ -189,14 +189,17 @@ class Agent:
             )
         except (MnemoError, sqlalchemy.exc.OperationalError) as error:
             sentence = (
-                describe_database_error(error)
+                describe_storage_error(error, self.mnemo.read_only)
                 if isinstance(error, sqlalchemy.exc.OperationalError)
                 else str(error)
             )
             if sentence is None:
                 raise
             return self._fail(turn, emit, sentence)
-        except Exception:  # a bug: say so, and close the turn so that no restart retries it
+        except Exception as error:  # a bug, unless storage failed: say which, close the turn
+            sentence = describe_storage_error(error, self.mnemo.read_only)
+            if sentence is not None:
+                return self._fail(turn, emit, sentence)
             log.exception("the turn failed")
             return self._fail(
                 turn,

@@ -17,7 +17,7 @@ import sqlalchemy.exc
 
 from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
-from engine.db import describe_database_error
+from engine.db import describe_storage_error
 from engine.errors import MnemoError, RedactingFilter
 from engine.llm.base import safe_text
 from engine.memory.search import hit_line
@@ -56,6 +56,8 @@ def _one_line(text: str, width: int = 100) -> str:
 def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     blocks = mnemo.core.blocks()
     print(f"Mnemo {__version__}: profile at {mnemo.profile.root}")
+    if mnemo.read_only:
+        print(mnemo.read_only)
     print(
         f"Core memory: {len(blocks)} blocks ({', '.join(b.label for b in blocks)}); "
         f"recall: {mnemo.recall.count()} messages; archival: {mnemo.archival.count()} passages."
@@ -417,15 +419,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem:
         print(f"mnemo: {problem}", file=sys.stderr)
         return 2
+    read_only = None
     try:
         with Mnemo.open(args.profile) as mnemo:
+            read_only = mnemo.read_only
             log_to_profile(mnemo)
             return int(args.handler(mnemo, args))
     except (MnemoError, ValueError) as error:
         print(f"mnemo: {error}", file=sys.stderr)
         return 1
-    except (sqlite3.Error, sqlalchemy.exc.DBAPIError) as error:
-        message = describe_database_error(error)
+    except (sqlite3.Error, sqlalchemy.exc.DBAPIError, OSError, RuntimeError) as error:
+        message = describe_storage_error(error, read_only)
         if message is None:
             raise
         print(f"mnemo: {message}", file=sys.stderr)

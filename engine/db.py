@@ -7,7 +7,10 @@ untouched.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -189,6 +192,12 @@ MIGRATIONS: list[tuple[str, str]] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 # How long a write waits for another program (or Mnemo window) to release the database.
 BUSY_TIMEOUT_S = 10.0
+MIN_FREE_BYTES = 1 << 20  # less free space than this counts as a full disk
+READ_ONLY = (
+    "The profile folder is read-only, so nothing can be changed; copy it somewhere you can "
+    "write, or make it writable."
+)
+DISK_FULL = "The disk holding the profile is full; free some space and try again."
 
 
 def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -199,25 +208,58 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) ->
     cursor.close()
 
 
-def open_database(path: Path) -> Engine:
-    """Open (creating if needed) and migrate the profile database; return a SQLAlchemy engine."""
-    _migrate(path)
+def storage_problem(folder: Path) -> str | None:
+    """Why nothing can be written in ``folder`` (a read-only place, a full disk), or None."""
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY) or not os.access(folder, os.W_OK)
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return None
+    if read_only:
+        return (
+            f"The profile folder {folder} is read-only, so Mnemo can show your memory but not "
+            "change it; to chat or save, copy the folder somewhere you can write, or make it "
+            "writable."
+        )
+    if free < MIN_FREE_BYTES:
+        return (
+            f"The disk holding the profile folder {folder} is full, so Mnemo can show your memory "
+            "but not change it; free some space and try again."
+        )
+    return None
+
+
+def open_database(path: Path) -> tuple[Engine, str | None]:
+    """Open (creating if needed) and migrate the profile database. Returns a SQLAlchemy engine
+    and, when the folder cannot be written, why: the database is then opened read-only, so
+    that reading still works."""
+    read_only = _migrate(path)
+    url = f"sqlite:///{path}"
+    if read_only:  # immutable: read without the WAL's shared-memory file, which cannot be made
+        url = f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
     engine = create_engine(
-        f"sqlite:///{path}",
+        url,
         poolclass=QueuePool,
         pool_size=4,
         max_overflow=8,
         connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
     )
     event.listen(engine, "connect", _configure_connection)
-    return engine
+    return engine, read_only
 
 
-def _migrate(path: Path) -> None:
+def _migrate(path: Path) -> str | None:
+    """Bring the database to this version's schema; returns why it can only be read, if so."""
+    problem = storage_problem(path.parent)
+    if problem and path.exists():
+        _check_version(path, problem)
+        return problem
     try:
         connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
     except sqlite3.Error as error:
-        raise ProfileError(f"Cannot open the profile database {path}: {error}.") from error
+        raise ProfileError(
+            problem or f"Cannot open the profile database {path}: {error}."
+        ) from error
     try:
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -241,23 +283,70 @@ def _migrate(path: Path) -> None:
             )
     except sqlite3.OperationalError as error:
         raise ProfileError(
-            f"Cannot prepare the profile database {path} ({error}); if another program holds it "
-            "locked, close it and try again."
+            describe_storage_error(error)
+            or f"Cannot prepare the profile database {path} ({error}); if another program holds "
+            "it locked, close it and try again."
         ) from error
     finally:
         connection.close()
+    return None
 
 
-def describe_database_error(error: BaseException) -> str | None:
-    """The sentence to show for a database failure a user can act on, or None for a bug."""
+def _check_version(path: Path, problem: str) -> None:
+    """A database that can only be read must already have this version's schema."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as error:
+        raise ProfileError(
+            f"The profile database {path} is damaged or is not a Mnemo database ({error}); "
+            "restore it from a backup or choose another profile folder."
+        ) from error
+    if version > SCHEMA_VERSION:
+        raise ProfileTooNewError(
+            f"This profile was written by a newer version of Mnemo (database schema {version}; "
+            f"this version understands up to {SCHEMA_VERSION}). Update Mnemo to open it; "
+            "the profile has not been changed."
+        )
+    if version < SCHEMA_VERSION:
+        raise ProfileError(
+            f"{problem} Besides, this profile was written by an older Mnemo and needs a one-time "
+            "update, which writes to it."
+        )
+
+
+def describe_storage_error(error: BaseException, known: str | None = None) -> str | None:
+    """The sentence to show for a storage failure a user can act on (a busy database, a
+    read-only folder, a full disk), from SQLite, the operating system or LanceDB; None for a
+    bug. ``known``: why the profile was opened read-only, which says it more precisely (on a
+    full disk the database is opened read-only, and SQLite then reports a read-only database)."""
+    sentence = _storage_sentence(error)
+    return known if sentence is not None and known else sentence
+
+
+def _storage_sentence(error: BaseException) -> str | None:
+    if isinstance(error, OSError) and error.errno == errno.EROFS:
+        return READ_ONLY
+    if isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EPERM):
+        return (
+            f"Mnemo has no permission to write {error.filename or 'to the profile folder'}; make "
+            "the profile folder writable, or choose another one."
+        )
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DISK_FULL
+    if not isinstance(error, sqlite3.Error | RuntimeError) and not hasattr(error, "orig"):
+        return None
     text = str(getattr(error, "orig", None) or error).lower()
     if "locked" in text or "busy" in text:
         return (
             "The profile database is busy: another program (perhaps another Mnemo) is writing "
             "to it. Close that program or wait a moment, then try again; nothing was changed."
         )
-    if "disk is full" in text:
-        return "The disk holding the profile is full; free some space and try again."
-    if "readonly" in text or "read-only" in text:
-        return "The profile folder is read-only; choose a folder you can write to."
+    if "disk is full" in text or "no space left" in text or "os error 28" in text:
+        return DISK_FULL
+    if "readonly" in text or "read-only" in text or "os error 30" in text:
+        return READ_ONLY
     return None

@@ -32,7 +32,7 @@ class Mnemo:
     def __init__(self, profile: Profile, embedder: Embedder) -> None:
         self.profile = profile
         self.embedder = embedder
-        self._engine = open_database(profile.database_path)
+        self._engine, self.read_only = open_database(profile.database_path)
         try:
             lance = lancedb.connect(str(profile.archival_path))
         except Exception as error:

@@ -499,3 +499,73 @@ def test_a_second_window_brings_the_first_forward(qtbot, profile_dir):
     qtbot.waitUntil(window.isVisible, timeout=5000)
     other = Profile.resolve(profile_dir.parent / "other")
     assert not bring_forward(other)  # no window is open on that one
+
+
+# -- 8. read-only and full disks ---------------------------------------------------------------
+
+READ_ONLY_MOUNT = 'mount --bind "$PROFILE" "$PLACE" && mount -o remount,ro,bind "$PLACE"'
+FULL_DISK = (
+    'mount -t tmpfs -o size=4m tmpfs "$PLACE" && cp -r "$PROFILE/." "$PLACE" && '
+    '{ dd if=/dev/zero of="$PLACE/filler" bs=64k 2>/dev/null; true; }'
+)
+
+
+def in_a_mount_namespace(
+    setup: str, profile: Path, place: Path, *commands: str
+) -> list[tuple[str, int]]:
+    """Run ``mnemo`` commands on a profile mounted by ``setup`` in a mount namespace of their
+    own (a read-only bind, a full tmpfs): no root needed where user namespaces are allowed."""
+    unshare = shutil.which("unshare")
+    assert unshare, "unshare (util-linux) is needed for this test"
+    mnemo_cli = Path(sys.executable).parent / "mnemo"
+    script = " && ".join(
+        [
+            setup,
+            *(
+                f'{{ "{mnemo_cli}" --profile "$PLACE" {c}; echo "@@rc=$?@@"; }} 2>&1'
+                for c in commands
+            ),
+        ]
+    )
+    namespace = [unshare, "--mount"] if os.geteuid() == 0 else [unshare, "-r", "--mount"]
+    done = subprocess.run(
+        [*namespace, "sh", "-c", f"{script}"],
+        env={**os.environ, "PROFILE": str(profile), "PLACE": str(place)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    parts = re.split(r"@@rc=(\d+)@@\n?", done.stdout)
+    assert len(parts) == 2 * len(commands) + 1, done.stdout + done.stderr
+    return [(parts[i], int(parts[i + 1])) for i in range(0, 2 * len(commands), 2)]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mount namespaces are Linux")
+@pytest.mark.parametrize(
+    ("setup", "says"),
+    [
+        (READ_ONLY_MOUNT, "is read-only, so Mnemo can show"),
+        (FULL_DISK, "is full, so Mnemo can show"),
+    ],
+)
+def test_a_read_only_or_full_profile_still_reads_and_says_why_it_cannot_write(
+    tmp_path, embedder, setup, says
+):
+    profile, place = tmp_path / "profile", tmp_path / "mounted"
+    place.mkdir()
+    with Mnemo.open(profile, embedder=embedder) as mnemo:
+        mnemo.archival.insert("The boiler service code is 7731.")
+    (status, ok), (search, found), (insert, refused), (chat, stopped) = in_a_mount_namespace(
+        setup,
+        profile,
+        place,
+        "status",
+        "search archival boiler",
+        "archival insert hello",
+        "chat -m hello",
+    )
+    assert ok == 0 and says in status and "archival: 1 passages" in status
+    assert found == 0 and "7731" in search  # reading works
+    for output, code in ((insert, refused), (chat, stopped)):
+        assert code == 1 and says in output and output.count("\n") == 1  # one sentence
