@@ -55,6 +55,11 @@ class Profile:
     @classmethod
     def resolve(cls, path: str | os.PathLike[str] | None = None) -> Profile:
         """Pick the profile directory and create it if it does not exist yet."""
+        if path is not None and not str(path).strip():  # Path("") is the current folder
+            raise ProfileError(
+                "The profile path is empty; give a folder, or leave --profile out to use the "
+                "default profile."
+            )
         root = Path(path).expanduser() if path is not None else default_profile_dir()
         if root.exists() and not root.is_dir():
             raise ProfileError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import signal
@@ -33,6 +34,7 @@ from engine.ingest.ingestor import Ingestor
 from engine.ingest.loaders import TEXT_PIECE_CHARS, load
 from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
+from engine.memory.archival import NewPassage
 from engine.memory.recall import PASTED_CHARS
 from engine.profile import CHAT, Profile
 
@@ -569,3 +571,38 @@ def test_a_read_only_or_full_profile_still_reads_and_says_why_it_cannot_write(
     assert found == 0 and "7731" in search  # reading works
     for output, code in ((insert, refused), (chat, stopped)):
         assert code == 1 and says in output and output.count("\n") == 1  # one sentence
+
+
+# -- 9. smaller ones ---------------------------------------------------------------------------
+
+
+def test_an_empty_profile_path_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["--profile", "", "status"]) == 1
+    assert "The profile path is empty" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing was created in the current folder
+
+
+def test_a_pipe_and_a_link_to_a_device_are_named_for_what_they_are(mnemo, tmp_path):
+    folder = tmp_path / "odd"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.txt")
+    (folder / "device.txt").symlink_to("/dev/null")
+    results = {Path(r.path).name: r.error for r in Ingestor(mnemo).ingest([folder]).results}
+    assert results == {
+        "pipe.txt": "it is a named pipe, not a document",
+        "device.txt": "it is a device, not a document",
+    }
+
+
+def test_a_code_searched_by_itself_comes_first_among_1000_look_alikes(mnemo):
+    mnemo.archival.insert_many(
+        [
+            NewPassage(f"Inventory note: item kappa{n:05d}marker sits on shelf {n % 40}.")
+            for n in range(1000)
+        ]
+    )
+    for n in random.Random(0).sample(range(1000), 150):
+        code = f"kappa{n:05d}marker"
+        hits = mnemo.archival.search(code, limit=10)
+        assert code in hits[0].text, f"{code} was not first: {[h.text for h in hits][:3]}"

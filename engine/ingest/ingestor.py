@@ -14,6 +14,7 @@ import fnmatch
 import hashlib
 import logging
 import os
+import stat as stat_module
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -132,6 +133,18 @@ def file_hash(path: Path) -> str:
         while piece := file.read(HASH_PIECE):
             digest.update(piece)
     return digest.hexdigest()
+
+
+def _special_kind(stat: os.stat_result) -> str:
+    """What a file that is neither a regular file nor a folder is, in words."""
+    mode = stat.st_mode
+    if stat_module.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat_module.S_ISSOCK(mode):
+        return "a socket"
+    if stat_module.S_ISCHR(mode) or stat_module.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
 
 
 def _reason(error: BaseException) -> str:
@@ -359,8 +372,9 @@ class Ingestor:
         except OSError as error:
             writer.report(self._failed(key, _reason(error)))
             return
-        if not path.is_file():
-            writer.report(self._failed(key, _reason(IsADirectoryError())))
+        if not stat_module.S_ISREG(stat.st_mode):
+            kind = "a folder" if stat_module.S_ISDIR(stat.st_mode) else _special_kind(stat)
+            writer.report(self._failed(key, f"it is {kind}, not a document"))
             return
         had_passages = row is not None and (row.chunk_count > 0 or row.status == "indexing")
         limit = int(self._mnemo.settings.get("ingest.max_file_mb"))

@@ -39,7 +39,7 @@ from engine.memory.vectors import VectorTable, quote_sql
 Origin = Literal["user", "model", "document"]
 ORIGINS: tuple[str, ...] = ("user", "model", "document")
 EMBED_CHUNK = 1024
-EXACT_CHECK = 50  # how many top candidates are checked for the query verbatim
+EXACT_CHECK = 50  # top candidates checked for the query verbatim, besides the keyword ones
 _SEARCH_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mnemo-archival-search")
 
 SCHEMA = pa.schema(
@@ -347,11 +347,12 @@ class ArchivalStore:
             scores = keyword if mode == "keyword" else semantic
             ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
         if mode != "semantic":
-            head = ranked[:EXACT_CHECK]
-            texts = {
-                key: row["text"] for key, row in self._rows_by_id([k for k, _ in head]).items()
-            }
-            ranked = exact_first(head, texts, query) + ranked[EXACT_CHECK:]
+            # A verbatim match holds every query word, so it is a keyword candidate, however
+            # low fusion ranked it (a code the embedder cannot tell from its neighbours).
+            texts = {row["id"]: row["text"] for row in keyword_rows}
+            unread = [key for key, _ in ranked[:EXACT_CHECK] if key not in texts]
+            texts.update({key: row["text"] for key, row in self._rows_by_id(unread).items()})
+            ranked = exact_first(ranked, texts, query)
         chosen = ranked[(page - 1) * limit : page * limit]
         rows_by_id = self._rows_by_id([passage_id for passage_id, _ in chosen])
         hits = [
