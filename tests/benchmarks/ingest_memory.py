@@ -133,9 +133,8 @@ def pdf(path: Path, pages: int = 2000) -> None:
         file.write(f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode())
         for offset in offsets:
             file.write(f"{offset:010d} 00000 n \n".encode())
-        file.write(
-            f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{start}\n%%EOF\n".encode()
-        )
+        trailer = f"<< /Size {len(objects) + 1} /Root 1 0 R >>"
+        file.write(f"trailer\n{trailer}\nstartxref\n{start}\n%%EOF\n".encode())
 
 
 CASES = {
