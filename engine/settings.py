@@ -41,10 +41,11 @@ DEFAULTS: dict[str, Any] = {
     "model.threads": 0,  # 0: one per CPU core
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
     "ingest.max_file_mb": 100,
-    # A file may take a minute plus this many seconds per MB to read and embed (a 2-core laptop
-    # embeds about 1 MB of text a minute... see README); longer, it is stopped with an error of
-    # its own and the next file goes on.
-    "ingest.seconds_per_mb": 10,
+    # A file may take a minute plus this many seconds per MB to read and embed; longer, it is
+    # stopped with an error of its own and the next file goes on. Text is the densest (about
+    # 1,600 passages a MB); this 2-core machine embeds it at 84 s/MB with another job running,
+    # so 300 stops only a file that is stuck, never a large one that is merely long.
+    "ingest.seconds_per_mb": 300,
 }
 
 
