@@ -303,13 +303,14 @@ class Agent:
             # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
             # wait), and searching first was faster: TTFT p50 0.146 s against 0.152 s, 4 rounds
             # of 30 turns each way alternated (assisted_latency.py's runs, 2 cores).
-            warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)
+            warm = None
             if getattr(self.model, "gpu_layers", 0):
+                warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)
                 warm.start()
             try:
                 found = self._recall(hits, users, emit)
             finally:
-                if warm.is_alive():
+                if warm is not None:
                     warm.join()
             turn.passages = found.passages
             if found:
