@@ -192,10 +192,14 @@ def test_user_statements_keep_first_person_facts_only():
     assert assisted.user_statements("What am I allergic to?") == []
 
 
-def test_the_prompt_is_prefilled_while_memory_is_searched(mnemo, model):
+def test_the_prompt_is_prefilled_while_memory_is_searched_with_the_model_on_a_gpu(mnemo, model):
     mnemo.archival.insert("The boiler service code is 7731.")
-    model.enqueue(["Hello!", "It is 7731."])
     agent = Agent(mnemo, model)
+    model.enqueue(["Hi!"])
+    agent.send("Hello there")
+    assert model.prefilled == []  # on the CPU the search comes first: they would share cores
+    model.gpu_layers = 1
+    model.enqueue(["Hello!", "It is 7731."])
     agent.send("Tell me a joke")  # nothing found: the prefilled prompt is the one that runs
     assert model.prefilled[-1] == model.prompts[-1]
     agent.send("What is the boiler service code?")  # found: the step extends the prefill
