@@ -22,6 +22,7 @@ from engine.llm.base import load_model_json
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import excerpt, query_terms
+from engine.memory.vectors import query_vector
 from engine.tools import search_archival, search_conversation
 
 if TYPE_CHECKING:
@@ -116,7 +117,10 @@ def recall_for(
         # A longer message is searched alone: the previous one was searched on its own turn
         # and what it found is still in view.
         queries.append(f"{previous} {message}")
-    # The searches are independent and mostly wait on SQLite and Lance: run them side by side.
+    # The searches are independent and mostly wait on SQLite and Lance: run them side by side,
+    # each query embedded once beforehand (side by side, both searches would embed it).
+    for query in queries:
+        query_vector(mnemo.embedder, query)
     message_pages = [
         _SEARCHES.submit(search_conversation, mnemo, query, MESSAGES + len(seen))
         for query in queries

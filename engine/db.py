@@ -178,11 +178,13 @@ MIGRATIONS: list[tuple[str, str]] = [
     ),
     (
         "message_untrusted_reason",
-        # Set on a function result that brought text the user did not write into the context;
-        # the conversation's core-memory edits wait for the user from then on
-        # (Recall.untrusted_reason).
+        # Set on a function result that brought text the user did not write into the context,
+        # and on a user message long enough to be pasted; the conversation's core-memory edits
+        # wait for the user from then on (Recall.untrusted_reason).
         """
         ALTER TABLE message ADD COLUMN untrusted_reason TEXT;
+        UPDATE message SET untrusted_reason = 'written after you pasted a long text'
+            WHERE role = 'user' AND length(text) > 2000;  -- recall.PASTED_CHARS
         CREATE INDEX message_untrusted ON message (conversation_id, id)
             WHERE untrusted_reason IS NOT NULL;
         """,

@@ -51,6 +51,11 @@ DEFAULT_CONVERSATION = "default"
 PASTED_CHARS = 2000
 
 
+def _pasted(role: str, text: str) -> str | None:
+    """A user message long enough to be pasted is stored marked as untrusted."""
+    return pasted_reason(text) if role == "user" else None
+
+
 def pasted_reason(user_text: str) -> str | None:
     """Why a user's message counts as untrusted (it is long enough to be pasted), or None."""
     if len(user_text) <= PASTED_CHARS:
@@ -121,7 +126,7 @@ class RecallTransaction:
             text=text_,
             created_at=to_timestamp(created_at) or time_module.time(),
             search_text=text_,
-            untrusted_reason=untrusted_reason,
+            untrusted_reason=untrusted_reason or _pasted(role, text_),
         )
         self.session.add(message)
         self.session.flush()
@@ -206,6 +211,7 @@ class RecallStore:
                     "name": message.name,
                     "text": message.text,
                     "created_at": to_timestamp(message.created_at) or now,
+                    "untrusted_reason": _pasted(message.role, message.text),
                 }
             )
         if not rows:
@@ -246,9 +252,9 @@ class RecallStore:
             for offset, row in enumerate(rows):
                 row["id"] = first_id + offset
             connection.executemany(
-                "INSERT INTO message "
-                "(id, conversation_id, role, name, text, created_at, search_text) "
-                "VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text)",
+                "INSERT INTO message (id, conversation_id, role, name, text, created_at, "
+                "search_text, untrusted_reason) VALUES (:id, :conversation_id, :role, :name, "
+                ":text, :created_at, :text, :untrusted_reason)",
                 rows,
             )
             firsts: dict[str, int] = {}
@@ -419,16 +425,14 @@ class RecallStore:
         Once read, such text stays in the model's context: in the window, then folded into the
         summary when the window is evicted. So the whole conversation counts, and it still does
         after a restart."""
-        with self._engine.connect() as connection:
-            row = connection.execute(
+        with self._engine.connect() as connection:  # the partial index answers at once
+            return connection.execute(
                 text(
-                    "SELECT untrusted_reason, text FROM message "
-                    "WHERE conversation_id = :conversation_id AND (untrusted_reason IS NOT NULL "
-                    "OR (role = 'user' AND length(text) > :pasted)) ORDER BY id LIMIT 1"
+                    "SELECT untrusted_reason FROM message WHERE conversation_id = :conversation_id "
+                    "AND untrusted_reason IS NOT NULL ORDER BY id LIMIT 1"
                 ),
-                {"conversation_id": conversation_id, "pasted": PASTED_CHARS},
-            ).first()
-        return None if row is None else row[0] or pasted_reason(row[1])
+                {"conversation_id": conversation_id},
+            ).scalar()
 
     def recent(
         self, limit: int = 20, conversation_id: str = DEFAULT_CONVERSATION
