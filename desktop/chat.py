@@ -23,8 +23,9 @@ from PySide6.QtWidgets import (
 from desktop.ui import label, one_line, remove_widgets, widgets_in
 from engine.assisted import RECALL, RECALL_SUMMARY
 from engine.events import Citation, FunctionCalled, FunctionReturned
+from engine.llm.base import parse_call
 from engine.memory.recall import MessageHit
-from engine.tools import CITE, describe_call
+from engine.tools import CITE, NOTICE, describe_call
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200
@@ -273,13 +274,15 @@ class ChatView(QWidget):
             if hit.role in ("user", "assistant"):
                 self.add_message(hit.role, hit.text)
             elif hit.role == "function_call":
-                try:
-                    stored = json.loads(hit.text)
-                    name, arguments = stored["function"], stored["arguments"]
-                    row = CallRow(name, arguments, describe_call(name, arguments))
-                except (ValueError, KeyError, TypeError):
+                stored, _problem = parse_call(hit.text)  # bounded: model output, stored as is
+                if stored is None:
                     row = CallRow("(invalid)", {}, "wrote something that was not a valid call")
+                else:
+                    name, arguments = stored.name, stored.arguments
+                    row = CallRow(name, arguments, describe_call(name, arguments))
                 self._add(row)
+            elif hit.name == NOTICE:  # why a turn stopped, as it was said at the time
+                self.add_notice(hit.text, error=True)
             elif hit.name == CITE:
                 try:
                     cited = tuple(Citation(**source) for source in json.loads(hit.text))

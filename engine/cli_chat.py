@@ -36,6 +36,7 @@ from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 from engine.profile import CHAT
+from engine.tools import NOTICE
 
 HELP = """Commands:
   /proposals   review core-memory edits waiting for approval
@@ -180,13 +181,13 @@ def _print_recent(mnemo: Mnemo, agent: Agent, out: TextIO) -> None:
     recent = [
         hit
         for hit in mnemo.recall.recent(12, agent.conversation_id)
-        if hit.role in ("user", "assistant")
+        if hit.role in ("user", "assistant") or hit.name == NOTICE
     ][-4:]
     if recent:
         out.write("Earlier in this conversation:\n")
         for hit in recent:
-            who = "you" if hit.role == "user" else "mnemo"
-            out.write(f"  {who}: {_one_line(hit.text)}\n")
+            who = {"user": "you: ", "assistant": "mnemo: "}.get(hit.role, "! ")  # "!": a notice
+            out.write(f"  {who}{_one_line(hit.text)}\n")
 
 
 def chat(

@@ -37,6 +37,7 @@ from engine.llm.openai_api import OpenAIModel
 from engine.memory.archival import NewPassage
 from engine.memory.recall import PASTED_CHARS
 from engine.profile import CHAT, Profile
+from engine.tools import NOTICE
 
 TESTS = Path(__file__).parent
 
@@ -606,3 +607,22 @@ def test_a_code_searched_by_itself_comes_first_among_1000_look_alikes(mnemo):
         code = f"kappa{n:05d}marker"
         hits = mnemo.archival.search(code, limit=10)
         assert code in hits[0].text, f"{code} was not first: {[h.text for h in hits][:3]}"
+
+
+def test_a_restored_conversation_shows_why_a_turn_stopped_and_survives_a_deep_stored_call(
+    qtbot, mnemo
+):
+    from PySide6.QtWidgets import QLabel
+
+    from desktop.chat import ChatView
+
+    with mnemo.recall.transaction() as transaction:
+        transaction.add("user", "Hello")
+        transaction.add("function_call", '{"function": "x", "arguments": ' + "[" * 3000)
+        transaction.add("function_result", "Error: your output could not be read")
+        transaction.add("system", "The turn stopped: the server is down.", name=NOTICE)
+    view = ChatView()
+    qtbot.addWidget(view)
+    view.restore(mnemo.recall.recent(10))  # a stored call nested 3,000 deep: no RecursionError
+    shown = [label.text() for label in view.findChildren(QLabel)]
+    assert "The turn stopped: the server is down." in shown
