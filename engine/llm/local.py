@@ -304,7 +304,8 @@ class LlamaModel:
 
     def prefill(self, prompt: Prompt) -> None:
         """Evaluate ``prompt`` into the KV cache now, so that a step on it (or on a prompt that
-        extends it) starts generating at once. The assisted mode runs this while it recalls."""
+        extends it) starts generating at once. The assisted mode runs it after a fold, and while it
+        recalls when the model is on a GPU."""
         with self._lock:
             tokens = self._render(self._chat(prompt))
             if len(tokens) + self.max_step_tokens > self.context_length:
