@@ -1,9 +1,10 @@
 """Document loaders: a file in, its text out as sections that keep the document's structure.
 
 A section is a page (PDF), the text under a heading (Markdown, Word, HTML) or a stretch of lines
-(plain text and source code, read in pieces so a large file never sits in memory whole). Parsing
-is left to well-kept libraries: pypdf, python-docx, Beautiful Soup, markdown-it-py, and
-charset-normalizer for text whose encoding is not UTF-8. A file that cannot be read raises
+(plain text and source code). Every format is read as a stream, in pieces, so a large file never
+sits in memory whole. Parsing is left to well-kept libraries: pypdf, lxml (Word's XML), the
+standard library's incremental HTML parser, markdown-it-py, and charset-normalizer for text whose
+encoding is not UTF-8. A file that cannot be read raises
 ``DocumentError`` with a sentence saying why; an unsupported one raises ``UnsupportedFile``.
 """
 
@@ -108,11 +109,6 @@ def _encoding(path: Path) -> str:
     close = [match for match in matches if match.chaos <= least + 0.05]
     best = max(close, key=lambda m: (round(m.coherence, 2), m.encoding == "cp1252"))
     return best.encoding
-
-
-def read_text(path: Path) -> str:
-    """A whole (small) text file, decoded with its own encoding."""
-    return path.read_text(encoding=_encoding(path), errors="replace")
 
 
 def _text(path: Path) -> Iterator[Section]:
