@@ -91,12 +91,16 @@ def query_vector(embedder: Embedder, query: str) -> np.ndarray:
             _query_vectors.move_to_end(key)
             return _query_vectors[key]
     vector = embedder.embed([query])[0]
+    _keep_query_vector(embedder, query, vector)
+    return vector
+
+
+def _keep_query_vector(embedder: Embedder, query: str, vector: np.ndarray) -> None:
     vector.flags.writeable = False
     with _query_lock:
-        _query_vectors[key] = vector
+        _query_vectors[(embedder.name, query)] = vector
         if len(_query_vectors) > QUERY_VECTORS_KEPT:
             _query_vectors.popitem(last=False)
-    return vector
 
 
 class VectorTable:
@@ -186,7 +190,12 @@ class VectorTable:
         self._schedule_maintenance()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embedder.embed(texts)
+        """Vectors to store. One text stored alone is usually the newest chat message, which the
+        assisted mode searches with next: its vector is kept as that query's too."""
+        vectors = self._embedder.embed(texts)
+        if len(texts) == 1:
+            _keep_query_vector(self._embedder, texts[0], vectors[0].copy())
+        return vectors
 
     # -- reads and writes ----------------------------------------------------------------------
 
