@@ -263,19 +263,7 @@ def _migrate(path: Path) -> str | None:
             problem or f"Cannot open the profile database {path}: {error}."
         ) from error
     try:
-        try:
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-        except sqlite3.DatabaseError as error:
-            raise ProfileError(
-                f"The profile database {path} is damaged or is not a Mnemo database ({error}); "
-                "restore it from a backup or choose another profile folder."
-            ) from error
-        if version > SCHEMA_VERSION:
-            raise ProfileTooNewError(
-                f"This profile was written by a newer version of Mnemo (database schema {version}; "
-                f"this version understands up to {SCHEMA_VERSION}). Update Mnemo to open it; "
-                "the profile has not been changed."
-            )
+        version = _schema_version(connection, path)
         connection.execute("PRAGMA journal_mode = WAL")
         for number, (name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
             log.info("applying migration %d (%s) to %s", number, name, path)
@@ -294,14 +282,10 @@ def _migrate(path: Path) -> str | None:
     return None
 
 
-def _check_version(path: Path, problem: str) -> None:
-    """A database that can only be read must already have this version's schema."""
+def _schema_version(connection: sqlite3.Connection, path: Path) -> int:
+    """The database's schema version; an unreadable one, or one from a newer Mnemo, is refused."""
     try:
-        connection = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        try:
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-        finally:
-            connection.close()
+        version = int(connection.execute("PRAGMA user_version").fetchone()[0])
     except sqlite3.DatabaseError as error:
         raise ProfileError(
             f"The profile database {path} is damaged or is not a Mnemo database ({error}); "
@@ -313,6 +297,19 @@ def _check_version(path: Path, problem: str) -> None:
             f"this version understands up to {SCHEMA_VERSION}). Update Mnemo to open it; "
             "the profile has not been changed."
         )
+    return version
+
+
+def _check_version(path: Path, problem: str) -> None:
+    """A database that can only be read must already have this version's schema."""
+    try:
+        connection = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error as error:
+        raise ProfileError(f"{problem} The database could not be opened ({error}).") from error
+    try:
+        version = _schema_version(connection, path)
+    finally:
+        connection.close()
     if version < SCHEMA_VERSION:
         raise ProfileError(
             f"{problem} Besides, this profile was written by an older Mnemo and needs a one-time "
