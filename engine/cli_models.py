@@ -5,19 +5,42 @@ from __future__ import annotations
 import argparse
 import getpass
 import importlib.metadata
+import json
 import platform
+import signal
 import sqlite3
 import sys
+import threading
 import time
 from pathlib import Path
 
-from engine import __version__, keys
+from engine import __version__, hardware, keys
 from engine.db import SCHEMA_VERSION
 from engine.errors import MnemoError, ModelError
+from engine.hardware import Hardware, gib
 from engine.llm import load_model, model_settings
+from engine.llm.catalog import (
+    DEFAULT_CONTEXT,
+    assess,
+    best_chat_entry,
+    entry_as_dict,
+    find_entry,
+    load_catalog,
+    models_folder,
+    use_local_model,
+)
+from engine.llm.download import (
+    DownloadError,
+    DownloadPaused,
+    DownloadProgress,
+    discard_partial,
+    download,
+    partial_download,
+    resolve_source,
+)
 from engine.llm.local import bundled_model_path, check_model_file
 from engine.mnemo import Mnemo
-from engine.modes import choose_mode
+from engine.modes import choose_mode, parameters_text
 
 PACKAGES = ("llama-cpp-python", "lancedb", "onnxruntime", "PySide6-Essentials", "httpx", "keyring")
 
@@ -56,24 +79,156 @@ def _describe_model(mnemo: Mnemo) -> str:
 # -- models ------------------------------------------------------------------------------------
 
 
+def _folder(mnemo: Mnemo) -> Path:
+    return models_folder(mnemo.settings, mnemo.profile)
+
+
+def _hardware(mnemo: Mnemo) -> Hardware:
+    return hardware.detect(_folder(mnemo))
+
+
 def cmd_models_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     print(f"In use: {_describe_model(mnemo)}")
-    candidates = [("default", bundled_model_path())]
-    folders = {mnemo.profile.models_path}
+    folder = _folder(mnemo)
+    catalog = load_catalog()
+    files = sorted(folder.glob("*.gguf")) if folder.is_dir() else []
     configured = mnemo.settings.get("model.path")
-    if configured:
-        folders.add(Path(configured).parent)
-    for folder in sorted(folders):
-        if folder.is_dir():
-            candidates += [(str(path), path) for path in sorted(folder.glob("*.gguf"))]
-    print("Local models (`mnemo models use NAME-OR-PATH`):")
-    for name, path in candidates:
-        size = f"{path.stat().st_size / 2**20:.0f} MB" if path.exists() else "missing"
-        print(f"  {name}  ({path.name}, {size})")
+    if configured and Path(configured).parent != folder and Path(configured).exists():
+        files.append(Path(configured))
+    print(f"Downloaded models in {folder} (`mnemo models use NAME`):")
+    for path in files:
+        entry = find_entry(path.name, catalog)
+        size = f"{path.stat().st_size / 2**20:.0f} MB"
+        shown = f"{entry.id}  ({path.name}, {size})" if entry else f"{path.name}  ({size})"
+        in_use = " (in use)" if configured and Path(configured) == path else ""
+        print(f"  {shown}{in_use}")
+    if not files:
+        print("  none yet: `mnemo models catalog` lists models to download")
+    for part in sorted(folder.glob("*.gguf.part")) if folder.is_dir() else []:
+        file_name = part.name.removesuffix(".part")
+        state = partial_download(folder, file_name)
+        if state is not None:
+            done, total = state
+            share = f"{done / total:.0%} of {total / 2**20:.0f} MB" if total else f"{done} bytes"
+            entry = find_entry(file_name, catalog)
+            name = entry.id if entry is not None else file_name
+            print(f"  {name}: paused at {share} (`mnemo models download {name}` resumes)")
+    bundled = bundled_model_path()
+    print(f"  default  (bundled {bundled.name}, {bundled.stat().st_size / 2**20:.0f} MB)")
     print(
-        f"Put GGUF files in {mnemo.profile.models_path} to list them here. API models: "
-        "`mnemo models use openai:MODEL [--base-url URL]` or `mnemo models use anthropic:MODEL`."
+        "API models: `mnemo models use openai:MODEL [--base-url URL]` or "
+        "`mnemo models use anthropic:MODEL`."
     )
+    return 0
+
+
+def cmd_models_catalog(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    machine = _hardware(mnemo)
+    catalog = load_catalog()
+    fits = [assess(entry, machine) for entry in catalog]
+    if args.json:
+        rows = [entry_as_dict(entry, fit) for entry, fit in zip(catalog, fits, strict=True)]
+        print(json.dumps(rows, indent=2))
+        return 0
+    print(f"This computer: {machine.summary()}.")
+    best = best_chat_entry(catalog, machine)
+    for entry, fit in zip(catalog, fits, strict=True):
+        star = "  <- try this one first" if entry is best else ""
+        kind = "" if entry.kind == "chat" else f" [{entry.kind}]"
+        print(
+            f"\n{entry.id}{kind}: {entry.name}, {entry.family}, {parameters_text(entry.parameters)}"
+            f" parameters, {entry.quantization}{star}"
+        )
+        print(f"  {entry.description}")
+        mode = f"; {entry.memory_mode} memory" if entry.memory_mode else ""
+        print(
+            f"  {entry.size_bytes / 1e9:.1f} GB download, {gib(entry.ram_bytes())} memory at "
+            f"{DEFAULT_CONTEXT} tokens, context up to {entry.context_length} tokens{mode}; "
+            f"licence {entry.license_name} ({entry.license_url})"
+        )
+        print(f"  Here: {fit.status}: {fit.reason}.")
+    print("\nDownload one with `mnemo models download ID`; nothing is downloaded until you ask.")
+    return 0
+
+
+class _ProgressLine:
+    """A progress line on standard error, redrawn in place on a terminal."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.width = 0
+
+    def __call__(self, progress: DownloadProgress) -> None:
+        if not self.tty:
+            return
+        fraction = progress.fraction
+        bar = ""
+        if fraction is not None:
+            filled = int(fraction * 30)
+            bar = f"[{'#' * filled}{'.' * (30 - filled)}] {fraction:4.0%} "
+        line = bar + progress.describe()
+        print("\r" + line.ljust(self.width), end="", file=sys.stderr, flush=True)
+        self.width = len(line)
+
+    def end(self) -> None:
+        if self.tty and self.width:
+            print(file=sys.stderr)
+
+
+def cmd_models_download(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    source = resolve_source(args.model, args.file)
+    folder = _folder(mnemo)
+    already = partial_download(folder, source.file_name)
+    verb = "Resuming" if already else "Downloading"
+    print(f"{verb} {source.label} into {folder} (Ctrl-C pauses).", file=sys.stderr)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    progress = _ProgressLine()
+    try:
+        path = download(source, folder, stop=stop, on_progress=progress)
+    except DownloadPaused as paused:
+        progress.end()
+        print(f"{paused} Run the same command to resume.", file=sys.stderr)
+        return 130
+    except DownloadError:
+        progress.end()
+        raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    progress.end()
+    print(f"Ready: {path} ({path.stat().st_size / 2**20:.0f} MB, checked).")
+    if args.use:
+        return _use_local(mnemo, path, None, None)
+    name = source.entry.id if source.entry is not None else path.name
+    print(f"Use it with `mnemo models use {name}`.")
+    return 0
+
+
+def _local_model_path(mnemo: Mnemo, spec: str) -> Path:
+    """A catalogue id or file name in the models folder, or a path."""
+    folder = _folder(mnemo)
+    entry = find_entry(spec)
+    for candidate in [
+        *([folder / entry.file_name] if entry is not None else []),
+        folder / spec,
+    ]:
+        if candidate.suffix == ".gguf" and candidate.is_file():
+            return candidate
+    if entry is not None:
+        raise MnemoError(
+            f"{entry.name} is not downloaded yet; `mnemo models download {entry.id}` fetches it."
+        )
+    return Path(spec).expanduser().resolve()
+
+
+def _use_local(mnemo: Mnemo, path: Path, context: int | None, gpu_layers: int | None) -> int:
+    check_model_file(path)
+    fit = use_local_model(
+        mnemo.settings, path, _hardware(mnemo), context=context, gpu_layers=gpu_layers
+    )
+    print(f"Now using {_describe_model(mnemo)}.")
+    if context is None or gpu_layers is None:
+        print(f"For this computer: {fit.status}, {fit.reason}.")
     return 0
 
 
@@ -85,19 +240,41 @@ def cmd_models_use(mnemo: Mnemo, args: argparse.Namespace) -> int:
         settings.set("model.backend", backend)
         settings.set("model.name", name)
         settings.set("model.base_url", args.base_url or "")
+    elif args.base_url:
+        raise MnemoError("--base-url is for API models (openai:MODEL or anthropic:MODEL).")
+    elif spec != "default":
+        return _use_local(mnemo, _local_model_path(mnemo, spec), args.context, args.gpu_layers)
     else:
-        if args.base_url:
-            raise MnemoError("--base-url is for API models (openai:MODEL or anthropic:MODEL).")
-        path = "" if spec == "default" else str(Path(spec).expanduser().resolve())
-        if path:
-            check_model_file(Path(path))
         settings.set("model.backend", "local")
-        settings.set("model.path", path)
+        settings.set("model.path", "")
     if args.context is not None:
         settings.set("model.context_length", args.context)
     if args.gpu_layers is not None:
         settings.set("model.gpu_layers", args.gpu_layers)
     print(f"Now using {_describe_model(mnemo)}.")
+    return 0
+
+
+def cmd_models_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    folder = _folder(mnemo)
+    entry = find_entry(args.model)
+    file_name = entry.file_name if entry is not None else Path(args.model).name
+    path = folder / file_name
+    removed_part = partial_download(folder, file_name) is not None
+    if path.is_file():
+        in_use = mnemo.settings.get("model.path")
+        if in_use and Path(in_use).resolve() == path.resolve():
+            raise MnemoError(
+                f"{file_name} is the model in use; choose another first "
+                "(`mnemo models use default`)."
+            )
+        path.unlink()
+        print(f"Removed {file_name} ({folder}).")
+    elif not removed_part:
+        raise MnemoError(f"There is no downloaded model named {args.model} in {folder}.")
+    if removed_part:
+        discard_partial(folder, file_name)
+        print(f"Discarded the paused download of {file_name}.")
     return 0
 
 
@@ -195,8 +372,23 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     models_commands.add_parser("list", help="the model in use and local GGUF files").set_defaults(
         handler=cmd_models_list
     )
+    catalog = models_commands.add_parser(
+        "catalog", help="models to download, judged for this computer"
+    )
+    catalog.add_argument("--json", action="store_true")
+    catalog.set_defaults(handler=cmd_models_catalog)
+    fetch = models_commands.add_parser(
+        "download", help="a catalogue ID, a Hugging Face owner/repo with FILE, or an https URL"
+    )
+    fetch.add_argument("model")
+    fetch.add_argument("file", nargs="?", help="the .gguf file in an owner/repo")
+    fetch.add_argument("--use", action="store_true", help="use the model once it is ready")
+    fetch.set_defaults(handler=cmd_models_download)
+    delete = models_commands.add_parser("remove", help="delete a downloaded model")
+    delete.add_argument("model")
+    delete.set_defaults(handler=cmd_models_remove)
     use = models_commands.add_parser(
-        "use", help="default | PATH.gguf | openai:MODEL | anthropic:MODEL"
+        "use", help="default | ID | FILE.gguf | PATH.gguf | openai:MODEL | anthropic:MODEL"
     )
     use.add_argument("model")
     use.add_argument(

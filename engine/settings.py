@@ -39,6 +39,8 @@ DEFAULTS: dict[str, Any] = {
     "model.context_length": 4096,
     "model.gpu_layers": 0,
     "model.threads": 0,  # 0: one per CPU core
+    # Where `mnemo models download` and the Models page put GGUF files; empty: <profile>/models.
+    "models.folder": "",
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
     "ingest.max_file_mb": 100,
     # A file may take a minute plus this many seconds per MB to read and embed; longer, it is

@@ -204,3 +204,132 @@ def check_messages_request(
             problems.append(f"message {index}: tool_use ids without tool_result: {pending_uses}")
         pending_uses = {b["id"] for b in blocks if b.get("type") == "tool_use"}
     return problems
+
+
+class ModelFileServer:
+    """Serves one model file as Hugging Face does, with Range support, on 127.0.0.1.
+
+    ``/OWNER/REPO/resolve/REV/FILE`` redirects (302) to ``/storage/FILE`` and states the file's
+    SHA-256 and length in ``X-Linked-Etag`` and ``X-Linked-Size``, as Hugging Face does for LFS
+    files. ``drop_after`` makes the first answer close the connection after that many bytes;
+    ``corrupt`` sends damaged bytes under the true hash; ``chunk_delay_s`` slows the body down so
+    a test can pause it in flight; ``proxy`` records requests whose target is a full URL (what a
+    client sends to a proxy) and serves them too. Anything else is a 404.
+    """
+
+    CHUNK = 64 * 1024
+
+    def __init__(
+        self,
+        body: bytes,
+        file_name: str,
+        *,
+        drop_after: int | None = None,
+        corrupt: bool = False,
+        chunk_delay_s: float = 0.0,
+    ) -> None:
+        import hashlib
+
+        self.body = body
+        self.file_name = file_name
+        self.sha256 = hashlib.sha256(body).hexdigest()
+        self.drop_after = drop_after
+        self.corrupt = corrupt
+        self.chunk_delay_s = chunk_delay_s
+        self.sent = 0  # body bytes, all answers together
+        self.sent_per_answer: list[int] = []  # body bytes of each file answer, in order
+        self.requests: list[dict[str, str]] = []
+        self.proxied: list[str] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def resolve_url(self, owner: str = "mnemo-test", repo: str = "model-GGUF") -> str:
+        return f"{self.url}/{owner}/{repo}/resolve/main/{self.file_name}"
+
+    def __enter__(self) -> ModelFileServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *_args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+                path = self.path
+                if path.startswith("http://"):
+                    owner.proxied.append(path)
+                    path = "/" + path.split("/", 3)[3]
+                owner.requests.append({"path": path, **dict(self.headers.items())})
+                if re.fullmatch(rf"/[^/]+/[^/]+/resolve/[^/]+/{re.escape(owner.file_name)}", path):
+                    self.send_response(302)
+                    self.send_header("Location", f"/storage/{owner.file_name}")
+                    self.send_header("X-Linked-Etag", f'"{owner.sha256}"')
+                    self.send_header("X-Linked-Size", str(len(owner.body)))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif path == f"/storage/{owner.file_name}":
+                    self._send_file()
+                else:
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+            def _send_file(self) -> None:
+                body = owner.body
+                if owner.corrupt:
+                    middle = len(body) // 2
+                    body = body[:middle] + bytes(b ^ 0xFF for b in body[middle : middle + 4096])
+                    body += owner.body[middle + 4096 :]
+                start = 0
+                match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+                etag = f'"{owner.sha256}"'
+                if match and self.headers.get("If-Range", etag) == etag:
+                    start = int(match.group(1))
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+                else:
+                    self.send_response(200)
+                self.send_header("Content-Length", str(len(body) - start))
+                self.send_header("ETag", etag)
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+                drop_after, owner.drop_after = owner.drop_after, None  # only the first answer
+                answer = len(owner.sent_per_answer)
+                owner.sent_per_answer.append(0)
+                position = start
+                while position < len(body):
+                    piece = body[position : position + owner.CHUNK]
+                    if drop_after is not None and position - start + len(piece) > drop_after:
+                        piece = piece[: max(drop_after - (position - start), 0)]
+                        self.wfile.write(piece)
+                        owner.sent += len(piece)
+                        owner.sent_per_answer[answer] += len(piece)
+                        self.wfile.flush()
+                        self.close_connection = True
+                        self.connection.shutdown(2)  # a dropped connection, mid-body
+                        return
+                    try:
+                        self.wfile.write(piece)
+                    except OSError:  # the client went away (paused or cancelled)
+                        return
+                    owner.sent += len(piece)
+                    owner.sent_per_answer[answer] += len(piece)
+                    position += len(piece)
+                    if owner.chunk_delay_s:
+                        time.sleep(owner.chunk_delay_s)
+
+        return Handler

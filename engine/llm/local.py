@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,9 @@ def _available_memory() -> int | None:
         return None  # not a POSIX system that reports it
 
 
-def check_model_file(path: Path) -> None:
-    """Refuse, in one sentence, a model file llama.cpp would fail on less clearly."""
+def check_model_file(path: Path, *, check_memory: bool = True) -> None:
+    """Refuse, in one sentence, a model file llama.cpp would fail on less clearly (with
+    ``check_memory``, also one too large for the memory free now)."""
     if not path.exists():
         raise ModelError(f"The model file {path} does not exist; choose another in the settings.")
     if path.is_dir():
@@ -87,7 +89,7 @@ def check_model_file(path: Path) -> None:
             f"{path.name} is not a GGUF model file; download the model in GGUF format "
             "(the .gguf files llama.cpp uses)."
         )
-    available = _available_memory()
+    available = _available_memory() if check_memory else None
     if available is not None and path.stat().st_size > available:
         raise ModelError(
             f"{path.name} needs about {path.stat().st_size / 2**30:.1f} GiB of memory but only "
@@ -96,23 +98,71 @@ def check_model_file(path: Path) -> None:
         )
 
 
-def parameter_count_of(path: str | os.PathLike[str] | None) -> int | None:
-    """A GGUF model's parameter count, read with its vocabulary only (fast, no weights);
-    None when the file cannot be read."""
+@dataclass(frozen=True)
+class GgufInfo:
+    """What llama.cpp reads from a GGUF file's header and vocabulary, without its weights."""
+
+    parameters: int
+    architecture: str
+    layers: int | None
+    context_length: int | None
+    kv_bytes_per_token: int | None  # the f16 cache's keys and values for one token
+
+
+def inspect_gguf(path: Path) -> GgufInfo:
+    """Open ``path`` with llama.cpp's own reader (vocabulary only: fast, no weights in memory).
+
+    llama.cpp checks every tensor's place in the file here, so a truncated file is refused.
+    Raises ModelError with the reason in a sentence.
+    """
     from llama_cpp._internals import LlamaModel as LoadedWeights
 
+    check_model_file(path, check_memory=False)
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
     try:
-        file = Path(path) if path else bundled_model_path()
-        check_model_file(file)
-        params = llama_cpp.llama_model_default_params()
-        params.vocab_only = True
-        weights = LoadedWeights(path_model=str(file), params=params, verbose=False)
-    except (ModelError, ValueError, RuntimeError):
-        return None
+        weights = LoadedWeights(path_model=str(path), params=params, verbose=False)
+    except (ValueError, RuntimeError) as error:
+        raise ModelError(
+            f"llama.cpp cannot read {path.name} ({error}); the file is damaged or incomplete, "
+            "or its architecture is newer than this version of Mnemo supports."
+        ) from error
     try:
-        return int(weights.n_params())
+        metadata = weights.metadata()
+        architecture = metadata.get("general.architecture", "")
+
+        def number(key: str) -> int | None:
+            value = metadata.get(f"{architecture}.{key}", "")
+            return int(value) if value.isdigit() else None
+
+        layers, heads = number("block_count"), number("attention.head_count")
+        kv_heads = number("attention.head_count_kv") or heads
+        width = number("embedding_length")
+        head_size = width // heads if width and heads else None
+        key_size = number("attention.key_length") or head_size
+        value_size = number("attention.value_length") or head_size
+        kv_bytes = (
+            layers * kv_heads * (key_size + value_size) * 2
+            if layers and kv_heads and key_size and value_size
+            else None
+        )
+        return GgufInfo(
+            parameters=int(weights.n_params()),
+            architecture=architecture,
+            layers=layers,
+            context_length=number("context_length"),
+            kv_bytes_per_token=kv_bytes,
+        )
     finally:
         weights.close()
+
+
+def parameter_count_of(path: str | os.PathLike[str] | None) -> int | None:
+    """A GGUF model's parameter count (fast, no weights); None when the file cannot be read."""
+    try:
+        return inspect_gguf(Path(path) if path else bundled_model_path()).parameters
+    except ModelError:
+        return None
 
 
 class LlamaModel:

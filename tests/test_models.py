@@ -1,0 +1,348 @@
+"""The model catalogue, hardware-aware recommendations, and downloads that resume and verify.
+
+Downloads run against a real HTTP server on 127.0.0.1 that serves the bundled GGUF the way
+Hugging Face does (a redirect stating the SHA-256, then the file with Range support).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fake_servers import ModelFileServer
+
+from engine import hardware
+from engine.agent import Agent
+from engine.cli import main
+from engine.hardware import Gpu, Hardware
+from engine.llm import load_model
+from engine.llm.catalog import (
+    assess,
+    best_chat_entry,
+    find_entry,
+    load_catalog,
+    use_local_model,
+)
+from engine.llm.download import (
+    DownloadError,
+    DownloadPaused,
+    DownloadSource,
+    download,
+    partial_download,
+    resolve_source,
+)
+from engine.llm.local import bundled_model_path
+from engine.modes import choose_mode
+
+GiB = 2**30
+
+
+@pytest.fixture(scope="module")
+def model_bytes() -> bytes:
+    return bundled_model_path().read_bytes()
+
+
+def source_for(server: ModelFileServer) -> DownloadSource:
+    return resolve_source(server.resolve_url())
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# -- the catalogue ---------------------------------------------------------------------------
+
+
+def test_the_catalogue_offers_pinned_models_of_four_families_and_sizes():
+    catalog = load_catalog()
+    chat = [entry for entry in catalog if entry.kind == "chat"]
+    assert len(chat) >= 8
+    assert len({entry.family for entry in chat}) >= 4
+    sizes = [entry.parameters for entry in chat]
+    assert min(sizes) <= 0.6e9 and 7e9 <= max(sizes) <= 9e9
+    assert [entry.kind for entry in catalog if entry.kind != "chat"] == ["embedding", "reranker"]
+    for entry in catalog:
+        # A commit, not a branch: the pinned SHA-256 stays true of the file at that address.
+        assert re.fullmatch(
+            r"https://huggingface\.co/[^/]+/[^/]+/resolve/[0-9a-f]{40}/[^/]+\.gguf", entry.url
+        ), entry.url
+        assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
+        assert entry.license_name and entry.license_url.startswith("https://")
+        assert entry.description and entry.size_bytes > 0 and entry.layers > 0
+        assert entry.context_length >= 8192
+        assert find_entry(entry.id) == entry == find_entry(entry.file_name.upper())
+        if entry.kind == "chat":
+            # The mode written in the data is the one `auto` gives a model of this size.
+            assert entry.memory_mode == choose_mode("auto", entry.parameters).mode
+            assert entry.ram_bytes(8192) > entry.ram_bytes(4096) > entry.size_bytes
+    assert len({entry.id for entry in catalog}) == len(catalog)
+
+
+def test_this_computer_is_detected():
+    here = hardware.detect(Path("/nonexistent/models"))
+    assert here.total_ram and here.total_ram > here.available_ram > 0
+    assert here.cpu_cores == os.cpu_count()
+    assert here.disk_free and here.disk_free > 0
+    assert here.memory_read_bytes_per_s and here.memory_read_bytes_per_s > 1e8
+    assert here.offload_supported is False  # the CPU build installed here
+    assert "CPU cores" in here.summary()
+
+
+def test_nvidia_smi_output_is_read():
+    gpus = hardware.parse_nvidia_smi("NVIDIA GeForce RTX 3060, 12288, 11000\nnot a gpu\n")
+    assert gpus == (Gpu("NVIDIA GeForce RTX 3060", "nvidia", 12288 * 2**20, 11000 * 2**20),)
+
+
+def machine(ram_gib: float, cores: int = 8, gpu: Gpu | None = None, bandwidth: float = 40e9):
+    return Hardware(
+        total_ram=int(ram_gib * GiB),
+        available_ram=int(ram_gib * GiB * 0.7),
+        cpu_cores=cores,
+        disk_free=500 * GiB,
+        gpus=(gpu,) if gpu else (),
+        offload_supported=gpu is not None,
+        memory_read_bytes_per_s=bandwidth,
+    )
+
+
+def test_recommendations_follow_memory_speed_and_gpu():
+    llama8 = find_entry("llama-3.1-8b-instruct")
+    small = find_entry("qwen2.5-1.5b-instruct")
+    assert llama8 is not None and small is not None
+
+    tiny_laptop = machine(4, cores=4)
+    fit = assess(llama8, tiny_laptop)
+    assert fit.status == "too large" and "memory" in fit.reason
+    assert assess(small, tiny_laptop).status == "recommended"
+
+    two_cores = machine(32, cores=2)
+    fit = assess(llama8, two_cores)
+    assert fit.status == "slow" and "slower than you read" in fit.reason and fit.gpu_layers == 0
+
+    gaming = machine(16, gpu=Gpu("RTX 3060", "nvidia", 12 * GiB, 11 * GiB))
+    fit = assess(llama8, gaming)
+    assert (fit.status, fit.gpu_layers, fit.context) == ("recommended", -1, 8192)
+
+    small_gpu = machine(16, gpu=Gpu("GTX 1660", "nvidia", 6 * GiB, 4 * GiB))
+    fit = assess(llama8, small_gpu)
+    assert 0 < fit.gpu_layers < llama8.layers
+    assert f"{fit.gpu_layers} of {llama8.layers} layers" in fit.reason
+
+    mac = machine(8, gpu=Gpu("Apple Silicon (Metal)", "apple", 8 * GiB, 6 * GiB))
+    assert assess(find_entry("qwen2.5-3b-instruct"), mac).gpu_layers == -1  # type: ignore[arg-type]
+    old_mac = machine(4, gpu=Gpu("Apple Silicon (Metal)", "apple", 4 * GiB, 3 * GiB))
+    assert assess(llama8, old_mac).status == "too large"
+
+    full_disk = Hardware(32 * GiB, 20 * GiB, 8, 1 * GiB, (), False, 40e9)
+    fit = assess(llama8, full_disk)
+    assert fit.status == "too large" and "disk" in fit.reason
+
+    # The model to try first is the largest recommended one.
+    assert best_chat_entry(load_catalog(), gaming) == find_entry("llama-3.1-8b-instruct")
+    best_here = best_chat_entry(load_catalog(), tiny_laptop)
+    assert best_here is not None and best_here.parameters < 4e9
+
+
+def test_catalog_command_lists_every_entry_with_its_fit(profile_dir, capsys):
+    assert main(["--profile", str(profile_dir), "models", "catalog", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [row["id"] for row in rows] == [entry.id for entry in load_catalog()]
+    assert all(row["fit"]["status"] in ("recommended", "slow", "too large") for row in rows)
+    assert all(row["ram_bytes_at_default_context"] > row["size_bytes"] for row in rows)
+    assert main(["--profile", str(profile_dir), "models", "catalog"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("This computer: ") and "try this one first" in out
+    assert out.count("\n  Here: ") == len(rows)
+
+
+# -- what to download ------------------------------------------------------------------------
+
+
+def test_names_addresses_and_repositories_resolve(monkeypatch):
+    entry = find_entry("qwen2.5-3b-instruct")
+    assert entry is not None
+    assert resolve_source("Qwen2.5 3B Instruct") == DownloadSource(
+        entry.url, entry.file_name, entry.sha256, entry.size_bytes, entry
+    )
+    repo = resolve_source("bartowski/Some-GGUF", "Some-Q4_K_M.gguf")
+    assert repo.url == "https://huggingface.co/bartowski/Some-GGUF/resolve/main/Some-Q4_K_M.gguf"
+    assert resolve_source("bartowski/Some-GGUF/Some-Q4_K_M.gguf") == repo
+    pasted = resolve_source("https://huggingface.co/a/b/blob/main/m.gguf")
+    assert pasted.url == "https://huggingface.co/a/b/resolve/main/m.gguf"
+    monkeypatch.setenv("HF_ENDPOINT", "https://hf-mirror.example")
+    assert resolve_source(entry.id).url.startswith("https://hf-mirror.example/bartowski/")
+    with pytest.raises(DownloadError, match="Name the file as well"):
+        resolve_source("bartowski/Some-GGUF")
+    with pytest.raises(DownloadError, match="over https only"):
+        resolve_source("http://example.com/m.gguf")
+    with pytest.raises(DownloadError, match="does not name a .gguf file"):
+        resolve_source("https://example.com/model.safetensors")
+    with pytest.raises(DownloadError, match="is not a model in the catalogue"):
+        resolve_source("no-such-model")
+
+
+# -- downloads against a real local server ----------------------------------------------------
+
+
+def test_a_download_completes_verified_and_the_model_replies(tmp_path, model_bytes, mnemo):
+    folder = tmp_path / "models"
+    reports = []
+    with ModelFileServer(model_bytes, "tiny-Q4.gguf") as server:
+        path = download(source_for(server), folder, on_progress=reports.append)
+    assert path == folder / "tiny-Q4.gguf"
+    assert sha256(path) == server.sha256
+    assert sorted(p.name for p in folder.iterdir()) == ["tiny-Q4.gguf"]  # no part, no sidecar
+    assert reports[-1].checking and reports[0].total == len(model_bytes)
+    assert server.sent == len(model_bytes)
+
+    # The normal path: choose it, load it, get a reply.
+    fit = use_local_model(mnemo.settings, path, hardware.detect(folder))
+    assert mnemo.settings.get("model.path") == str(path)
+    assert mnemo.settings.get("model.context_length") == fit.context
+    model = load_model(mnemo.settings)
+    assert model.name == "tiny-Q4.gguf"
+    result = Agent(mnemo, model).send("Hello! My name is Ines.")
+    assert result.reason == "replied" and result.reply.strip()
+
+
+def test_a_dropped_connection_resumes_with_the_missing_bytes_only(tmp_path, model_bytes):
+    half = len(model_bytes) // 2
+    with ModelFileServer(model_bytes, "tiny.gguf", drop_after=half) as server:
+        path = download(source_for(server), tmp_path, retry_wait_s=0.01)
+    ranges = [request.get("Range") for request in server.requests if "storage" in request["path"]]
+    assert ranges[0] is None and ranges[1] == f"bytes={half}-"
+    assert server.sent_per_answer == [half, len(model_bytes) - half]  # nothing twice
+    assert sha256(path) == server.sha256
+
+
+def test_a_paused_download_resumes_after_a_restart(tmp_path, model_bytes):
+    stop = threading.Event()
+
+    def pause_at_a_third(progress):
+        if progress.done > len(model_bytes) / 3:
+            stop.set()
+
+    with ModelFileServer(model_bytes, "tiny.gguf", chunk_delay_s=0.002) as server:
+        source = source_for(server)
+        with pytest.raises(DownloadPaused):
+            download(source, tmp_path, stop=stop, on_progress=pause_at_a_third)
+        kept = partial_download(tmp_path, "tiny.gguf")
+        assert kept is not None and 0 < kept[0] < len(model_bytes)
+        assert kept[1] == len(model_bytes)
+        assert not (tmp_path / "tiny.gguf").exists()
+        path = download(source, tmp_path)  # a new run: the part and its sidecar are all it has
+    assert server.requests[-1]["Range"] == f"bytes={kept[0]}-"
+    assert server.sent_per_answer[1] == len(model_bytes) - kept[0]
+    assert sha256(path) == server.sha256
+
+
+def test_a_corrupted_file_is_refused_and_nothing_is_kept(tmp_path, model_bytes):
+    with (
+        ModelFileServer(model_bytes, "tiny.gguf", corrupt=True) as server,
+        pytest.raises(DownloadError) as refused,
+    ):
+        download(source_for(server), tmp_path)
+    message = str(refused.value)
+    assert "is damaged" in message and "SHA-256" in message and message.count(". ") <= 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_catalogue_hash_the_server_contradicts_stops_before_downloading(tmp_path, model_bytes):
+    with ModelFileServer(model_bytes, "tiny.gguf") as server:
+        source = DownloadSource(server.resolve_url(), "tiny.gguf", sha256="0" * 64)
+        with pytest.raises(DownloadError, match="not the file Mnemo's catalogue names"):
+            download(source, tmp_path)
+    # The answer is dropped at its headers (what the server had pushed into the socket aside).
+    assert server.sent < len(model_bytes) / 2 and list(tmp_path.iterdir()) == []
+
+
+def test_not_enough_disk_and_a_missing_file_are_said_in_words(tmp_path, model_bytes):
+    with ModelFileServer(model_bytes, "tiny.gguf") as server:
+        with pytest.raises(DownloadError, match="not enough disk space") as full:
+            download(source_for(server), tmp_path, free_bytes=lambda _folder: 50 * 2**20)
+        assert "Free some space" in str(full.value)
+        missing = DownloadSource(f"{server.url}/a/b/resolve/main/nope.gguf", "nope.gguf")
+        with pytest.raises(DownloadError, match="404 Not Found"):
+            download(missing, tmp_path)
+    assert server.sent < len(model_bytes) / 2
+    assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_a_file_that_is_not_a_model_is_refused(tmp_path):
+    with (
+        ModelFileServer(b"<html>Sign in</html>" * 100, "page.gguf") as server,
+        pytest.raises(DownloadError, match="not a GGUF model file"),
+    ):
+        download(source_for(server), tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_downloads_go_through_the_proxy(tmp_path, model_bytes, monkeypatch):
+    """The proxy from the environment (the system's, on Windows and macOS) carries the download;
+    the address itself is a closed port, so only the proxy can have answered."""
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with ModelFileServer(model_bytes, "tiny.gguf") as proxy:
+        monkeypatch.setenv("http_proxy", proxy.url)
+        source = resolve_source("http://127.0.0.1:9/o/r/resolve/main/tiny.gguf")
+        path = download(source, tmp_path)
+    assert proxy.proxied[0] == "http://127.0.0.1:9/o/r/resolve/main/tiny.gguf"
+    assert sha256(path) == proxy.sha256
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def test_cli_download_pauses_on_ctrl_c_resumes_lists_uses_and_removes(tmp_path, model_bytes):
+    profile = tmp_path / "profile"
+    env = {**os.environ, "MNEMO_HOME": str(profile), "HF_ENDPOINT": "http://127.0.0.1:1"}
+    command = [sys.executable, "-m", "engine.cli", "models"]
+    with ModelFileServer(model_bytes, "tiny.gguf", chunk_delay_s=0.01) as server:
+        url = server.resolve_url()
+        started = subprocess.Popen(
+            [*command, "download", url], env=env, stderr=subprocess.PIPE, text=True
+        )
+        part = profile / "models" / "tiny.gguf.part"
+        deadline = time.monotonic() + 60
+        while (not part.exists() or part.stat().st_size < 2**20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started.send_signal(signal.SIGINT)
+        _, err = started.communicate(timeout=60)
+        assert started.returncode == 130, err
+        assert "Run the same command to resume" in err
+        listed = subprocess.run([*command], env=env, capture_output=True, text=True)
+        assert "tiny.gguf: paused at" in listed.stdout
+        server.chunk_delay_s = 0
+        done = subprocess.run(
+            [*command, "download", url, "--use"], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Resuming" in done.stderr and "Now using local tiny.gguf" in done.stdout
+    assert server.requests[-1]["Range"].startswith("bytes=")
+    assert sha256(profile / "models" / "tiny.gguf") == server.sha256
+    listed = subprocess.run([*command, "list"], env=env, capture_output=True, text=True)
+    assert re.search(r"  tiny\.gguf  \(94 MB\) \(in use\)\n", listed.stdout)
+    refused = subprocess.run([*command, "remove", "tiny.gguf"], env=env, capture_output=True)
+    assert refused.returncode == 1 and b"is the model in use" in refused.stderr
+    subprocess.run([*command, "use", "default"], env=env, check=True, capture_output=True)
+    removed = subprocess.run([*command, "remove", "tiny.gguf"], env=env, capture_output=True)
+    assert removed.returncode == 0 and not (profile / "models" / "tiny.gguf").exists()
+
+
+def test_cli_names_an_unknown_model_in_one_sentence(profile_dir, capsys):
+    assert main(["--profile", str(profile_dir), "models", "download", "nonsense"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mnemo: 'nonsense' is not a model in the catalogue")
+    assert main(["--profile", str(profile_dir), "models", "use", "qwen2.5-3b-instruct"]) == 1
+    assert "is not downloaded yet; `mnemo models download qwen2.5-3b-instruct`" in (
+        capsys.readouterr().err
+    )
