@@ -141,11 +141,13 @@ class ChatView(QWidget):
     send_requested(str): the user sent a message.
     stop_requested(): the user pressed Stop.
     search_requested(str): the user searched past conversations.
+    models_requested(): the user followed the offer of a better model.
     """
 
     send_requested = Signal(str)
     stop_requested = Signal()
     search_requested = Signal(str)
+    models_requested = Signal()
 
     def __init__(self) -> None:
         super().__init__()
@@ -176,6 +178,17 @@ class ChatView(QWidget):
         self.scroll_area.verticalScrollBar().rangeChanged.connect(self._follow)
         layout.addWidget(self.scroll_area, 1)
 
+        self.model_offer = label(
+            "You are chatting with the small built-in model. "
+            '<a href="models">Get a better model for this computer…</a>',
+            "muted",
+        )
+        self.model_offer.setTextFormat(Qt.TextFormat.RichText)
+        self.model_offer.setTextInteractionFlags(Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self.model_offer.linkActivated.connect(lambda _link: self.models_requested.emit())
+        self.model_offer.setVisible(False)
+        layout.addWidget(self.model_offer)
+
         row = QHBoxLayout()
         self.input = MessageInput()
         self.input.setPlaceholderText("Message Mnemo (Enter sends, Shift+Enter for a new line)")
@@ -194,6 +207,10 @@ class ChatView(QWidget):
         self._at_bottom = True
         self.scroll_area.verticalScrollBar().valueChanged.connect(self._remember_position)
         self._update_button()
+
+    def offer_better_model(self, show: bool) -> None:
+        """One quiet line above the input while the bundled 135M model is in use."""
+        self.model_offer.setVisible(show)
 
     # -- the transcript ------------------------------------------------------------------------
 

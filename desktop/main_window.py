@@ -26,6 +26,7 @@ from desktop.chat import RESTORED_MESSAGES, ChatView
 from desktop.context_view import ContextView
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
+from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage, app_settings
 from desktop.ui import STYLE, label, one_line
@@ -53,7 +54,7 @@ from engine.mnemo import Mnemo
 from engine.modes import choose_mode
 
 SWITCH_INTERVAL_S = 0.001
-PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Settings")
+PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Models", "Settings")
 
 
 class MainWindow(QMainWindow):
@@ -99,6 +100,7 @@ class MainWindow(QMainWindow):
         self._threads = [
             start_thread(self.chat_worker, "mnemo-chat"),
             start_thread(self.ingest_worker, "mnemo-ingest"),
+            start_thread(self.models.worker, "mnemo-downloads"),
         ]
         self.load_requested.emit()
         self.watch_requested.emit()
@@ -113,6 +115,7 @@ class MainWindow(QMainWindow):
         self.browser = MemoryBrowser(mnemo, tasks)
         self.documents = DocumentsPage(mnemo, tasks)
         self.context = ContextView()
+        self.models = ModelsPage(mnemo, tasks)
         self.settings_watched = WatchedFoldersList(mnemo)
         self.settings = SettingsPage(mnemo, self.settings_watched)
 
@@ -135,6 +138,7 @@ class MainWindow(QMainWindow):
             self.browser,
             self.documents,
             self.context,
+            self.models,
             self.settings,
         ):
             self.pages.addWidget(page)
@@ -235,6 +239,10 @@ class MainWindow(QMainWindow):
             watched.remove_requested.connect(self.remove_watched_requested)
 
         self.settings.apply_requested.connect(self.load_requested)
+        self.settings.models_requested.connect(lambda: self.show_page("Models"))
+        self.models.model_chosen.connect(self.settings.load)
+        self.models.model_chosen.connect(self.load_requested)
+        self.chat.models_requested.connect(lambda: self.show_page("Models"))
         self.settings.policy_changed.connect(self.stats_requested)
         self.settings.policy_changed.connect(self._show_mode)
 
@@ -338,6 +346,9 @@ class MainWindow(QMainWindow):
         self.chat.set_ready(True)
         self.model_label.setText(f"{name} · {context_length:,}-token context")
         self.settings.model_loaded(name, context_length)
+        settings = self.mnemo.settings
+        bundled = settings.get("model.backend") == "local" and not settings.get("model.path")
+        self.chat.offer_better_model(bundled)
         self._show_mode()
 
     def _model_failed(self, message: str) -> None:
@@ -394,6 +405,8 @@ class MainWindow(QMainWindow):
             self.browser.currentWidget().refresh()  # type: ignore[attr-defined]
         elif PAGES[row] == "Context":
             self.stats_requested.emit()
+        elif PAGES[row] == "Models":
+            self.models.refresh()
 
     def show_page(self, name: str) -> None:
         self.nav.setCurrentRow(PAGES.index(name))
@@ -409,6 +422,7 @@ class MainWindow(QMainWindow):
         """Stop the work in progress at its next safe point and end the worker threads."""
         self.chat_worker.cancel.set()
         self.ingest_worker.cancel.set()
+        self.models.stop_all()  # paused, not lost: they resume from the Models page
         for thread in self._threads:
             thread.quit()
         for thread in self._threads:

@@ -59,10 +59,12 @@ class SettingsPage(QWidget):
     """Signals:
     apply_requested(): the model settings were saved; load the model they name.
     policy_changed(): the confirmation policy, the memory mode or the step limit changed.
+    models_requested(): show the model catalogue.
     """
 
     apply_requested = Signal()
     policy_changed = Signal()
+    models_requested = Signal()
 
     def __init__(self, mnemo: Mnemo, watched: WatchedFoldersList) -> None:
         super().__init__()
@@ -102,8 +104,12 @@ class SettingsPage(QWidget):
         self.path.setPlaceholderText("the bundled SmolLM2-135M-Instruct (small and quick)")
         choose = QPushButton("Choose…")
         choose.clicked.connect(self._choose_model)
+        browse = QPushButton("Download a model…")
+        browse.setToolTip("Models sized for this computer, ready in one click")
+        browse.clicked.connect(self.models_requested)
         path_row.addWidget(self.path, 1)
         path_row.addWidget(choose)
+        path_row.addWidget(browse)
         local.addRow("GGUF file", path_row)
         self.gpu_layers = QSpinBox()
         self.gpu_layers.setRange(-1, 999)

@@ -227,6 +227,7 @@ class ModelFileServer:
         drop_after: int | None = None,
         corrupt: bool = False,
         chunk_delay_s: float = 0.0,
+        state_hash: bool = True,
     ) -> None:
         import hashlib
 
@@ -236,6 +237,7 @@ class ModelFileServer:
         self.drop_after = drop_after
         self.corrupt = corrupt
         self.chunk_delay_s = chunk_delay_s
+        self.state_hash = state_hash  # False: no X-Linked-Etag (a server that states none)
         self.sent = 0  # body bytes, all answers together
         self.sent_per_answer: list[int] = []  # body bytes of each file answer, in order
         self.requests: list[dict[str, str]] = []
@@ -277,8 +279,9 @@ class ModelFileServer:
                 if re.fullmatch(rf"/[^/]+/[^/]+/resolve/[^/]+/{re.escape(owner.file_name)}", path):
                     self.send_response(302)
                     self.send_header("Location", f"/storage/{owner.file_name}")
-                    self.send_header("X-Linked-Etag", f'"{owner.sha256}"')
-                    self.send_header("X-Linked-Size", str(len(owner.body)))
+                    if owner.state_hash:
+                        self.send_header("X-Linked-Etag", f'"{owner.sha256}"')
+                        self.send_header("X-Linked-Size", str(len(owner.body)))
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                 elif path == f"/storage/{owner.file_name}":
@@ -296,7 +299,7 @@ class ModelFileServer:
                     body += owner.body[middle + 4096 :]
                 start = 0
                 match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
-                etag = f'"{owner.sha256}"'
+                etag = f'"{owner.sha256}"' if owner.state_hash else '"v1"'
                 if match and self.headers.get("If-Range", etag) == etag:
                     start = int(match.group(1))
                     self.send_response(206)

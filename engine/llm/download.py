@@ -130,15 +130,18 @@ def _checked_file_name(name: str, shown: str) -> str:
     return name
 
 
+def source_for_entry(entry: CatalogEntry) -> DownloadSource:
+    url = _rebase(entry.url)
+    return DownloadSource(url, entry.file_name, entry.sha256, entry.size_bytes, entry)
+
+
 def resolve_source(spec: str, file: str | None = None) -> DownloadSource:
     """A catalogue entry (its id or name), a Hugging Face ``owner/repo`` with a file name (as
     ``owner/repo/FILE.gguf`` or ``owner/repo FILE.gguf``), or an https address of a .gguf file."""
     spec = spec.strip()
     entry = find_entry(spec) if file is None else None
     if entry is not None:
-        return DownloadSource(
-            _rebase(entry.url), entry.file_name, entry.sha256, entry.size_bytes, entry
-        )
+        return source_for_entry(entry)
     if re.match(r"^[a-z]+://", spec, re.IGNORECASE):
         parts = urlsplit(spec)
         if parts.scheme != "https" and not (

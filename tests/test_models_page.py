@@ -1,0 +1,137 @@
+"""The Models page with real widgets: download from a real server on 127.0.0.1, pause, resume,
+cancel, use the model, and chat with it."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterator
+
+import pytest
+from fake_servers import ModelFileServer
+from PySide6.QtCore import Qt
+
+from desktop import ui
+from desktop.main_window import MainWindow
+from engine.llm import ScriptedModel
+from engine.llm.catalog import load_catalog
+from engine.llm.local import bundled_model_path
+
+TIMEOUT_MS = 60_000
+REAL_MODEL_TIMEOUT_MS = 300_000
+
+
+@pytest.fixture(scope="module")
+def model_bytes() -> bytes:
+    return bundled_model_path().read_bytes()
+
+
+@pytest.fixture
+def server(model_bytes) -> Iterator[ModelFileServer]:
+    # Slow enough (about 5 s) that the test can press Pause while the bytes are in flight.
+    with ModelFileServer(model_bytes, "Tiny-Q4_1.gguf", chunk_delay_s=0.003) as server:
+        yield server
+
+
+@pytest.fixture
+def window(qtbot, mnemo, server, monkeypatch) -> Iterator[MainWindow]:
+    """The real window and the real catalogue, with one more entry served by ``server``."""
+    tiny = dataclasses.replace(
+        load_catalog()[0],
+        id="tiny",
+        name="Tiny test model",
+        parameters=134_515_008,
+        size_bytes=len(server.body),
+        url=server.resolve_url(),
+        sha256=server.sha256,
+    )
+    monkeypatch.setattr("desktop.models_page.load_catalog", lambda: [tiny, *load_catalog()])
+    window = MainWindow(mnemo)
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.model_ready, timeout=REAL_MODEL_TIMEOUT_MS)
+    yield window
+    window.shutdown()
+
+
+def test_download_pause_resume_use_and_chat(qtbot, mnemo, window, server):
+    chat = window.chat
+    assert not chat.model_offer.isHidden()  # the bundled model is in use: the offer shows
+    chat.model_offer.linkActivated.emit("models")
+    assert window.pages.currentWidget() is window.models
+
+    page = window.models
+    qtbot.waitUntil(lambda: page.hardware is not None, timeout=TIMEOUT_MS)
+    card = page.cards["Tiny-Q4_1.gguf"]
+    assert card.verdict.text().startswith("Recommended")
+    assert card.reason.text().startswith("On this computer: about")
+    real = page.cards[load_catalog()[-3].file_name]  # the 8B model: slow on a 2-core CPU
+    assert real.verdict.text() in ("Will run slowly", "Too large", "Recommended")
+
+    qtbot.mouseClick(card.download_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: 100 < card.progress.value() < 700, timeout=TIMEOUT_MS)
+    assert " of 98.4 MB" in card.progress_text.text() and "/s" in card.progress_text.text()
+    assert not card.pause_button.isHidden() and card.download_button.isHidden()
+    qtbot.mouseClick(card.pause_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: page.message.text().startswith("Paused"), timeout=TIMEOUT_MS)
+    assert card.download_button.text() == "Resume" and card.progress_text.text().startswith(
+        "Paused ("
+    )
+    part = page.folder / "Tiny-Q4_1.gguf.part"
+    kept = part.stat().st_size
+    assert 0 < kept < len(server.body)
+
+    server.chunk_delay_s = 0
+    qtbot.mouseClick(card.download_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: not card.use_button.isHidden(), timeout=TIMEOUT_MS)
+    assert server.requests[-1]["Range"] == f"bytes={kept}-"
+    path = page.folder / "Tiny-Q4_1.gguf"
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == server.sha256
+    assert not part.exists()
+
+    qtbot.mouseClick(card.use_button, Qt.MouseButton.LeftButton)
+    assert page.message.text().startswith("Loading Tiny-Q4_1.gguf with a 8,192-token context")
+    qtbot.waitUntil(
+        lambda: window.model_ready and "Tiny-Q4_1.gguf" in window.model_label.text(),
+        timeout=REAL_MODEL_TIMEOUT_MS,
+    )
+    assert mnemo.settings.get("model.path") == str(path)
+    assert window.settings.path.text() == str(path)
+    assert chat.model_offer.isHidden()  # no longer the bundled model
+    assert card.use_button.text() == "In use" and not card.remove_button.isEnabled()
+
+    window.show_page("Chat")
+    chat.input.setPlainText("Hello! I am Ines.")
+    qtbot.mouseClick(chat.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: chat.busy, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: not chat.busy, timeout=REAL_MODEL_TIMEOUT_MS)
+    replies = [bubble for bubble in chat.bubbles() if bubble.role == "assistant"]
+    assert replies and replies[-1].text.strip()
+
+
+def test_cancel_discards_and_a_paused_download_survives_a_restart(
+    qtbot, mnemo, window, server, monkeypatch
+):
+    page = window.models
+    card = page.cards["Tiny-Q4_1.gguf"]
+    part = page.folder / "Tiny-Q4_1.gguf.part"
+    card.download_button.click()
+    qtbot.waitUntil(lambda: card.progress.value() > 50, timeout=TIMEOUT_MS)
+    card.cancel_button.click()
+    qtbot.waitUntil(lambda: page.message.text().startswith("Cancelled"), timeout=TIMEOUT_MS)
+    assert not part.exists() and card.download_button.text() == "Download"
+
+    card.download_button.click()
+    qtbot.waitUntil(lambda: card.progress.value() > 50, timeout=TIMEOUT_MS)
+    window.shutdown()  # quitting pauses the download; the part stays
+    assert part.exists()
+
+    reopened = MainWindow(mnemo, loader=lambda _settings: ScriptedModel())
+    qtbot.addWidget(reopened)
+    reopened.show_page("Models")
+    again = reopened.models.cards["Tiny-Q4_1.gguf"]
+    assert again.download_button.text() == "Resume"
+    assert again.progress_text.text().startswith("Paused (")
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    again.cancel_button.click()  # cancelling a download paused in an earlier session
+    assert not part.exists() and again.download_button.text() == "Download"
+    reopened.shutdown()
