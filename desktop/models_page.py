@@ -238,7 +238,7 @@ class ModelsPage(QWidget):
         self.message = label("", "muted")
         outer.addWidget(self.message)
 
-        self.scroll = scroll = QScrollArea()
+        self.card_area = scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
         content = QWidget()
@@ -385,7 +385,7 @@ class ModelsPage(QWidget):
         self.refresh()
         card = self.cards.get(path.name)
         if card is not None:
-            self.scroll.ensureWidgetVisible(card)
+            self.card_area.ensureWidgetVisible(card)
         self.model_chosen.emit()
 
     def remove(self, file_name: str) -> None:
