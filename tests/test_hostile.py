@@ -386,9 +386,11 @@ def test_a_file_that_takes_too_long_is_stopped_and_the_next_goes_on(mnemo, tmp_p
 
 
 def _outside(line: str) -> bool:
-    """A traced connect() to an address that is not this machine (Unix sockets are local)."""
+    """A traced connect() or datagram to an address that is not this machine (Unix sockets are
+    local)."""
     network = "sa_family=AF_INET" in line  # AF_INET and AF_INET6
-    return "connect(" in line and network and not ('"127.0.0.1"' in line or '"::1"' in line)
+    call = any(f"{name}(" in line for name in ("connect", "sendto", "sendmsg"))
+    return call and network and not ('"127.0.0.1"' in line or '"::1"' in line)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="strace is a Linux tool")
@@ -401,14 +403,19 @@ def test_a_chat_turn_an_ingest_and_doctor_connect_nowhere(tmp_path):
     mnemo_cli = Path(sys.executable).parent / "mnemo"
     profile = str(tmp_path / "profile")
     trace = tmp_path / "connects.txt"
-    for command in (["chat", "-m", "hello"], ["ingest", str(docs)], ["doctor"]):
+    for command in (
+        ["chat", "-m", "hello"],
+        ["ingest", str(docs)],
+        ["doctor"],
+        ["models", "catalog"],
+    ):
         env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
         subprocess.run(
             [
                 strace,
                 "-f",
                 "-e",
-                "trace=connect",
+                "trace=connect,sendto,sendmsg",
                 "-o",
                 str(trace),
                 str(mnemo_cli),
@@ -423,6 +430,78 @@ def test_a_chat_turn_an_ingest_and_doctor_connect_nowhere(tmp_path):
         )
         outside = [line for line in trace.read_text().splitlines() if _outside(line)]
         assert outside == [], f"mnemo {command[0]} connected outside this machine: {outside}"
+
+
+WINDOW_OFFLINE = """
+import sys, time
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtWidgets import QApplication
+from desktop.main_window import MainWindow
+from engine import Mnemo
+
+def wait(condition, seconds=300):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        QCoreApplication.processEvents()
+        time.sleep(0.02)
+
+app = QApplication([])
+mnemo = Mnemo.open(sys.argv[1])
+window = MainWindow(mnemo)
+window.show()
+wait(lambda: window.model_ready)
+window.chat.input.setPlainText("Hello! My spare key is under the blue flowerpot.")
+window.chat.send_button.click()
+wait(lambda: window.chat.busy)
+wait(lambda: not window.chat.busy)
+window.ingest([sys.argv[2]])
+wait(lambda: window.ingest_bar.isVisible())
+wait(lambda: not window.ingest_bar.isVisible())
+window.show_page("Models")
+wait(lambda: window.models.hardware is not None)
+replies = [b.text for b in window.chat.bubbles() if b.role == "assistant"]
+print("passages", mnemo.archival.count(), "replies", len(replies))
+window.shutdown()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="strace and network namespaces are Linux")
+def test_the_window_starts_chats_and_ingests_with_the_network_cut_off(tmp_path):
+    """The app as a user runs it, in a network namespace with no way out (any attempt would fail
+    there, so none can be hidden by a cache), traced for every connect and datagram."""
+    strace, unshare = shutil.which("strace"), shutil.which("unshare")
+    assert strace and unshare, "strace and unshare are needed (.ci/run installs strace)"
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "note.md").write_text("# Garden\n\nThe tomatoes need water every second day.")
+    trace = tmp_path / "trace.txt"
+    cut_off = [unshare, "--net"] if os.geteuid() == 0 else [unshare, "-r", "--net"]
+    done = subprocess.run(
+        [
+            *cut_off,
+            strace,
+            "-f",
+            "-e",
+            "trace=connect,sendto,sendmsg",
+            "-o",
+            str(trace),
+            sys.executable,
+            "-c",
+            WINDOW_OFFLINE,
+            str(tmp_path / "profile"),
+            str(docs),
+        ],
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "passages 1 replies 1" in done.stdout
+    outside = [line for line in trace.read_text().splitlines() if _outside(line)]
+    assert outside == [], f"the window tried to connect outside this machine: {outside}"
 
 
 # -- 6. secrets never reach storage, logs or models --------------------------------------------
