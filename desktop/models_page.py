@@ -16,6 +16,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Qt, QUrl, Signal, Slot
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
+    QFileDialog,
     QFrame,
     QHBoxLayout,
     QLineEdit,
@@ -221,8 +222,12 @@ class ModelsPage(QWidget):
         open_folder.clicked.connect(
             lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(self.folder)))
         )
+        change_folder = QPushButton("Change…")
+        change_folder.setToolTip("Keep downloaded models in another folder (a larger disk)")
+        change_folder.clicked.connect(self._choose_folder)
         folder_row.addWidget(self.folder_label, 1)
         folder_row.addWidget(open_folder)
+        folder_row.addWidget(change_folder)
         outer.addLayout(folder_row)
         address_row = QHBoxLayout()
         self.address = QLineEdit()
@@ -267,6 +272,13 @@ class ModelsPage(QWidget):
     @property
     def folder(self) -> Path:
         return models_folder(self._mnemo.settings, self._mnemo.profile)
+
+    def _choose_folder(self) -> None:
+        chosen = QFileDialog.getExistingDirectory(self, "Folder for models", str(self.folder))
+        if chosen:
+            self._mnemo.settings.set("models.folder", chosen)
+            self.hardware = None  # its free disk is another disk's now
+            self.refresh()
 
     # -- what is where -------------------------------------------------------------------------
 

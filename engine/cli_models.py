@@ -328,6 +328,7 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
         f"{mnemo.recall.count()} messages, {mnemo.archival.count()} passages)"
     )
     print(f"Log: {mnemo.profile.log_path}")
+    print(f"This computer: {hardware.detect(_folder(mnemo), measure_speed=False).summary()}")
     print(f"Model: {_describe_model(mnemo)}")
     started = time.perf_counter()
     try:

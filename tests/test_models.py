@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import ModelFileServer
+from filelock import FileLock
 
 from engine import hardware
 from engine.agent import Agent
@@ -53,6 +54,11 @@ def model_bytes() -> bytes:
 
 def source_for(server: ModelFileServer) -> DownloadSource:
     return resolve_source(server.resolve_url())
+
+
+def files_in(folder: Path) -> list[str]:
+    """What a person sees in the models folder (the lock folder is hidden)."""
+    return sorted(p.name for p in folder.iterdir() if p.name != ".locks")
 
 
 def sha256(path: Path) -> str:
@@ -200,7 +206,7 @@ def test_a_download_completes_verified_and_the_model_replies(tmp_path, model_byt
         path = download(source_for(server), folder, on_progress=reports.append)
     assert path == folder / "tiny-Q4.gguf"
     assert sha256(path) == server.sha256
-    assert sorted(p.name for p in folder.iterdir()) == ["tiny-Q4.gguf"]  # no part, no sidecar
+    assert files_in(folder) == ["tiny-Q4.gguf"]  # no part, no sidecar
     assert reports[-1].checking and reports[0].total == len(model_bytes)
     assert server.sent == len(model_bytes)
 
@@ -253,7 +259,7 @@ def test_a_corrupted_file_is_refused_and_nothing_is_kept(tmp_path, model_bytes):
         download(source_for(server), tmp_path)
     message = str(refused.value)
     assert "is damaged" in message and "SHA-256" in message and message.count(". ") <= 1
-    assert list(tmp_path.iterdir()) == []
+    assert files_in(tmp_path) == []
 
 
 def test_a_catalogue_hash_the_server_contradicts_stops_before_downloading(tmp_path, model_bytes):
@@ -262,7 +268,7 @@ def test_a_catalogue_hash_the_server_contradicts_stops_before_downloading(tmp_pa
         with pytest.raises(DownloadError, match="not the file Mnemo's catalogue names"):
             download(source, tmp_path)
     # The answer is dropped at its headers (what the server had pushed into the socket aside).
-    assert server.sent < len(model_bytes) / 2 and list(tmp_path.iterdir()) == []
+    assert server.sent < len(model_bytes) / 2 and files_in(tmp_path) == []
 
 
 def test_not_enough_disk_and_a_missing_file_are_said_in_words(tmp_path, model_bytes):
@@ -274,7 +280,19 @@ def test_not_enough_disk_and_a_missing_file_are_said_in_words(tmp_path, model_by
         with pytest.raises(DownloadError, match="404 Not Found"):
             download(missing, tmp_path)
     assert server.sent < len(model_bytes) / 2
-    assert [p.name for p in tmp_path.iterdir()] == []
+    assert files_in(tmp_path) == []
+
+
+def test_one_download_of_a_file_at_a_time(tmp_path, model_bytes):
+    """The window and `mnemo models download` must not both write the same part."""
+    (tmp_path / ".locks").mkdir()
+    with (
+        ModelFileServer(model_bytes, "tiny.gguf") as server,
+        FileLock(tmp_path / ".locks" / "tiny.gguf.lock"),
+        pytest.raises(DownloadError, match="already being downloaded by another Mnemo"),
+    ):
+        download(source_for(server), tmp_path)
+    assert server.requests == []
 
 
 def test_a_file_that_is_not_a_model_is_refused(tmp_path):
@@ -283,7 +301,7 @@ def test_a_file_that_is_not_a_model_is_refused(tmp_path):
         pytest.raises(DownloadError, match="not a GGUF model file"),
     ):
         download(source_for(server), tmp_path)
-    assert list(tmp_path.iterdir()) == []
+    assert files_in(tmp_path) == []
 
 
 def test_downloads_go_through_the_proxy(tmp_path, model_bytes, monkeypatch):

@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 import httpx
+from filelock import FileLock, Timeout
 
 from engine import __version__
 from engine.errors import MnemoError, ModelError
@@ -446,6 +447,33 @@ def download(
     final = folder / source.file_name
     if final.exists():
         return final
+    lock = FileLock(folder / ".locks" / f"{source.file_name}.lock", thread_local=False)
+    try:
+        (folder / ".locks").mkdir(exist_ok=True)
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise DownloadError(
+            f"{source.label} is already being downloaded by another Mnemo (the window or "
+            "`mnemo models download`); let that one finish."
+        ) from None
+    try:
+        return _download_held(source, folder, final, stop, on_progress, free_bytes, retry_wait_s)
+    finally:
+        lock.release()
+
+
+def _download_held(
+    source: DownloadSource,
+    folder: Path,
+    final: Path,
+    stop: threading.Event | None,
+    on_progress: Callable[[DownloadProgress], None] | None,
+    free_bytes: FreeBytes,
+    retry_wait_s: float,
+) -> Path:
+    """``download`` while holding the file's lock: two writers would interleave the part."""
+    if final.exists():
+        return final  # the other holder finished it
     if _read_meta(folder, source.file_name).get("url") not in (None, source.url):
         discard_partial(folder, source.file_name)  # an older download of another file
     transfer = _Transfer(source, folder, stop or threading.Event(), on_progress, free_bytes)
