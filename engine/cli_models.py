@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import getpass
 import importlib.metadata
 import json
@@ -128,7 +129,7 @@ def cmd_models_catalog(mnemo: Mnemo, args: argparse.Namespace) -> int:
     fits = [assess(entry, machine) for entry in catalog]
     if args.json:
         rows = [entry_as_dict(entry, fit) for entry, fit in zip(catalog, fits, strict=True)]
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"computer": dataclasses.asdict(machine), "models": rows}, indent=2))
         return 0
     print(f"This computer: {machine.summary()}.")
     best = best_chat_entry(catalog, machine)

@@ -160,7 +160,9 @@ def test_recommendations_follow_memory_speed_and_gpu():
 
 def test_catalog_command_lists_every_entry_with_its_fit(profile_dir, capsys):
     assert main(["--profile", str(profile_dir), "models", "catalog", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
+    listed = json.loads(capsys.readouterr().out)
+    rows = listed["models"]
+    assert listed["computer"]["cpu_cores"] == os.cpu_count()
     assert [row["id"] for row in rows] == [entry.id for entry in load_catalog()]
     assert all(row["fit"]["status"] in ("recommended", "slow", "too large") for row in rows)
     assert all(row["ram_bytes_at_default_context"] > row["size_bytes"] for row in rows)
