@@ -381,13 +381,18 @@ class ModelsPage(QWidget):
     # -- using and removing ----------------------------------------------------------------------
 
     def use(self, path: Path) -> None:
-        """Make ``path`` the model in use with this computer's suggested settings, and load it."""
-        machine = self.hardware or hardware.detect(self.folder)
-        try:
-            fit = use_local_model(self._mnemo.settings, path, machine)
-        except Exception as error:
-            self.message.setText(describe_failure(error))
-            return
+        """Make ``path`` the model in use with this computer's suggested settings, and load it.
+
+        The suggestion may read the file's header and this computer, so it runs as a task."""
+        folder, settings, known = self.folder, self._mnemo.settings, self.hardware
+
+        def choose() -> Fit:
+            return use_local_model(settings, path, known or hardware.detect(folder))
+
+        self.message.setText(f"Choosing settings for {path.name}…")
+        self._tasks.submit(choose, lambda fit: self._chosen(path, fit), self.message.setText)
+
+    def _chosen(self, path: Path, fit: Fit) -> None:
         layers = {0: "no GPU layers", -1: "all layers on the GPU"}.get(
             fit.gpu_layers, f"{fit.gpu_layers} GPU layers"
         )
@@ -402,15 +407,12 @@ class ModelsPage(QWidget):
 
     def remove(self, file_name: str) -> None:
         path = self.folder / file_name
-        size = gib(path.stat().st_size)
+        size = gib(path.stat().st_size) if path.exists() else "already gone"
         if not ui.confirm(self, "Remove model", f"Delete {file_name} ({size}) from this computer?"):
             return
         path.unlink(missing_ok=True)
         self.message.setText(f"Removed {file_name}.")
         self.refresh()
-
-    def has_work(self) -> bool:
-        return bool(self.jobs)
 
     def stop_all(self) -> None:
         """Pause every download (on quitting: they resume next time)."""

@@ -194,6 +194,8 @@ def test_names_addresses_and_repositories_resolve(monkeypatch):
         resolve_source("http://example.com/m.gguf")
     with pytest.raises(DownloadError, match="does not name a .gguf file"):
         resolve_source("https://example.com/model.safetensors")
+    with pytest.raises(DownloadError, match="does not name a .gguf file"):
+        resolve_source("https://example.com/x/a%2F..%2F..%2Frc.gguf")  # no way out of the folder
     with pytest.raises(DownloadError, match="is not a model in the catalogue"):
         resolve_source("no-such-model")
 

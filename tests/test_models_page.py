@@ -89,7 +89,10 @@ def test_download_pause_resume_use_and_chat(qtbot, mnemo, window, server):
     assert not part.exists()
 
     qtbot.mouseClick(card.use_button, Qt.MouseButton.LeftButton)
-    assert page.message.text().startswith("Loading Tiny-Q4_1.gguf with a 8,192-token context")
+    qtbot.waitUntil(
+        lambda: page.message.text().startswith("Loading Tiny-Q4_1.gguf with a 8,192-token"),
+        timeout=TIMEOUT_MS,
+    )
     qtbot.waitUntil(
         lambda: window.model_ready and "Tiny-Q4_1.gguf" in window.model_label.text(),
         timeout=REAL_MODEL_TIMEOUT_MS,

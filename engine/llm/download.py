@@ -87,7 +87,7 @@ class DownloadProgress:
         return max(self.total - self.done, 0) / self.bytes_per_second
 
     def describe(self) -> str:
-        """ "1.2 GB of 2.0 GB, 5.3 MB/s, about 3 min left"."""
+        """Like "1.2 GB of 2.0 GB, 5.3 MB/s, about 3 min left"."""
         if self.checking:
             return f"Checking {self.file_name}…"
         done = _size(self.done)
@@ -123,7 +123,7 @@ def _rebase(url: str) -> str:
 
 def _checked_file_name(name: str, shown: str) -> str:
     name = unquote(name)
-    if not name.lower().endswith(".gguf") or name.startswith(".") or "\\" in name:
+    if not name.lower().endswith(".gguf") or name.startswith(".") or set("/\\\0") & set(name):
         raise DownloadError(
             f"{shown} does not name a .gguf file; Mnemo runs GGUF models (the files llama.cpp "
             "uses). Pick the .gguf file's own address."
