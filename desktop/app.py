@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from engine.cli import log_to_profile
 from engine.errors import MnemoError
 from engine.mnemo import Mnemo
-from engine.profile import WINDOW, Profile, ProfileBusyError
+from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
@@ -62,7 +61,7 @@ def run(argv: Sequence[str]) -> int:
                 return 0  # the window that is open came to the front instead
             QMessageBox.critical(None, "Mnemo is already open", str(busy))
             return 1
-        log_to_profile(mnemo)
+        log_to_profile(mnemo.profile)
         window = MainWindow(mnemo)
         window.restore_layout()
         listen_for_second_starts(window, mnemo.profile)

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.ui import cell, label, table
 from desktop.workers import Tasks
+from engine.db.schema import DocumentRow
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import WatchedFolders
-from engine.memory.models import DocumentRow
 from engine.mnemo import Mnemo
 
 STATUS_WORDS = {

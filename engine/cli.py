@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import logging.handlers
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -18,11 +16,12 @@ import sqlalchemy.exc
 from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.db import describe_storage_error
-from engine.errors import MnemoError, RedactingFilter
+from engine.errors import MnemoError
 from engine.llm.base import safe_text
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
 from engine.modes import configured_mode
+from engine.profile import log_to_profile
 
 
 def _jsonable(value: Any) -> Any:
@@ -375,27 +374,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def log_to_profile(mnemo: Mnemo) -> None:
-    """Log to ``<profile>/logs/mnemo.log`` (rotated), so problems can be looked at later."""
-    path = mnemo.profile.log_path
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if getattr(h, "mnemo_profile_log", False)]:
-        root.removeHandler(handler)  # another profile's log, in this process
-        handler.close()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
-        )
-    except OSError:
-        return  # a read-only profile still works, without a log
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    handler.addFilter(RedactingFilter())  # no API key reaches the log, whatever logged it
-    handler.mnemo_profile_log = True  # type: ignore[attr-defined]
-    root.addHandler(handler)
-    root.setLevel(min(root.level or logging.INFO, logging.INFO))
-
-
 def undecodable_argument(args: argparse.Namespace) -> str | None:
     """The first argument that is not valid UTF-8 (Python holds such bytes as lone surrogates,
     which nothing downstream can store), as a sentence; None when all are text. Files to ingest
@@ -423,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with Mnemo.open(args.profile) as mnemo:
             read_only = mnemo.read_only
-            log_to_profile(mnemo)
+            log_to_profile(mnemo.profile)
             return int(args.handler(mnemo, args))
     except (MnemoError, ValueError) as error:
         print(f"mnemo: {error}", file=sys.stderr)

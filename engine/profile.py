@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import logging.handlers
 import os
 import time
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ from pathlib import Path
 import platformdirs
 from filelock import FileLock, Timeout
 
-from engine.errors import ProfileError
+from engine.errors import ProfileError, RedactingFilter
 
 DEFAULT_PROFILE_NAME = "default"
 WINDOW = "the Mnemo window"  # how a holder of the assistant names itself
@@ -138,3 +140,24 @@ class Profile:
             "would answer the same message twice.",
             holder,
         )
+
+
+def log_to_profile(profile: Profile) -> None:
+    """Log to ``<profile>/logs/mnemo.log`` (rotated), so problems can be looked at later."""
+    path = profile.log_path
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if getattr(h, "mnemo_profile_log", False)]:
+        root.removeHandler(handler)  # another profile's log, in this process
+        handler.close()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=2_000_000, backupCount=3, encoding="utf-8"
+        )
+    except OSError:
+        return  # a read-only profile still works, without a log
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(RedactingFilter())  # no API key reaches the log, whatever logged it
+    handler.mnemo_profile_log = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(min(root.level or logging.INFO, logging.INFO))

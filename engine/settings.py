@@ -12,8 +12,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from engine.db.schema import Setting
 from engine.errors import MnemoError
-from engine.memory.models import Setting
 
 CORE_WRITE_POLICIES = ("ask", "auto")
 MEMORY_MODES = ("auto", "self", "assisted")

@@ -27,7 +27,7 @@ from fake_servers import FakeServer, Reply, sse
 
 from engine import Mnemo
 from engine.agent import Agent
-from engine.cli import log_to_profile, main
+from engine.cli import main
 from engine.errors import MnemoError
 from engine.events import Notice, TextStreamed, TurnFinished
 from engine.ingest.ingestor import Ingestor
@@ -36,7 +36,7 @@ from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
 from engine.memory.archival import NewPassage
 from engine.memory.recall import PASTED_CHARS
-from engine.profile import CHAT, Profile
+from engine.profile import CHAT, Profile, log_to_profile
 from engine.tools import NOTICE
 
 TESTS = Path(__file__).parent
@@ -510,7 +510,7 @@ KEY = "sk-live-ABCDEFGHIJKLMNOP1234567890"
 
 
 def test_a_key_echoed_by_a_server_is_not_stored_logged_shown_or_sent(mnemo, plain_server):
-    log_to_profile(mnemo)
+    log_to_profile(mnemo.profile)
     model = OpenAIModel("gpt-test", base_url=plain_server.url, api_key=KEY, backoff_s=0.01)
     echo = {"error": {"message": f"Incorrect API key provided: {KEY[:16]}...{KEY[-4:]} ({KEY})"}}
     plain_server.replies.append(Reply(401, json.dumps(echo)))

@@ -21,6 +21,7 @@ from sqlmodel import Session
 
 from engine.assisted import NOTE_MARK, RECALL, spoken_date
 from engine.context.summary import summarize
+from engine.db.schema import AgentStateRow
 from engine.llm.base import (
     ChatMessage,
     ChatModel,
@@ -31,7 +32,6 @@ from engine.llm.base import (
     parse_call,
 )
 from engine.memory.core import Block
-from engine.memory.models import AgentStateRow
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
 from engine.tools import CITE, NOTICE, SEND_MESSAGE, function_schemas

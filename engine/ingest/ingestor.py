@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Literal
 from filelock import FileLock, Timeout
 from sqlmodel import Session, col, select
 
+from engine.db.schema import DocumentRow
 from engine.errors import GenerationCancelled
 from engine.ingest.chunking import chunk_sections
 from engine.ingest.loaders import DocumentError, UnsupportedFile, is_supported, load
 from engine.memory.archival import NewPassage, Source
-from engine.memory.models import DocumentRow
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

@@ -21,10 +21,10 @@ from sqlmodel import Session, col, select
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from engine.db.schema import WatchedFolderRow
 from engine.errors import MnemoError
 from engine.ingest.ingestor import DEFAULT_EXCLUDES, FileResult, Ingestor, excluded
 from engine.ingest.loaders import is_supported
-from engine.memory.models import WatchedFolderRow
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

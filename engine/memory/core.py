@@ -16,8 +16,8 @@ from typing import Literal
 from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
+from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
-from engine.memory.models import CoreBlock, CoreBlockVersion
 from engine.memory.search import from_timestamp
 from engine.resources import resource_path
 

@@ -16,9 +16,9 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from engine.db.schema import ProposalRow
 from engine.errors import CoreMemoryError, NotFoundError
 from engine.memory.core import CoreMemory, EditAction
-from engine.memory.models import ProposalRow
 from engine.memory.recall import RecallStore
 from engine.memory.search import from_timestamp
 

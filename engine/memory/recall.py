@@ -21,9 +21,9 @@ import pyarrow as pa
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from engine.db.schema import Message
 from engine.errors import NotFoundError
 from engine.memory import context_index
-from engine.memory.models import Message
 from engine.memory.search import (
     Page,
     SearchMode,

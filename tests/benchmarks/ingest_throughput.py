@@ -21,10 +21,10 @@ import numpy as np
 from _common import TextGenerator, emit
 
 from engine import Mnemo
+from engine.db.schema import DocumentRow
 from engine.ingest.chunking import chunk_sections
 from engine.ingest.ingestor import Ingestor
 from engine.ingest.loaders import load
-from engine.memory.models import DocumentRow
 
 
 def write_markdown(folder: Path, count: int, seed: int = 0) -> None:

@@ -1,7 +1,8 @@
-"""The profile's SQLite database: connection settings and versioned migrations.
+"""The profile's SQLite database: opening it, applying migrations, refusing a newer one.
 
-Each migration is a named SQL script; ``PRAGMA user_version`` records how many have been applied.
-A database whose version is higher than the code knows was written by a newer Mnemo and is refused
+The schema itself (each migration, and the table classes for the tables they create) is in
+``engine.db.schema``. ``PRAGMA user_version`` records how many migrations have been applied. A
+database whose version is higher than the code knows was written by a newer Mnemo and is refused
 untouched.
 """
 
@@ -19,177 +20,10 @@ from sqlalchemy import Engine, event
 from sqlalchemy.pool import QueuePool
 from sqlmodel import create_engine
 
+from engine.db.schema import MIGRATIONS
 from engine.errors import ProfileError, ProfileTooNewError
 
 log = logging.getLogger("mnemo.db")
-
-MIGRATIONS: list[tuple[str, str]] = [
-    (
-        "recall_and_core_memory",
-        """
-        CREATE TABLE message (
-            id INTEGER PRIMARY KEY,
-            conversation_id TEXT NOT NULL DEFAULT 'default',
-            role TEXT NOT NULL CHECK (role IN
-                ('user', 'assistant', 'function_call', 'function_result', 'system')),
-            name TEXT,
-            text TEXT NOT NULL,
-            created_at REAL NOT NULL,
-            embedded INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX message_created_at ON message (created_at);
-        CREATE INDEX message_conversation ON message (conversation_id, id);
-        CREATE INDEX message_unembedded ON message (id) WHERE embedded = 0;
-
-        CREATE VIRTUAL TABLE message_fts USING fts5 (
-            text, content = 'message', content_rowid = 'id',
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
-            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
-        END;
-        CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
-        END;
-        CREATE TRIGGER message_fts_update AFTER UPDATE OF text ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
-            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
-        END;
-
-        CREATE TABLE core_block (
-            label TEXT PRIMARY KEY,
-            description TEXT NOT NULL DEFAULT '',
-            value TEXT NOT NULL DEFAULT '',
-            char_limit INTEGER NOT NULL,
-            read_only INTEGER NOT NULL DEFAULT 0,
-            position INTEGER NOT NULL DEFAULT 0,
-            updated_at REAL NOT NULL
-        );
-        CREATE TABLE core_block_version (
-            id INTEGER PRIMARY KEY,
-            label TEXT NOT NULL,
-            action TEXT NOT NULL,
-            old_value TEXT,
-            new_value TEXT,
-            author TEXT NOT NULL CHECK (author IN ('user', 'model', 'system')),
-            cause_kind TEXT,
-            cause_ref TEXT,
-            created_at REAL NOT NULL
-        );
-        CREATE INDEX core_block_version_label ON core_block_version (label, id);
-
-        CREATE TABLE setting (
-            key TEXT PRIMARY KEY,
-            value TEXT NOT NULL
-        );
-        """,
-    ),
-    (
-        "agent_state_and_proposals",
-        """
-        CREATE TABLE agent_state (
-            conversation_id TEXT PRIMARY KEY,
-            context_start_id INTEGER NOT NULL DEFAULT 0,
-            summary TEXT NOT NULL DEFAULT '',
-            summarized_count INTEGER NOT NULL DEFAULT 0,
-            pressure_warned INTEGER NOT NULL DEFAULT 0,
-            updated_at REAL NOT NULL
-        );
-        CREATE TABLE proposal (
-            id INTEGER PRIMARY KEY,
-            conversation_id TEXT NOT NULL,
-            label TEXT NOT NULL,
-            action TEXT NOT NULL CHECK (action IN ('append', 'replace')),
-            old_content TEXT,
-            new_content TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'pending'
-                CHECK (status IN ('pending', 'approved', 'rejected')),
-            cause_kind TEXT NOT NULL,
-            cause_ref TEXT,
-            untrusted_reason TEXT,
-            applied_content TEXT,
-            version_id INTEGER,
-            decided_by TEXT,
-            created_at REAL NOT NULL,
-            decided_at REAL
-        );
-        CREATE INDEX proposal_status ON proposal (status, id);
-        """,
-    ),
-    (
-        "document_index_and_watched_folders",
-        """
-        CREATE TABLE document (
-            path TEXT PRIMARY KEY,
-            size INTEGER NOT NULL DEFAULT 0,
-            mtime REAL NOT NULL DEFAULT 0,
-            content_hash TEXT,
-            status TEXT NOT NULL
-                CHECK (status IN ('queued', 'indexing', 'done', 'error', 'skipped')),
-            error TEXT,
-            chunk_count INTEGER NOT NULL DEFAULT 0,
-            embedder TEXT,
-            updated_at REAL NOT NULL
-        );
-        CREATE INDEX document_status ON document (status);
-        CREATE TABLE watched_folder (
-            path TEXT PRIMARY KEY,
-            include TEXT NOT NULL DEFAULT '[]',
-            exclude TEXT NOT NULL DEFAULT '[]',
-            added_at REAL NOT NULL
-        );
-        """,
-    ),
-    (
-        "message_search_text_with_neighbours",
-        """
-        ALTER TABLE message ADD COLUMN search_text TEXT;
-        UPDATE message SET search_text = text;
-        DROP TRIGGER message_fts_insert;
-        DROP TRIGGER message_fts_delete;
-        DROP TRIGGER message_fts_update;
-        DROP TABLE message_fts;
-        CREATE VIRTUAL TABLE message_fts USING fts5 (
-            search_text, content = 'message', content_rowid = 'id',
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
-            INSERT INTO message_fts (rowid, search_text) VALUES (new.id, new.search_text);
-        END;
-        CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, search_text)
-                VALUES ('delete', old.id, old.search_text);
-        END;
-        CREATE TRIGGER message_fts_update AFTER UPDATE OF search_text ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, search_text)
-                VALUES ('delete', old.id, old.search_text);
-            INSERT INTO message_fts (rowid, search_text) VALUES (new.id, new.search_text);
-        END;
-        INSERT INTO message_fts (message_fts) VALUES ('rebuild');
-        CREATE TABLE message_context_pending (conversation_id TEXT PRIMARY KEY);
-        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
-        """,
-    ),
-    (
-        "message_search_text_short_neighbours",
-        """
-        INSERT OR IGNORE INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
-        """,
-    ),
-    (
-        "message_untrusted_reason",
-        # Set on a function result that brought text the user did not write into the context,
-        # and on a user message long enough to be pasted; the conversation's core-memory edits
-        # wait for the user from then on (Recall.untrusted_reason).
-        """
-        ALTER TABLE message ADD COLUMN untrusted_reason TEXT;
-        UPDATE message SET untrusted_reason = 'written after you pasted a long text'
-            WHERE role = 'user' AND length(text) > 2000;  -- recall.PASTED_CHARS
-        CREATE INDEX message_untrusted ON message (conversation_id, id)
-            WHERE untrusted_reason IS NOT NULL;
-        """,
-    ),
-]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 # How long a write waits for another program (or Mnemo window) to release the database.
