@@ -26,7 +26,7 @@ from engine.errors import MnemoError
 from engine.events import TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
-from engine.llm import ChatModel, load_model, model_settings, needs_api_key
+from engine.llm import ChatModel, load_model, model_settings
 from engine.mnemo import Mnemo
 from engine.settings import Settings
 
@@ -51,9 +51,9 @@ def describe_failure(error: BaseException) -> str:
 
 def load_configured_model(settings: Settings) -> ChatModel:
     """The model the settings name, with the desktop's wording for a missing key."""
-    values = model_settings(settings)
-    backend = values["backend"]
-    if needs_api_key(values) and keys.get_key(backend) is None:
+    config = model_settings(settings)
+    backend = config.backend
+    if config.needs_api_key and keys.get_key(backend) is None:
         raise MnemoError(
             f"There is no API key for {backend}. Enter it in Settings under Model, then press "
             "Apply."
@@ -161,13 +161,7 @@ class ChatWorker(QObject):
 
     @Slot()
     def load_model(self) -> None:
-        values = model_settings(self._mnemo.settings)
-        what = (
-            (values["path"] or "the bundled model")
-            if values["backend"] == "local"
-            else f"{values['backend']}:{values['name']}"
-        )
-        self.loading.emit(what)
+        self.loading.emit(model_settings(self._mnemo.settings).describe())
         previous, self.agent = self.agent, None
         if previous is not None and hasattr(previous.model, "close"):
             previous.model.close()

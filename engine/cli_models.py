@@ -62,18 +62,18 @@ def ask_key_for_this_run(provider: str) -> str | None:
 
 
 def _describe_model(mnemo: Mnemo) -> str:
-    values = model_settings(mnemo.settings)
-    if values["backend"] == "local":
-        path = Path(values["path"]) if values["path"] else bundled_model_path()
-        label = "bundled " if not values["path"] else ""
+    config = model_settings(mnemo.settings)
+    if config.backend == "local":
+        path = Path(config.path) if config.path else bundled_model_path()
+        label = "bundled " if not config.path else ""
         return (
-            f"local {label}{path.name}, context {values['context_length']} tokens, "
-            f"GPU layers {values['gpu_layers']}"
+            f"local {label}{path.name}, context {config.context_length} tokens, "
+            f"GPU layers {config.gpu_layers}"
         )
-    url = values["base_url"] or "the provider's default URL"
+    url = config.base_url or "the provider's default URL"
     return (
-        f"{values['backend']}:{values['name'] or '(no model chosen)'} at {url}, "
-        f"context {values['context_length']} tokens"
+        f"{config.backend}:{config.name or '(no model chosen)'} at {url}, "
+        f"context {config.context_length} tokens"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import ModelError
@@ -18,50 +19,75 @@ API_CONTEXT = {"openai": 32768, "anthropic": 200_000}
 KeyPrompt = Callable[[str], str | None]  # provider -> a key for this run, or None
 
 
-def model_settings(settings: Settings, **overrides: Any) -> dict[str, Any]:
-    """The model settings with ``overrides`` (e.g. command-line options) applied."""
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model settings, typed: what ``load_model`` loads and what the CLI and window show."""
+
+    backend: str  # "local", "openai" or "anthropic"
+    path: str  # local: the GGUF file; empty for the bundled model
+    name: str  # API: the model's name
+    base_url: str  # API: the server; empty for the provider's own
+    context_length: int
+    gpu_layers: int
+    threads: int
+
+    @property
+    def needs_api_key(self) -> bool:
+        """Anthropic always; an OpenAI-compatible server only at the provider's own address (a
+        local server usually takes none)."""
+        return self.backend == "anthropic" or (self.backend == "openai" and not self.base_url)
+
+    def describe(self) -> str:
+        """How the window names it while it loads: "the bundled model", a path, or "openai:NAME"."""
+        if self.backend == "local":
+            return self.path or "the bundled model"
+        return f"{self.backend}:{self.name}"
+
+
+def model_settings(settings: Settings, **overrides: Any) -> ModelConfig:
+    """The model settings with ``overrides`` (e.g. command-line options; None means not given)
+    applied. An API model's context is its provider's usual window unless one was chosen."""
     values = {
         key.removeprefix("model."): value
         for key, value in settings.all().items()
         if key.startswith("model.")
     }
     values.update({key: value for key, value in overrides.items() if value is not None})
-    backend = values["backend"]
     chosen = overrides.get("context_length") is not None or settings.is_set("model.context_length")
-    if backend != "local" and not chosen:
-        values["context_length"] = API_CONTEXT[backend]
-    return values
-
-
-def needs_api_key(values: dict[str, Any]) -> bool:
-    """Whether these model settings need an API key: Anthropic always, an OpenAI-compatible
-    server only at the provider's own address (a local server usually takes none)."""
-    return values["backend"] == "anthropic" or (
-        values["backend"] == "openai" and not values["base_url"]
+    if values["backend"] != "local" and not chosen:
+        values["context_length"] = API_CONTEXT[values["backend"]]
+    return ModelConfig(
+        backend=str(values["backend"]),
+        path=str(values["path"]),
+        name=str(values["name"]),
+        base_url=str(values["base_url"]),
+        context_length=int(values["context_length"]),
+        gpu_layers=int(values["gpu_layers"]),
+        threads=int(values["threads"]),
     )
 
 
 def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides: Any) -> ChatModel:
     """The model the settings name. ``ask_key`` is asked for a missing API key (this run only)."""
-    values = model_settings(settings, **overrides)
-    backend = values["backend"]
+    config = model_settings(settings, **overrides)
+    backend = config.backend
     if backend == "local":
         from engine.llm.local import LlamaModel  # loads llama.cpp only when a model is wanted
 
         return LlamaModel(
-            values["path"] or None,
-            context_length=int(values["context_length"]),
-            gpu_layers=int(values["gpu_layers"]),
-            threads=int(values["threads"]),
+            config.path or None,
+            context_length=config.context_length,
+            gpu_layers=config.gpu_layers,
+            threads=config.threads,
         )
     from engine import keys
 
-    if not values["name"]:
+    if not config.name:
         raise ModelError(
             f"Choose which {backend} model to use: `mnemo models use {backend}:MODEL-NAME`."
         )
     key = keys.get_key(backend)
-    needs_key = needs_api_key(values)
+    needs_key = config.needs_api_key
     if key is None and needs_key and ask_key is not None:
         key = ask_key(backend)
         if key:
@@ -78,18 +104,18 @@ def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides
         from engine.llm.openai_api import OPENAI_URL, OpenAIModel
 
         return OpenAIModel(
-            values["name"],
-            base_url=values["base_url"] or OPENAI_URL,
+            config.name,
+            base_url=config.base_url or OPENAI_URL,
             api_key=key,
-            context_length=int(values["context_length"]),
+            context_length=config.context_length,
         )
     from engine.llm.anthropic_api import ANTHROPIC_URL, AnthropicModel
 
     return AnthropicModel(
-        values["name"],
-        base_url=values["base_url"] or ANTHROPIC_URL,
+        config.name,
+        base_url=config.base_url or ANTHROPIC_URL,
         api_key=key,
-        context_length=int(values["context_length"]),
+        context_length=config.context_length,
     )
 
 
@@ -103,6 +129,6 @@ __all__ = [
     "Step",
     "ToolCall",
     "load_model",
+    "ModelConfig",
     "model_settings",
-    "needs_api_key",
 ]
