@@ -21,8 +21,7 @@ from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 from desktop.bridge import EngineBridge
 from engine import keys
 from engine.agent import Agent
-from engine.db import describe_storage_error
-from engine.errors import MnemoError
+from engine.errors import MnemoError, user_message
 from engine.events import TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
@@ -37,10 +36,8 @@ ModelLoader = Callable[[Settings], ChatModel]
 
 def describe_failure(error: BaseException) -> str:
     """The sentence a user sees for a failure; a bug is logged and said plainly."""
-    if isinstance(error, MnemoError):
-        return str(error)
-    sentence = describe_storage_error(error)
-    if sentence:
+    sentence = user_message(error)
+    if sentence is not None:
         return sentence
     log.error("unexpected failure", exc_info=error)
     return (

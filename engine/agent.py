@@ -30,8 +30,13 @@ from engine.context.window import (
     ContextWindow,
     load_state,
 )
-from engine.db import describe_storage_error
-from engine.errors import ContextOverflowError, CoreMemoryError, GenerationCancelled, MnemoError
+from engine.errors import (
+    ContextOverflowError,
+    CoreMemoryError,
+    GenerationCancelled,
+    MnemoError,
+    user_message,
+)
 from engine.events import (
     Citation,
     ContextEvicted,
@@ -187,17 +192,8 @@ class Agent:
             return self._stop(
                 turn, emit, "cancelled", "Stopped. Nothing from the unfinished step was kept."
             )
-        except (MnemoError, sqlalchemy.exc.OperationalError) as error:
-            sentence = (
-                describe_storage_error(error, self.mnemo.read_only)
-                if isinstance(error, sqlalchemy.exc.OperationalError)
-                else str(error)
-            )
-            if sentence is None:
-                raise
-            return self._fail(turn, emit, sentence)
-        except Exception as error:  # a bug, unless storage failed: say which, close the turn
-            sentence = describe_storage_error(error, self.mnemo.read_only)
+        except Exception as error:  # the user's to fix, their storage's, or a bug: say which
+            sentence = user_message(error, self.mnemo.read_only)
             if sentence is not None:
                 return self._fail(turn, emit, sentence)
             log.exception("the turn failed")

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import sqlite3
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from typing import Any
 
-import sqlalchemy.exc
-
 from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
-from engine.db import describe_storage_error
-from engine.errors import MnemoError
+from engine.errors import user_message
 from engine.llm.base import safe_text
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
@@ -403,18 +399,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             read_only = mnemo.read_only
             log_to_profile(mnemo.profile)
             return int(args.handler(mnemo, args))
-    except (MnemoError, ValueError) as error:
-        print(f"mnemo: {error}", file=sys.stderr)
-        return 1
-    except (sqlite3.Error, sqlalchemy.exc.DBAPIError, OSError, RuntimeError) as error:
-        message = describe_storage_error(error, read_only)
-        if message is None:
-            raise
-        print(f"mnemo: {message}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:
+        message = user_message(error, read_only)
+        if message is None:
+            raise  # a bug: the traceback is what helps
+        print(f"mnemo: {message}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

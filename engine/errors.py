@@ -1,12 +1,17 @@
-"""Errors a user can understand and act on.
+"""Errors a user can understand and act on, and the one place that tells them from bugs.
 
 Anything raised as a ``MnemoError`` is shown to the user as it is: one sentence that says what went
-wrong and how to fix it. Every other exception is a bug.
+wrong and how to fix it. A failure of this computer's storage (a busy, full, read-only or damaged
+database or disk) is the user's environment, not a bug, and ``user_message`` gives its sentence.
+Every other exception is a bug. The command line, the window's workers and the agent all ask
+``user_message``.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 
 REDACTED = "[key removed]"
 SECRET_FRAGMENT = 12  # a run this long of a key's characters counts as the key (a server's echo)
@@ -91,3 +96,83 @@ class ContextOverflowError(ModelError):
 
 class GenerationCancelled(MnemoError):
     """The user stopped a generation; nothing from the unfinished step was kept."""
+
+
+class InputError(MnemoError):
+    """A value the user gave cannot be used (an empty passage, a page number, a date)."""
+
+
+# -- the user's environment versus a bug --------------------------------------------------------
+
+READ_ONLY = (
+    "The profile folder is read-only, so nothing can be changed; copy it somewhere you can "
+    "write, or make it writable."
+)
+DISK_FULL = "The disk holding the profile is full; free some space and try again."
+BUSY = (
+    "The profile database is busy: another program (perhaps another Mnemo) is writing to it. "
+    "Close that program or wait a moment, then try again; nothing was changed."
+)
+DAMAGED = (
+    "The profile database is damaged, so this could not be done; restore the profile folder "
+    "from a backup, or start a new profile and keep the old folder for later."
+)
+NO_PERMISSION = (
+    "Mnemo has no permission to write {what}; make the profile folder writable, or choose "
+    "another one."
+)
+
+# SQLite's primary result codes (https://sqlite.org/rescode.html); an extended code keeps its
+# primary code in the low byte.
+_SQLITE_SENTENCES = {
+    5: BUSY,  # SQLITE_BUSY
+    6: BUSY,  # SQLITE_LOCKED
+    8: READ_ONLY,  # SQLITE_READONLY
+    11: DAMAGED,  # SQLITE_CORRUPT
+    13: DISK_FULL,  # SQLITE_FULL
+    26: DAMAGED,  # SQLITE_NOTADB
+}
+_OS_SENTENCES = {errno.EROFS: READ_ONLY, errno.ENOSPC: DISK_FULL, errno.EDQUOT: DISK_FULL}
+
+
+def environment_problem(error: BaseException) -> str | None:
+    """The sentence for a storage failure the user can act on; None when ``error`` is a bug.
+
+    SQLite errors are sorted by their result code (SQLAlchemy keeps the original as ``orig``),
+    the operating system's by errno. LanceDB's errors come from Rust as text, so for them the
+    operating system's error number is read from "os error N".
+    """
+    cause = getattr(error, "orig", None) or error
+    if isinstance(cause, OSError) and cause.errno is not None:
+        if cause.errno in (errno.EACCES, errno.EPERM):
+            return NO_PERMISSION.format(what=cause.filename or "to the profile folder")
+        return _OS_SENTENCES.get(cause.errno)
+    if isinstance(cause, sqlite3.Error):
+        code = getattr(cause, "sqlite_errorcode", None)
+        return None if code is None else _SQLITE_SENTENCES.get(code & 0xFF)
+    if isinstance(cause, RuntimeError):
+        number = _os_error_number(str(cause))
+        return None if number is None else _OS_SENTENCES.get(number)
+    return None
+
+
+def _os_error_number(text: str) -> int | None:
+    marker = "os error "
+    start = text.find(marker)
+    if start < 0:
+        return None
+    digits = "".join(char for char in text[start + len(marker) :][:4] if char.isdigit())
+    return int(digits) if digits else None
+
+
+def user_message(error: BaseException, read_only_reason: str | None = None) -> str | None:
+    """What to tell the user about ``error``; None means it is a bug (log it, say so plainly).
+
+    ``read_only_reason``: why the profile was opened read-only. It says a storage failure more
+    precisely (on a full disk the database is opened read-only, and SQLite then reports a
+    read-only database).
+    """
+    if isinstance(error, MnemoError):
+        return str(error)
+    sentence = environment_problem(error)
+    return read_only_reason if sentence is not None and read_only_reason else sentence

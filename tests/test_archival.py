@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from engine import Mnemo
-from engine.errors import EmbedderMismatchError, NotFoundError
+from engine.errors import EmbedderMismatchError, InputError, NotFoundError
 from engine.memory import Source
 from engine.memory import vectors as vectors_module
 
@@ -57,7 +57,7 @@ def test_insert_many_keeps_order_and_count(facts):
 
 
 def test_empty_text_is_refused(mnemo):
-    with pytest.raises(ValueError, match="needs some text"):
+    with pytest.raises(InputError, match="needs some text"):
         mnemo.archival.insert("   ")
     assert mnemo.archival.count() == 0
 

@@ -5,7 +5,7 @@ from datetime import date, datetime
 import pytest
 
 from engine import Mnemo
-from engine.errors import NotFoundError
+from engine.errors import InputError, NotFoundError
 from engine.memory.search import (
     KEYWORD_WEIGHT,
     addressed_role,
@@ -148,7 +148,7 @@ def test_search_respects_date_and_role_filters(chat):
 
 def test_bad_date_is_a_clear_error(chat):
     mnemo, _ = chat
-    with pytest.raises(ValueError, match="is not a date"):
+    with pytest.raises(InputError, match="is not a date"):
         mnemo.recall.search_by_date("last tuesday", None)
 
 

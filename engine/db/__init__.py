@@ -8,7 +8,6 @@ untouched.
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import shutil
@@ -21,7 +20,7 @@ from sqlalchemy.pool import QueuePool
 from sqlmodel import create_engine
 
 from engine.db.schema import MIGRATIONS
-from engine.errors import ProfileError, ProfileTooNewError
+from engine.errors import ProfileError, ProfileTooNewError, environment_problem
 
 log = logging.getLogger("mnemo.db")
 
@@ -29,11 +28,6 @@ SCHEMA_VERSION = len(MIGRATIONS)
 # How long a write waits for another program (or Mnemo window) to release the database.
 BUSY_TIMEOUT_S = 10.0
 MIN_FREE_BYTES = 1 << 20  # less free space than this counts as a full disk
-READ_ONLY = (
-    "The profile folder is read-only, so nothing can be changed; copy it somewhere you can "
-    "write, or make it writable."
-)
-DISK_FULL = "The disk holding the profile is full; free some space and try again."
 
 
 def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
@@ -107,7 +101,7 @@ def _migrate(path: Path) -> str | None:
             )
     except sqlite3.OperationalError as error:
         raise ProfileError(
-            describe_storage_error(error)
+            environment_problem(error)
             or f"Cannot prepare the profile database {path} ({error}); if another program holds "
             "it locked, close it and try again."
         ) from error
@@ -149,37 +143,3 @@ def _check_version(path: Path, problem: str) -> None:
             f"{problem} Besides, this profile was written by an older Mnemo and needs a one-time "
             "update, which writes to it."
         )
-
-
-def describe_storage_error(error: BaseException, known: str | None = None) -> str | None:
-    """The sentence to show for a storage failure a user can act on (a busy database, a
-    read-only folder, a full disk), from SQLite, the operating system or LanceDB; None for a
-    bug. ``known``: why the profile was opened read-only, which says it more precisely (on a
-    full disk the database is opened read-only, and SQLite then reports a read-only database)."""
-    sentence = _storage_sentence(error)
-    return known if sentence is not None and known else sentence
-
-
-def _storage_sentence(error: BaseException) -> str | None:
-    if isinstance(error, OSError) and error.errno == errno.EROFS:
-        return READ_ONLY
-    if isinstance(error, OSError) and error.errno in (errno.EACCES, errno.EPERM):
-        return (
-            f"Mnemo has no permission to write {error.filename or 'to the profile folder'}; make "
-            "the profile folder writable, or choose another one."
-        )
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return DISK_FULL
-    if not isinstance(error, sqlite3.Error | RuntimeError) and not hasattr(error, "orig"):
-        return None
-    text = str(getattr(error, "orig", None) or error).lower()
-    if "locked" in text or "busy" in text:
-        return (
-            "The profile database is busy: another program (perhaps another Mnemo) is writing "
-            "to it. Close that program or wait a moment, then try again; nothing was changed."
-        )
-    if "disk is full" in text or "no space left" in text or "os error 28" in text:
-        return DISK_FULL
-    if "readonly" in text or "read-only" in text or "os error 30" in text:
-        return READ_ONLY
-    return None

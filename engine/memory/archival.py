@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.embed.base import Embedder
-from engine.errors import NotFoundError
+from engine.errors import InputError, NotFoundError
 from engine.memory.search import (
     Page,
     SearchMode,
@@ -175,7 +175,7 @@ class ArchivalStore:
             elif isinstance(item, Mapping):
                 item = NewPassage(**item)
             if not item.text.strip():
-                raise ValueError("An archival passage needs some text.")
+                raise InputError("An archival passage needs some text.")
             if item.origin not in ORIGINS:
                 raise ValueError(f"unknown origin {item.origin!r}; use one of {ORIGINS}")
             items.append(item)
@@ -214,7 +214,7 @@ class ArchivalStore:
         current = self.get(passage_id)
         new_text = current.text if text is None else text
         if not new_text.strip():
-            raise ValueError("An archival passage needs some text.")
+            raise InputError("An archival passage needs some text.")
         row = self._raw(passage_id)
         row["text"] = new_text
         if tags is not None:

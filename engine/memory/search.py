@@ -11,6 +11,8 @@ from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
+from engine.errors import InputError
+
 T = TypeVar("T")
 
 SearchMode = Literal["hybrid", "keyword", "semantic"]
@@ -195,9 +197,9 @@ class Page(Generic[T]):
 
 def check_paging(limit: int, page: int) -> None:
     if limit < 1:
-        raise ValueError("limit must be at least 1")
+        raise InputError("The number of results per page must be at least 1.")
     if page < 1:
-        raise ValueError("page must be at least 1")
+        raise InputError("The page number must be at least 1.")
 
 
 def query_terms(text: str, max_terms: int = 32) -> list[str]:
@@ -318,7 +320,7 @@ def to_timestamp(
         try:
             value = date.fromisoformat(text) if len(text) == 10 else datetime.fromisoformat(text)
         except ValueError as error:
-            raise ValueError(
+            raise InputError(
                 f"{text!r} is not a date; write it as YYYY-MM-DD or YYYY-MM-DDTHH:MM."
             ) from error
     if isinstance(value, datetime):
