@@ -20,11 +20,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.ui import label, one_line, remove_widgets, widgets_in
+from desktop.ui import label, remove_widgets, widgets_in
 from engine.assisted import RECALL, RECALL_SUMMARY
 from engine.events import Citation, FunctionCalled, FunctionReturned
 from engine.llm.base import parse_call
 from engine.memory.recall import MessageHit
+from engine.text import one_line
 from engine.tools import CITE, NOTICE, describe_call
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -24,10 +24,11 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.ui import label, one_line
+from desktop.ui import label
 from desktop.workers import Tasks
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
 from engine.mnemo import Mnemo
+from engine.text import one_line
 
 AUTHORS = {"user": "you", "model": "the assistant", "system": "Mnemo"}
 
@@ -51,7 +52,7 @@ class HistoryDialog(QDialog):
         self.list = QListWidget()
         for version in reversed(versions):
             item = QListWidgetItem(describe_version(version))
-            item.setData(256, version.id)
+            item.setData(Qt.ItemDataRole.UserRole, version.id)
             item.setToolTip(f"Before:\n{version.old_value or ''}\n\nAfter:\n{version.new_value}")
             self.list.addItem(item)
         layout.addWidget(self.list)
@@ -65,7 +66,7 @@ class HistoryDialog(QDialog):
 
     def chosen_version(self) -> int | None:
         item = self.list.currentItem()
-        return int(item.data(256)) if item else None
+        return int(item.data(Qt.ItemDataRole.UserRole)) if item else None
 
 
 class CoreCard(QFrame):

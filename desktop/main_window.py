@@ -29,7 +29,7 @@ from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage, app_settings
-from desktop.ui import STYLE, label, one_line
+from desktop.ui import STYLE, label
 from desktop.workers import (
     ChatWorker,
     GuiThreadCollector,
@@ -52,6 +52,7 @@ from engine.events import (
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
+from engine.text import one_line
 
 SWITCH_INTERVAL_S = 0.001
 PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Models", "Settings")

@@ -58,11 +58,6 @@ def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLab
     return widget
 
 
-def one_line(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
 def diff_html(old: str, new: str) -> str:
     """Word-level differences: removed words struck through in red, added ones in green."""
     old_words, new_words = re.findall(r"\S+|\s+", old), re.findall(r"\S+|\s+", new)

@@ -14,10 +14,12 @@ from engine import __version__, cli_chat, cli_ingest, cli_models
 from engine.cli_chat import describe_proposal
 from engine.errors import user_message
 from engine.llm.base import safe_text
+from engine.memory.core import DEFAULT_CHAR_LIMIT
 from engine.memory.search import hit_line
 from engine.mnemo import Mnemo
 from engine.modes import configured_mode
 from engine.profile import log_to_profile
+from engine.text import one_line
 
 
 def _jsonable(value: Any) -> Any:
@@ -38,11 +40,6 @@ def _print_json(value: Any) -> None:
 
 def _when(value: datetime) -> str:
     return value.strftime("%Y-%m-%d %H:%M")
-
-
-def _one_line(text: str, width: int = 100) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -105,13 +102,13 @@ def cmd_memory_history(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print(
             f"#{version.id} {_when(version.created_at)} {version.action} by {version.author}{cause}"
         )
-        print(f"  now: {_one_line(version.new_value or '(removed)')}")
+        print(f"  now: {one_line(version.new_value or '(removed)', 100)}")
     return 0
 
 
 def cmd_memory_undo(mnemo: Mnemo, args: argparse.Namespace) -> int:
     block = mnemo.core.undo(args.label, args.version)
-    print(f"Restored {block.label}: {_one_line(block.value) or '(empty)'}")
+    print(f"Restored {block.label}: {one_line(block.value, 100) or '(empty)'}")
     return 0
 
 
@@ -242,7 +239,7 @@ def cmd_archival_list(mnemo: Mnemo, args: argparse.Namespace) -> int:
         _print_json(passages)
         return 0
     for passage in passages:
-        print(f"[{passage.id}] {_when(passage.created_at)} {_one_line(passage.text)}")
+        print(f"[{passage.id}] {_when(passage.created_at)} {one_line(passage.text, 100)}")
     return 0
 
 
@@ -307,7 +304,12 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("label")
     add.add_argument("text", nargs="?")
     add.add_argument("--description")
-    add.add_argument("--limit", type=int, default=2000, help="character limit (default 2000)")
+    add.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_CHAR_LIMIT,
+        help=f"character limit (default {DEFAULT_CHAR_LIMIT})",
+    )
     add.add_argument("--read-only", action="store_true")
     add.set_defaults(handler=cmd_memory_add)
     remove = memory_commands.add_parser("remove", help="remove a custom block")

@@ -36,6 +36,7 @@ from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 from engine.profile import CHAT
+from engine.text import one_line
 from engine.tools import NOTICE
 
 HELP = """Commands:
@@ -43,11 +44,6 @@ HELP = """Commands:
   /context     how full the context window is
   /memory      show core memory
   /quit        leave (Ctrl-D works too); Ctrl-C stops a reply being written"""
-
-
-def _one_line(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 class TerminalView:
@@ -87,7 +83,7 @@ class TerminalView:
                 self.side.write(f"  · {description}")
                 self.side.flush()
             case FunctionReturned(ok=ok, summary=summary, result=result):
-                self.side.write(f" → {summary}\n" if ok else f" ✗ {_one_line(result)}\n")
+                self.side.write(f" → {summary}\n" if ok else f" ✗ {one_line(result)}\n")
             case ProposalCreated(proposal=proposal):
                 self.proposals.append(proposal)
             case ProposalApplied(proposal=proposal):
@@ -125,8 +121,8 @@ def describe_proposal(mnemo: Mnemo, proposal: Proposal) -> list[str]:
         lines.append(f"  caution: {proposal.untrusted_reason}")
     try:
         before, after = mnemo.proposals.preview(proposal.id)
-        lines.append(f"  {proposal.label} now:   {_one_line(before) or '(empty)'}")
-        lines.append(f"  {proposal.label} after: {_one_line(after) or '(empty)'}")
+        lines.append(f"  {proposal.label} now:   {one_line(before) or '(empty)'}")
+        lines.append(f"  {proposal.label} after: {one_line(after) or '(empty)'}")
     except MnemoError as error:
         lines.append(f"  it no longer applies: {error}")
     return lines
@@ -187,7 +183,7 @@ def _print_recent(mnemo: Mnemo, agent: Agent, out: TextIO) -> None:
         out.write("Earlier in this conversation:\n")
         for hit in recent:
             who = {"user": "you: ", "assistant": "mnemo: "}.get(hit.role, "! ")  # "!": a notice
-            out.write(f"  {who}{_one_line(hit.text)}\n")
+            out.write(f"  {who}{one_line(hit.text)}\n")
 
 
 def chat(

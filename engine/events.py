@@ -102,7 +102,7 @@ class Notice:
 class TurnFinished:
     reply: str | None
     steps: int
-    reason: Literal["replied", "yielded", "step_limit", "repeated_call", "cancelled", "error"]
+    reason: Literal["replied", "step_limit", "repeated_call", "cancelled", "error"]
 
 
 Event = (

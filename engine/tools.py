@@ -22,6 +22,7 @@ from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page, excerpt, query_terms
 from engine.resources import resource_path
+from engine.text import one_line
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -246,11 +247,6 @@ class ToolResult:
     passages: list[Passage] = field(default_factory=list)  # what the model read (citations)
 
 
-def _cut(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _paged(page: Page[Any], lines: list[str], what: str) -> str:
     if page.total == 0:
         return f"No {what} found." + "".join(f" {note}" for note in page.notes)
@@ -433,7 +429,7 @@ def describe_call(name: str, arguments: dict[str, Any]) -> str:
     """A compact line for the user: what the model did."""
 
     def quoted(key: str) -> str:
-        return repr(_cut(str(arguments.get(key, "")), 60))
+        return repr(one_line(str(arguments.get(key, "")), 60))
 
     match name:
         case "send_message":
@@ -442,7 +438,7 @@ def describe_call(name: str, arguments: dict[str, Any]) -> str:
             return f"recalled {arguments.get('found', 'memory')}"
         case "remember":
             facts = arguments.get("facts") or []
-            return f"noted from your message: {_cut('; '.join(map(str, facts)), 80)!r}"
+            return f"noted from your message: {one_line('; '.join(map(str, facts)), 80)!r}"
         case "core_memory_append":
             return f"proposed adding to {arguments.get('label')}: {quoted('content')}"
         case "core_memory_replace":

@@ -63,6 +63,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "engine.keys",
             "engine.hardware",
             "engine.interrupt",
+            "engine.text",
         ),
     ),
     ("memory", ("engine", "engine.memory", "engine.mnemo", "engine.ingest")),

@@ -10,6 +10,7 @@ ones are written, never duplicates anything. One bad file gets an error and the 
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import logging
@@ -157,7 +158,7 @@ def _reason(error: BaseException) -> str:
         return "Mnemo has no permission to read it"
     if isinstance(error, IsADirectoryError):
         return "it is a folder"
-    if isinstance(error, OSError) and error.errno == 40:  # ELOOP
+    if isinstance(error, OSError) and error.errno == errno.ELOOP:
         return "it is a symbolic link that points to itself (a link loop)"
     if isinstance(error, OSError):
         return f"it cannot be read ({error.strerror or error})"

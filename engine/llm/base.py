@@ -4,7 +4,8 @@ A backend turns a ``Prompt`` (instructions, function schemas, memory, messages) 
 exactly one function call, or the reason its output is not one. A prompt with no functions asks
 for a plain-text reply (the assisted memory mode), streamed whole. It streams the user-visible part
 (the ``send_message`` text) as it is generated, counts tokens with the model's own tokenizer and
-reports its context length. Backends: ``LlamaModel`` (local GGUF), ``ScriptedModel`` (tests).
+reports its context length. Backends: ``LlamaModel`` (local GGUF, ``engine.llm.local``),
+``OpenAIModel`` (any OpenAI-compatible server), ``AnthropicModel``, and ``ScriptedModel`` (tests).
 """
 
 from __future__ import annotations
