@@ -25,6 +25,20 @@ from engine.events import (
 )
 from engine.ingest.ingestor import FileResult
 
+# Each event and the signal that carries it (TextStreamed carries only its text).
+SIGNALS: dict[type[Event], str] = {
+    FunctionCalled: "function_called",
+    FunctionReturned: "function_returned",
+    MessageSent: "message_sent",
+    StepStarted: "step_started",
+    ProposalCreated: "proposal_created",
+    ProposalApplied: "proposal_applied",
+    MemoryPressure: "memory_pressure",
+    ContextEvicted: "context_evicted",
+    Notice: "notice",
+    TurnFinished: "turn_finished",
+}
+
 
 class EngineBridge(QObject):
     """Engine events as signals; call it from any thread.
@@ -57,30 +71,14 @@ class EngineBridge(QObject):
     document_changed = Signal(object)
 
     def __call__(self, event: Event) -> None:
-        match event:
-            case TextStreamed(text=text):
-                self.text_streamed.emit(text)
-            case FunctionCalled():
-                self.function_called.emit(event)
-            case FunctionReturned():
-                self.function_returned.emit(event)
-            case MessageSent():
-                self.message_sent.emit(event)
-            case StepStarted():
-                self.step_started.emit(event)
-            case ProposalCreated():
-                self.proposal_created.emit(event)
-            case ProposalApplied():
-                self.proposal_applied.emit(event)
-                self.core_changed.emit()
-            case MemoryPressure():
-                self.memory_pressure.emit(event)
-            case ContextEvicted():
-                self.context_evicted.emit(event)
-            case Notice():
-                self.notice.emit(event)
-            case TurnFinished():
-                self.turn_finished.emit(event)
+        if isinstance(event, TextStreamed):
+            self.text_streamed.emit(event.text)
+            return
+        signal = SIGNALS.get(type(event))
+        if signal is not None:
+            getattr(self, signal).emit(event)
+        if isinstance(event, ProposalApplied):
+            self.core_changed.emit()
 
     def file_done(self, result: FileResult) -> None:
         """The folder watcher's ``on_result``."""

@@ -696,3 +696,14 @@ def test_a_reply_shows_the_documents_it_used_as_links(qtbot, mnemo, boiler_manua
         assert "boiler-manual.pdf › page 4" in line.text()
     finally:
         reopened.shutdown()
+
+
+def test_every_engine_event_reaches_the_window():
+    """A new event type needs a row in the bridge's table, or the window never hears of it."""
+    from typing import get_args
+
+    from desktop.bridge import SIGNALS, EngineBridge
+    from engine.events import Event, TextStreamed
+
+    assert set(get_args(Event)) == {*SIGNALS, TextStreamed}
+    assert all(hasattr(EngineBridge, signal) for signal in SIGNALS.values())

@@ -33,6 +33,7 @@ CACHED = {"type": "ephemeral"}
 
 class AnthropicModel(ApiChatModel):
     provider = "anthropic"
+    models_path = "/v1/models"
 
     def __init__(
         self,
@@ -173,12 +174,10 @@ class AnthropicModel(ApiChatModel):
                         if on_text is not None:
                             on_text(delta["text"])
                     elif delta.get("type") == "input_json_delta":
-                        block["json"] += delta["partial_json"]
-                        if block.get("name") == "send_message" and on_text is not None:
-                            stream = streams.setdefault(data["index"], MessageStream())
-                            shown = stream.feed(delta["partial_json"])
-                            if shown:
-                                on_text(shown)
+                        piece = delta["partial_json"]
+                        block["json"] += piece
+                        name = block.get("name")
+                        self._show_message(streams, data["index"], name, piece, on_text)
                 elif kind == "message_delta":
                     stats.generated_tokens = int(
                         (data.get("usage") or {}).get("output_tokens") or 0
@@ -224,21 +223,10 @@ class AnthropicModel(ApiChatModel):
             "stream": True,
             "temperature": 0.2,
         }
-        pieces: list[str] = []
-        with self._lock:
-            for event, data in self._client.stream_events(
-                "/v1/messages", self._headers, body, cancel
-            ):
-                if data.get("type", event) == "error":
-                    raise self._stream_error(data)
-                delta = data.get("delta") or {}
-                if delta.get("type") == "text_delta":
-                    pieces.append(delta["text"])
-        return "".join(pieces).strip()
+        return self._stream_text("/v1/messages", body, cancel, self._text_piece)
 
-    def check(self) -> str:
-        listed = self._client.get_json("/v1/models", self._headers)
-        names = [item.get("id") for item in listed.get("data", []) if isinstance(item, dict)]
-        if names and self.model not in names:
-            return f"reachable, but {self.model!r} is not among its models"
-        return "reachable"
+    def _text_piece(self, event: str | None, data: dict[str, Any]) -> str:
+        if data.get("type", event) == "error":
+            raise self._stream_error(data)
+        delta = data.get("delta") or {}
+        return str(delta["text"]) if delta.get("type") == "text_delta" else ""

@@ -10,15 +10,17 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from engine.llm.base import (
     ChatMessage,
     FunctionSchema,
+    MessageStream,
     Prompt,
     Step,
     StepStats,
+    TextCallback,
     ToolCall,
     load_model_json,
 )
@@ -54,9 +56,12 @@ def function_description(function: FunctionSchema) -> str:
 
 
 class ApiChatModel:
-    """Base of the HTTP back-ends: counting, the system text, and the calibration."""
+    """Base of the HTTP back-ends: counting, the system text, the calibration, and what their
+    streams share (the reply's text, the visible part of a send_message call, the check)."""
 
     provider = "api"
+    models_path = "/models"  # where the server lists its models
+    _headers: dict[str, str]
 
     def __init__(
         self,
@@ -126,6 +131,45 @@ class ApiChatModel:
 
     def close(self) -> None:
         self._client.close()
+
+    # -- what both streams share ---------------------------------------------------------------
+
+    def _stream_text(
+        self,
+        path: str,
+        body: dict[str, Any],
+        cancel: threading.Event | None,
+        piece: Callable[[str | None, dict[str, Any]], str],
+    ) -> str:
+        """A plain reply: ``piece(event, data)`` is the text each streamed event adds."""
+        pieces: list[str] = []
+        with self._lock:
+            for event, data in self._client.stream_events(path, self._headers, body, cancel):
+                pieces.append(piece(event, data))
+        return "".join(pieces).strip()
+
+    @staticmethod
+    def _show_message(
+        streams: dict[int, MessageStream],
+        index: int,
+        name: str | None,
+        arguments_piece: str,
+        on_text: TextCallback | None,
+    ) -> None:
+        """Stream the user-visible text of a send_message call as its arguments arrive."""
+        if name != "send_message" or on_text is None:
+            return
+        shown = streams.setdefault(index, MessageStream()).feed(arguments_piece)
+        if shown:
+            on_text(shown)
+
+    def check(self) -> str:
+        """Whether the server answers and knows the model (for `mnemo doctor`)."""
+        listed = self._client.get_json(self.models_path, self._headers)
+        names = [item.get("id") for item in listed.get("data", []) if isinstance(item, dict)]
+        if names and self.model not in names:
+            return f"reachable, but it does not list {self.model!r} (it has {len(names)} models)"
+        return "reachable"
 
 
 def streamed_step(text: str, call: tuple[str, str, str] | None, stats: StepStats) -> Step:

@@ -167,11 +167,9 @@ class OpenAIModel(ApiChatModel):
                         call["name"] = function.get("name") or call.get("name")
                         piece = function.get("arguments") or ""
                         call["arguments"] += piece
-                        if call["name"] == "send_message" and on_text is not None:
-                            visible = streams.setdefault(part.get("index", 0), MessageStream())
-                            shown = visible.feed(piece)
-                            if shown:
-                                on_text(shown)
+                        self._show_message(
+                            streams, part.get("index", 0), call["name"], piece, on_text
+                        )
         stats.total_s = time.perf_counter() - started
         stats.evaluated_tokens = int(usage.get("prompt_tokens") or stats.prompt_tokens)
         stats.generated_tokens = int(usage.get("completion_tokens") or 0)
@@ -202,19 +200,12 @@ class OpenAIModel(ApiChatModel):
             "max_tokens": max_tokens,
             "temperature": 0.2,
         }
-        pieces: list[str] = []
-        with self._lock:
-            for _event, chunk in self._client.stream_events(
-                "/chat/completions", self._headers, body, cancel
-            ):
-                for choice in chunk.get("choices") or []:
-                    pieces.append((choice.get("delta") or {}).get("content") or "")
-        return "".join(pieces).strip()
-
-    def check(self) -> str:
-        """Whether the server answers and knows the model (for `mnemo doctor`)."""
-        listed = self._client.get_json("/models", self._headers)
-        names = [item.get("id") for item in listed.get("data", []) if isinstance(item, dict)]
-        if names and self.model not in names:
-            return f"reachable, but it does not list {self.model!r} (it has {len(names)} models)"
-        return "reachable"
+        return self._stream_text(
+            "/chat/completions",
+            body,
+            cancel,
+            lambda _event, chunk: "".join(
+                (choice.get("delta") or {}).get("content") or ""
+                for choice in chunk.get("choices") or []
+            ),
+        )

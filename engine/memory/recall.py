@@ -438,25 +438,27 @@ class RecallStore:
         self, limit: int = 20, conversation_id: str = DEFAULT_CONVERSATION
     ) -> list[MessageHit]:
         """The newest messages of a conversation, oldest first."""
-        with self._engine.connect() as connection:
-            rows = connection.execute(
-                text(
-                    f"SELECT {_COLUMNS} FROM message m WHERE m.conversation_id = :conversation_id "
-                    "ORDER BY m.id DESC LIMIT :limit"
-                ),
-                {"conversation_id": conversation_id, "limit": limit},
-            ).all()
-        return [_hit(row) for row in reversed(rows)]
+        return self._conversation(conversation_id, "ORDER BY m.id DESC LIMIT :limit", limit=limit)[
+            ::-1
+        ]
 
     def since(self, start_id: int, conversation_id: str = DEFAULT_CONVERSATION) -> list[MessageHit]:
         """A conversation's messages from ``start_id`` on, oldest first (the context window)."""
+        return self._conversation(
+            conversation_id, "AND m.id >= :start_id ORDER BY m.id", start_id=start_id
+        )
+
+    def _conversation(
+        self, conversation_id: str, condition: str, **values: int
+    ) -> list[MessageHit]:
+        """A conversation's messages under ``condition`` (more SQL after its WHERE clause)."""
         with self._engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    f"SELECT {_COLUMNS} FROM message m WHERE m.conversation_id = :conversation_id "
-                    "AND m.id >= :start_id ORDER BY m.id"
+                    f"SELECT {_COLUMNS} FROM message m "
+                    f"WHERE m.conversation_id = :conversation_id {condition}"
                 ),
-                {"conversation_id": conversation_id, "start_id": start_id},
+                {"conversation_id": conversation_id, **values},
             ).all()
         return [_hit(row) for row in rows]
 
