@@ -1,4 +1,6 @@
-"""The memory functions the model calls: their JSON schemas and what they do.
+"""The memory functions the model calls, one record each (``FUNCTIONS``): the description and
+JSON schema the model reads, an example call, the handler that runs it, the trust rule for its
+results, and the line the user sees. A new function is one new record at the end of this file.
 
 Descriptions are written for the model (short, imperative). Results are short text with paging
 ("showing 5 of 37, page 1 of 8") and a size cap, so one call can never flood the context window.
@@ -7,12 +9,10 @@ Arguments are checked against the schema first; a bad call returns an error the 
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import date
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import MnemoError
@@ -21,7 +21,6 @@ from engine.memory.archival import Passage
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page, excerpt, query_terms
-from engine.resources import resource_path
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -63,104 +62,6 @@ def _text(description: str, max_length: int, min_length: int = 1) -> dict[str, A
         "minLength": min_length,
         "maxLength": max_length,
     }
-
-
-@cache
-def _examples() -> dict[str, dict[str, Any]]:
-    examples: dict[str, dict[str, Any]] = json.loads(
-        resource_path("prompts/examples.json").read_text("utf-8")
-    )
-    return examples
-
-
-def function_schemas(labels: list[str]) -> list[FunctionSchema]:
-    """Every memory function; ``labels`` are the core blocks the model may propose edits to."""
-    label = {"type": "string", "enum": labels, "description": "the core memory block"}
-    schemas = [
-        FunctionSchema(
-            SEND_MESSAGE,
-            "Send a message to the user. The user sees nothing else you write.",
-            _object({"message": _text("what to say", MESSAGE_CHARS)}),
-        ),
-        FunctionSchema(
-            "core_memory_append",
-            "Propose adding a line to a core memory block (the user approves it).",
-            _object(
-                {
-                    "label": label,
-                    "content": _text("the line to add", CONTENT_CHARS),
-                    "request_heartbeat": _HEARTBEAT,
-                }
-            ),
-        ),
-        FunctionSchema(
-            "core_memory_replace",
-            "Propose replacing exact text in a core memory block; empty new_content deletes it.",
-            _object(
-                {
-                    "label": label,
-                    "old_content": _text("the exact text to replace", CONTENT_CHARS),
-                    "new_content": _text("the new text", CONTENT_CHARS, min_length=0),
-                    "request_heartbeat": _HEARTBEAT,
-                }
-            ),
-        ),
-        FunctionSchema(
-            "archival_memory_insert",
-            "Store a fact or note in archival memory, to find it later by search.",
-            _object(
-                {
-                    "content": _text("the text to store", PASSAGE_CHARS),
-                    "tags": {
-                        "type": "array",
-                        "items": _text("a tag", 30),
-                        "maxItems": 5,
-                        "description": "optional short tags",
-                    },
-                    "request_heartbeat": _HEARTBEAT,
-                },
-                optional=("tags",),
-            ),
-        ),
-        FunctionSchema(
-            "archival_memory_search",
-            "Search archival memory (stored facts and the user's documents) by meaning and words.",
-            _object(
-                {
-                    "query": _text("what to look for", QUERY_CHARS),
-                    "page": _PAGE,
-                    "request_heartbeat": _HEARTBEAT,
-                },
-                optional=("page",),
-            ),
-        ),
-        FunctionSchema(
-            "conversation_search",
-            "Search all past conversation messages by words and meaning.",
-            _object(
-                {
-                    "query": _text("what to look for", QUERY_CHARS),
-                    "page": _PAGE,
-                    "request_heartbeat": _HEARTBEAT,
-                },
-                optional=("page",),
-            ),
-        ),
-        FunctionSchema(
-            "conversation_search_date",
-            "List past conversation messages between two dates (YYYY-MM-DD, inclusive).",
-            _object(
-                {
-                    "start_date": {"type": "string", "format": "date", "description": "first day"},
-                    "end_date": {"type": "string", "format": "date", "description": "last day"},
-                    "page": _PAGE,
-                    "request_heartbeat": _HEARTBEAT,
-                },
-                optional=("page",),
-            ),
-        ),
-    ]
-    return [replace(schema, example=_examples().get(schema.name)) for schema in schemas]
 
 
 # -- checking arguments ------------------------------------------------------------------------
@@ -243,8 +144,31 @@ class ToolResult:
     ok: bool = True
     summary: str = ""  # a few words for the user: "3 of 12 results"
     proposal: Proposal | None = None
+    # How many results brought in text the user did not write (documents, earlier model notes,
+    # past conversations); the record's trust rule turns it into ``untrusted_reason``.
+    untrusted_count: int = 0
     untrusted_reason: str | None = None  # this result brought untrusted text into the context
     passages: list[Passage] = field(default_factory=list)  # what the model read (citations)
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], ToolResult]
+
+
+@dataclass(frozen=True)
+class MemoryFunction:
+    """Everything about one function the model can call, in one place."""
+
+    name: str
+    description: str  # for the model: short and imperative
+    # The JSON schema of its arguments, given the schema of a core block label (the labels the
+    # model may propose edits to change with the profile).
+    parameters: Callable[[dict[str, Any]], dict[str, Any]]
+    example: dict[str, Any]  # one typical call's arguments, shown to the model
+    handler: Handler | None  # None: the agent itself handles it (send_message ends the step)
+    describe: Callable[[dict[str, Any]], str]  # the line the user sees for a call
+    # Why a result that brought in text the user did not write makes the conversation's
+    # core-memory edits wait for them ("{count}": how many such results); None: it never does.
+    untrusted: str | None = None
 
 
 def _paged(page: Page[Any], lines: list[str], what: str) -> str:
@@ -323,17 +247,11 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
             if part
         )
         lines.append(f"- ({where}) {excerpt(hit.text, arguments['query'], HIT_CHARS)}")
-    untrusted = [hit for hit in page if not hit.trusted]
     return ToolResult(
         _paged(page, lines, "passages"),
         summary=f"{len(page)} of {page.total} passages",
         passages=list(page),
-        untrusted_reason=(
-            f"written after reading {len(untrusted)} archival passages from documents or earlier "
-            "model notes"
-            if untrusted
-            else None
-        ),
+        untrusted_count=sum(not hit.trusted for hit in page),
     )
 
 
@@ -351,9 +269,7 @@ def _conversation_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolRes
     return ToolResult(
         _paged(page, _message_lines(page, arguments["query"]), "messages"),
         summary=f"{len(page)} of {page.total} messages",
-        untrusted_reason="written after reading conversation search results"
-        if page.total
-        else None,
+        untrusted_count=len(page),
     )
 
 
@@ -369,41 +285,8 @@ def _conversation_search_date(ctx: ToolContext, arguments: dict[str, Any]) -> To
     return ToolResult(
         _paged(page, _message_lines(page), f"messages between {start} and {end}"),
         summary=f"{len(page)} of {page.total} messages",
-        untrusted_reason="written after reading conversation search results"
-        if page.total
-        else None,
+        untrusted_count=len(page),
     )
-
-
-_HANDLERS: dict[str, Callable[[ToolContext, dict[str, Any]], ToolResult]] = {
-    "core_memory_append": lambda ctx, args: _propose(ctx, args, "append"),
-    "core_memory_replace": lambda ctx, args: _propose(ctx, args, "replace"),
-    "archival_memory_insert": _archival_insert,
-    "archival_memory_search": _archival_search,
-    "conversation_search": _conversation_search,
-    "conversation_search_date": _conversation_search_date,
-}
-
-
-def run_function(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> ToolResult:
-    """Run a checked call; failures become results the model can read and act on."""
-    try:
-        result = _HANDLERS[name](ctx, arguments)
-    except MnemoError as error:
-        return ToolResult(f"{name} failed: {error}", ok=False, summary="failed")
-    except Exception as error:
-        log.exception("%s failed", name)
-        return ToolResult(
-            f"{name} failed unexpectedly ({type(error).__name__}: {error}).",
-            ok=False,
-            summary="failed",
-        )
-    if len(result.text) > ctx.max_result_chars:
-        result.text = (
-            result.text[: ctx.max_result_chars - 60].rstrip()
-            + "\n… (cut to fit the context window; search more narrowly)"
-        )
-    return result
 
 
 CITE = "cite"  # the stored row that lists the documents a reply relies on
@@ -425,35 +308,194 @@ def cited_passages(reply: str, passages: list[Passage]) -> list[Passage]:
     return list(cited.values())
 
 
+# -- the functions ---------------------------------------------------------------------------------
+
+
+def _quoted(arguments: dict[str, Any], key: str) -> str:
+    return repr(one_line(str(arguments.get(key, "")), 60))
+
+
+def _searched(arguments: dict[str, Any], what: str) -> str:
+    return f"searched {what} for {_quoted(arguments, 'query')}"
+
+
+def _search_parameters(_label: dict[str, Any]) -> dict[str, Any]:
+    return _object(
+        {
+            "query": _text("what to look for", QUERY_CHARS),
+            "page": _PAGE,
+            "request_heartbeat": _HEARTBEAT,
+        },
+        optional=("page",),
+    )
+
+
+CONVERSATION_RESULTS = "written after reading conversation search results"
+
+FUNCTIONS: tuple[MemoryFunction, ...] = (
+    MemoryFunction(
+        SEND_MESSAGE,
+        "Send a message to the user. The user sees nothing else you write.",
+        lambda _label: _object({"message": _text("what to say", MESSAGE_CHARS)}),
+        {"message": "Hello! How can I help you today?"},
+        None,
+        lambda _arguments: "replied",
+    ),
+    MemoryFunction(
+        "core_memory_append",
+        "Propose adding a line to a core memory block (the user approves it).",
+        lambda label: _object(
+            {
+                "label": label,
+                "content": _text("the line to add", CONTENT_CHARS),
+                "request_heartbeat": _HEARTBEAT,
+            }
+        ),
+        {"label": "human", "content": "Is vegetarian.", "request_heartbeat": True},
+        lambda ctx, arguments: _propose(ctx, arguments, "append"),
+        lambda arguments: (
+            f"proposed adding to {arguments.get('label')}: {_quoted(arguments, 'content')}"
+        ),
+    ),
+    MemoryFunction(
+        "core_memory_replace",
+        "Propose replacing exact text in a core memory block; empty new_content deletes it.",
+        lambda label: _object(
+            {
+                "label": label,
+                "old_content": _text("the exact text to replace", CONTENT_CHARS),
+                "new_content": _text("the new text", CONTENT_CHARS, min_length=0),
+                "request_heartbeat": _HEARTBEAT,
+            }
+        ),
+        {
+            "label": "human",
+            "old_content": "Lives in Paris.",
+            "new_content": "Lives in Lyon.",
+            "request_heartbeat": True,
+        },
+        lambda ctx, arguments: _propose(ctx, arguments, "replace"),
+        lambda arguments: (
+            f"proposed changing {arguments.get('label')}: {_quoted(arguments, 'old_content')} → "
+            + _quoted(arguments, "new_content")
+        ),
+    ),
+    MemoryFunction(
+        "archival_memory_insert",
+        "Store a fact or note in archival memory, to find it later by search.",
+        lambda _label: _object(
+            {
+                "content": _text("the text to store", PASSAGE_CHARS),
+                "tags": {
+                    "type": "array",
+                    "items": _text("a tag", 30),
+                    "maxItems": 5,
+                    "description": "optional short tags",
+                },
+                "request_heartbeat": _HEARTBEAT,
+            },
+            optional=("tags",),
+        ),
+        {"content": "Wifi password: tulip42.", "request_heartbeat": True},
+        _archival_insert,
+        lambda arguments: f"saved to archival memory: {_quoted(arguments, 'content')}",
+    ),
+    MemoryFunction(
+        "archival_memory_search",
+        "Search archival memory (stored facts and the user's documents) by meaning and words.",
+        _search_parameters,
+        {"query": "tax documents", "request_heartbeat": True},
+        _archival_search,
+        lambda arguments: _searched(arguments, "archival memory"),
+        untrusted="written after reading {count} archival passages from documents or earlier "
+        "model notes",
+    ),
+    MemoryFunction(
+        "conversation_search",
+        "Search all past conversation messages by words and meaning.",
+        _search_parameters,
+        {"query": "car repair", "request_heartbeat": True},
+        _conversation_search,
+        lambda arguments: _searched(arguments, "past conversations"),
+        untrusted=CONVERSATION_RESULTS,
+    ),
+    MemoryFunction(
+        "conversation_search_date",
+        "List past conversation messages between two dates (YYYY-MM-DD, inclusive).",
+        lambda _label: _object(
+            {
+                "start_date": {"type": "string", "format": "date", "description": "first day"},
+                "end_date": {"type": "string", "format": "date", "description": "last day"},
+                "page": _PAGE,
+                "request_heartbeat": _HEARTBEAT,
+            },
+            optional=("page",),
+        ),
+        {"start_date": "2026-03-01", "end_date": "2026-03-07", "request_heartbeat": True},
+        _conversation_search_date,
+        lambda arguments: (
+            f"looked up conversations from {arguments.get('start_date')} "
+            f"to {arguments.get('end_date')}"
+        ),
+        untrusted=CONVERSATION_RESULTS,
+    ),
+)
+BY_NAME = {function.name: function for function in FUNCTIONS}
+
+# The calls the engine makes itself in the assisted mode (engine.assisted): stored and shown like
+# the model's, never offered to it.
+ENGINE_CALLS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "recall": lambda arguments: f"recalled {arguments.get('found', 'memory')}",
+    "remember": lambda arguments: (
+        "noted from your message: "
+        + repr(one_line("; ".join(map(str, arguments.get("facts") or [])), 80))
+    ),
+}
+
+
+def function_schemas(labels: list[str]) -> list[FunctionSchema]:
+    """Every memory function; ``labels`` are the core blocks the model may propose edits to."""
+    label = {"type": "string", "enum": labels, "description": "the core memory block"}
+    return [
+        FunctionSchema(
+            function.name,
+            function.description,
+            function.parameters(label),
+            example=function.example,
+        )
+        for function in FUNCTIONS
+    ]
+
+
+def run_function(ctx: ToolContext, name: str, arguments: dict[str, Any]) -> ToolResult:
+    """Run a checked call; failures become results the model can read and act on."""
+    function = BY_NAME[name]
+    assert function.handler is not None, f"{name} is handled by the agent"
+    try:
+        result = function.handler(ctx, arguments)
+    except MnemoError as error:
+        return ToolResult(f"{name} failed: {error}", ok=False, summary="failed")
+    except Exception as error:
+        log.exception("%s failed", name)
+        return ToolResult(
+            f"{name} failed unexpectedly ({type(error).__name__}: {error}).",
+            ok=False,
+            summary="failed",
+        )
+    if function.untrusted and result.untrusted_count:
+        result.untrusted_reason = function.untrusted.format(count=result.untrusted_count)
+    if len(result.text) > ctx.max_result_chars:
+        result.text = (
+            result.text[: ctx.max_result_chars - 60].rstrip()
+            + "\n… (cut to fit the context window; search more narrowly)"
+        )
+    return result
+
+
 def describe_call(name: str, arguments: dict[str, Any]) -> str:
-    """A compact line for the user: what the model did."""
-
-    def quoted(key: str) -> str:
-        return repr(one_line(str(arguments.get(key, "")), 60))
-
-    match name:
-        case "send_message":
-            return "replied"
-        case "recall":
-            return f"recalled {arguments.get('found', 'memory')}"
-        case "remember":
-            facts = arguments.get("facts") or []
-            return f"noted from your message: {one_line('; '.join(map(str, facts)), 80)!r}"
-        case "core_memory_append":
-            return f"proposed adding to {arguments.get('label')}: {quoted('content')}"
-        case "core_memory_replace":
-            return f"proposed changing {arguments.get('label')}: {quoted('old_content')} → " + (
-                quoted("new_content")
-            )
-        case "archival_memory_insert":
-            return f"saved to archival memory: {quoted('content')}"
-        case "archival_memory_search":
-            return f"searched archival memory for {quoted('query')}"
-        case "conversation_search":
-            return f"searched past conversations for {quoted('query')}"
-        case "conversation_search_date":
-            return (
-                f"looked up conversations from {arguments.get('start_date')} "
-                f"to {arguments.get('end_date')}"
-            )
+    """A compact line for the user: what the model (or the engine, for it) did."""
+    if name in BY_NAME:
+        return BY_NAME[name].describe(arguments)
+    if name in ENGINE_CALLS:
+        return ENGINE_CALLS[name](arguments)
     return f"called {name}"

@@ -451,3 +451,19 @@ def test_a_model_failure_ends_the_turn_in_words_and_is_not_retried(mnemo):
     (notice,) = events.of(Notice)
     assert "context window" in notice.text and "larger context" in notice.text
     assert not agent.interrupted
+
+
+def test_every_memory_function_is_one_complete_record():
+    """Schema, description, example, handler, trust rule and the user's line, in one record."""
+    from engine import tools
+
+    schemas = {schema.name: schema for schema in tools.function_schemas(["persona", "human"])}
+    assert list(schemas) == [function.name for function in tools.FUNCTIONS]
+    for function in tools.FUNCTIONS:
+        assert tools.check_arguments(schemas[function.name], function.example) is None
+        assert schemas[function.name].example == function.example
+        assert function.describe(function.example) != f"called {function.name}"
+        assert (function.handler is None) == (function.name == tools.SEND_MESSAGE)
+    searches = [f.name for f in tools.FUNCTIONS if "search" in f.name]
+    assert all(tools.BY_NAME[name].untrusted for name in searches)
+    assert tools.describe_call("recall", {"found": "2 messages"}) == "recalled 2 messages"

@@ -38,12 +38,13 @@ CHILD = textwrap.dedent(
         time.sleep(120)
 
     if mode == "inside-function":
-        real_insert = tools._HANDLERS["archival_memory_insert"]
+        import dataclasses
+        real = tools.BY_NAME["archival_memory_insert"]
         def slow_insert(ctx, arguments):
-            result = real_insert(ctx, arguments)  # the passage is already in LanceDB
+            result = real.handler(ctx, arguments)  # the passage is already in LanceDB
             mark_and_wait()
             return result
-        tools._HANDLERS["archival_memory_insert"] = slow_insert
+        tools.BY_NAME["archival_memory_insert"] = dataclasses.replace(real, handler=slow_insert)
 
     def generating(_prompt):
         mark_and_wait()
