@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
 
 from desktop.ui import label, remove_widgets, widgets_in
 from engine.assisted import RECALL, RECALL_SUMMARY
-from engine.events import Citation, FunctionCalled, FunctionReturned
-from engine.llm.base import parse_call
+from engine.events import FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
 from engine.text import one_line
-from engine.tools import CITE, NOTICE, describe_call
+from engine.tools import describe_call
+from engine.transcript import CITE, NOTICE, Citation, read_call, read_citations, result_ok
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200
@@ -292,7 +292,7 @@ class ChatView(QWidget):
             if hit.role in ("user", "assistant"):
                 self.add_message(hit.role, hit.text)
             elif hit.role == "function_call":
-                stored, _problem = parse_call(hit.text)  # bounded: model output, stored as is
+                stored = read_call(hit.text)
                 if stored is None:
                     row = CallRow("(invalid)", {}, "wrote something that was not a valid call")
                 else:
@@ -302,15 +302,12 @@ class ChatView(QWidget):
             elif hit.name == NOTICE:  # why a turn stopped, as it was said at the time
                 self.add_notice(hit.text, error=True)
             elif hit.name == CITE:
-                try:
-                    cited = tuple(Citation(**source) for source in json.loads(hit.text))
-                except (ValueError, TypeError):
-                    continue  # a damaged row hides its sources, never the conversation
-                self.add_sources(cited)
+                cited = read_citations(hit.text)
+                if cited is not None:  # a damaged row hides its sources, never the conversation
+                    self.add_sources(cited)
             elif hit.role == "function_result" and row is not None:
-                failed = hit.text.startswith("Error")
                 summary = RECALL_SUMMARY if hit.name == RECALL else one_line(hit.text, 60)
-                row.set_result(not failed, summary, hit.text)
+                row.set_result(result_ok(hit.text), summary, hit.text)
                 row = None
 
     def bubbles(self) -> list[MessageBubble]:

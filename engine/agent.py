@@ -16,7 +16,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +37,6 @@ from engine.errors import (
     user_message,
 )
 from engine.events import (
-    Citation,
     ContextEvicted,
     Event,
     FunctionCalled,
@@ -53,7 +51,7 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
-from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, parse_call, safe_text
+from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, safe_text
 from engine.memory.archival import Passage
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
@@ -64,8 +62,6 @@ from engine.memory.recall import (
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
 from engine.tools import (
-    CITE,
-    NOTICE,
     SEND_MESSAGE,
     ToolContext,
     check_arguments,
@@ -73,11 +69,21 @@ from engine.tools import (
     describe_call,
     run_function,
 )
+from engine.transcript import (
+    CITE,
+    NOTICE,
+    Citation,
+    call_text,
+    citations_text,
+    read_call,
+    recall_note_shown,
+    result_ok,
+    result_text,
+)
 
 log = logging.getLogger("mnemo.agent")
 
 EventCallback = Callable[[Event], None]
-ERROR_PREFIX = "Error: "
 MAX_EVICTIONS_PER_STEP = 4
 
 
@@ -153,9 +159,9 @@ class Agent:
             return False  # the reply before it finished the turn
         if last[-1].role != "function_result" or len(last) < 2:
             return False
-        if last[-1].text.startswith(ERROR_PREFIX):
+        if not result_ok(last[-1].text):
             return True
-        call, _problem = parse_call(last[-2].text)
+        call = read_call(last[-2].text)
         return bool(call and call.arguments.get("request_heartbeat"))
 
     def resume(
@@ -382,12 +388,9 @@ class Agent:
         seen_messages, seen_passages = {hit.id for hit in hits}, set()
         for hit in hits:
             if hit.role == "function_call" and hit.name == assisted.RECALL:
-                try:
-                    shown = json.loads(hit.text).get("arguments", {})
-                    seen_messages.update(shown.get("messages", []))
-                    seen_passages.update(shown.get("passages", []))
-                except (ValueError, AttributeError, TypeError):
-                    continue  # an unreadable note only means something may be recalled again
+                shown_messages, shown_passages = recall_note_shown(hit.text)
+                seen_messages.update(shown_messages)
+                seen_passages.update(shown_passages)
         found = assisted.recall_for(
             self.mnemo,
             message,
@@ -581,7 +584,7 @@ class Agent:
                 savepoint.rollback()  # a failed function leaves no rows behind
             transaction.add(
                 "function_result",
-                result.text if result.ok else ERROR_PREFIX + result.text,
+                result_text(result.text, result.ok),
                 name=name,
                 conversation_id=self.conversation_id,
                 untrusted_reason=result.untrusted_reason,
@@ -603,7 +606,7 @@ class Agent:
         """A call as stored in recall (the model's, or one the engine made for it)."""
         return transaction.add(
             "function_call",
-            json.dumps({"function": name, "arguments": arguments}, ensure_ascii=False),
+            call_text(name, arguments),
             name=name,
             conversation_id=self.conversation_id,
         )
@@ -621,7 +624,7 @@ class Agent:
             if sources:
                 transaction.add(
                     "function_result",
-                    json.dumps([asdict(source) for source in sources], ensure_ascii=False),
+                    citations_text(sources),
                     name=CITE,
                     conversation_id=self.conversation_id,
                 )
@@ -643,7 +646,7 @@ class Agent:
             )
             transaction.add(
                 "function_result",
-                ERROR_PREFIX + correction,
+                result_text(correction, ok=False),
                 name=name,
                 conversation_id=self.conversation_id,
             )

@@ -37,7 +37,7 @@ from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 from engine.profile import CHAT
 from engine.text import one_line
-from engine.tools import NOTICE
+from engine.transcript import NOTICE
 
 HELP = """Commands:
   /proposals   review core-memory edits waiting for approval

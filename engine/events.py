@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from engine.context.window import ContextStats
 from engine.memory.proposals import Proposal
+from engine.transcript import Citation
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,6 @@ class FunctionReturned:
     ok: bool
     result: str
     summary: str  # "3 of 12 passages"
-
-
-@dataclass(frozen=True)
-class Citation:
-    """A document passage a reply relies on: its file and page or heading."""
-
-    path: str
-    section: str | None = None
-
-    def label(self) -> str:
-        name = self.path.replace("\\", "/").rsplit("/", 1)[-1]
-        return f"{name} › {self.section}" if self.section else name
 
 
 @dataclass(frozen=True)

@@ -289,8 +289,6 @@ def _conversation_search_date(ctx: ToolContext, arguments: dict[str, Any]) -> To
     )
 
 
-CITE = "cite"  # the stored row that lists the documents a reply relies on
-NOTICE = "notice"  # a system note for the user (a turn that failed), never sent to a model
 CITED_SHARED_WORDS = 2
 
 

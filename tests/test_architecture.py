@@ -68,7 +68,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("memory", ("engine", "engine.memory", "engine.mnemo", "engine.ingest")),
     ("llm", ("engine.llm", "engine.modes")),
-    ("tools", ("engine.tools", "engine.assisted")),
+    ("tools", ("engine.tools", "engine.assisted", "engine.transcript")),
     ("context", ("engine.context", "engine.events")),
     ("agent", ("engine.agent",)),
     ("cli", ("engine.cli", "engine.cli_chat", "engine.cli_ingest", "engine.cli_models")),

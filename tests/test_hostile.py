@@ -37,7 +37,7 @@ from engine.llm.openai_api import OpenAIModel
 from engine.memory.archival import NewPassage
 from engine.memory.recall import PASTED_CHARS
 from engine.profile import CHAT, Profile, log_to_profile
-from engine.tools import NOTICE
+from engine.transcript import NOTICE
 
 TESTS = Path(__file__).parent
 

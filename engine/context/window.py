@@ -29,12 +29,12 @@ from engine.llm.base import (
     Prompt,
     ToolCall,
     message_text,
-    parse_call,
 )
 from engine.memory.core import Block
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.tools import CITE, NOTICE, SEND_MESSAGE, function_schemas
+from engine.tools import SEND_MESSAGE, function_schemas
+from engine.transcript import FOR_THE_USER_ONLY, read_call
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -112,7 +112,6 @@ def save_state_in(session: Session, state: AgentState) -> None:
 
 
 # Rows shown to the user (sources under a reply, notices of failed turns), never to a model.
-FOR_THE_USER_ONLY = (CITE, NOTICE)
 
 
 def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMessage]:
@@ -138,7 +137,7 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
             messages.append(ChatMessage("assistant", call=call))
         elif hit.role == "function_call":
             last_call_id = f"m{hit.id}"
-            stored, _problem = parse_call(hit.text)
+            stored = read_call(hit.text)
             if stored is None:  # malformed output kept as it was
                 messages.append(ChatMessage("assistant", hit.text))
             else:

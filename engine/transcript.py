@@ -1,0 +1,78 @@
+"""The stored form of what happens in a turn besides messages, written and read in one place.
+
+Recall keeps a model's (or the engine's) function call as a ``function_call`` row holding
+``{"function": NAME, "arguments": {...}}`` (or the raw output, when it was not a valid call), and
+its result as a ``function_result`` row, prefixed with ``ERROR_PREFIX`` when it failed. Two more
+``function_result`` rows are for the user only: ``cite`` (the documents a reply relies on, as
+JSON) and ``notice`` (why a turn stopped). The agent writes these rows; the context window, the
+chat (in the window and the terminal) and the agent's resume read them, all through here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from engine.llm.base import ToolCall, parse_call
+
+ERROR_PREFIX = "Error: "
+CITE = "cite"  # the stored row that lists the documents a reply relies on
+NOTICE = "notice"  # a system note for the user (a turn that failed), never sent to a model
+FOR_THE_USER_ONLY = (CITE, NOTICE)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A document passage a reply relies on: its file and page or heading."""
+
+    path: str
+    section: str | None = None
+
+    def label(self) -> str:
+        name = self.path.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{name} › {self.section}" if self.section else name
+
+
+def call_text(name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps({"function": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def read_call(text: str) -> ToolCall | None:
+    """The stored call, or None when the row keeps output that was not a valid call (parsed
+    with the same bounds as a model's output, since that is what it was)."""
+    call, _problem = parse_call(text)
+    return call
+
+
+def result_text(text: str, ok: bool) -> str:
+    return text if ok else ERROR_PREFIX + text
+
+
+def result_ok(text: str) -> bool:
+    return not text.startswith(ERROR_PREFIX)
+
+
+def citations_text(sources: Iterable[Citation]) -> str:
+    return json.dumps([asdict(source) for source in sources], ensure_ascii=False)
+
+
+def read_citations(text: str) -> tuple[Citation, ...] | None:
+    """The cited documents, or None for a damaged row (it hides its sources, nothing else)."""
+    try:
+        return tuple(Citation(**source) for source in json.loads(text))
+    except (ValueError, TypeError):
+        return None
+
+
+def recall_note_shown(text: str) -> tuple[list[int], list[str]]:
+    """The message and passage ids a stored ``recall`` call showed the model (none when the row
+    cannot be read: it only means something may be recalled again)."""
+    call = read_call(text)
+    if call is None:
+        return [], []
+    messages, passages = call.arguments.get("messages", []), call.arguments.get("passages", [])
+    if not isinstance(messages, list) or not isinstance(passages, list):
+        return [], []
+    return messages, passages
