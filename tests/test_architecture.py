@@ -71,7 +71,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("engine.tools", "engine.assisted", "engine.transcript")),
     ("context", ("engine.context", "engine.events")),
     ("agent", ("engine.agent",)),
-    ("cli", ("engine.cli", "engine.cli_chat", "engine.cli_ingest", "engine.cli_models")),
+    ("cli", ("engine.cli",)),
 ]
 
 

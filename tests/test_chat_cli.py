@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from agent_helpers import call, say
 
 from engine.cli import main
-from engine.cli_chat import chat
+from engine.cli.chat import chat
 from engine.llm import ScriptedModel
 
 
@@ -122,7 +122,7 @@ def test_the_chat_keeps_watched_folders_in_sync(profile_dir, tmp_path, monkeypat
     """`mnemo chat` runs the folder watcher while it is open, as the README promises."""
     import time
 
-    from engine import cli_chat
+    from engine.cli import chat as cli_chat
     from engine.cli import main
 
     folder = tmp_path / "notes"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from engine.agent import Agent
-from engine.cli_models import ask_key_for_this_run
+from engine.cli.keys import ask_key_for_this_run
 from engine.errors import MnemoError
 from engine.events import (
     ContextEvicted,
@@ -287,7 +287,7 @@ def _show_document_change(result: FileResult) -> None:
         print(f"  · document {result.outcome}: {result.path}{detail}", file=sys.stderr)
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     chat_parser = commands.add_parser("chat", help="chat in the terminal")
     chat_parser.add_argument("--message", "-m", help="run one turn with this message and exit")
     chat_parser.add_argument("--model", metavar="GGUF", help="a local model file for this run")

@@ -1,25 +1,19 @@
-"""`mnemo models`, `mnemo keys`, `mnemo doctor`: choosing a model, its API key, a check-up."""
+"""`mnemo models ...`: the model in use, the catalogue, downloads, and choosing a model."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import getpass
-import importlib.metadata
 import json
-import platform
 import signal
-import sqlite3
 import sys
 import threading
-import time
 from pathlib import Path
 
-from engine import __version__, hardware, keys
-from engine.db import SCHEMA_VERSION
-from engine.errors import MnemoError, ModelError
+from engine import hardware
+from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
-from engine.llm import load_model, model_settings
+from engine.llm import model_settings
 from engine.llm.catalog import (
     DEFAULT_CONTEXT,
     assess,
@@ -41,27 +35,10 @@ from engine.llm.download import (
 )
 from engine.llm.local import bundled_model_path, check_model_file
 from engine.mnemo import Mnemo
-from engine.modes import choose_mode, parameters_text
-
-PACKAGES = ("llama-cpp-python", "lancedb", "onnxruntime", "PySide6-Essentials", "httpx", "keyring")
+from engine.modes import parameters_text
 
 
-def ask_key_for_this_run(provider: str) -> str | None:
-    """Offer to take a key for this run when none is stored (the keyring may be missing)."""
-    if not keys.keyring_status()[1]:
-        print(keys.NO_KEYRING, file=sys.stderr)
-    else:
-        print(
-            f"No API key for {provider} is saved (`mnemo keys set {provider}` saves one).",
-            file=sys.stderr,
-        )
-    if not sys.stdin.isatty():
-        return None
-    key = getpass.getpass(f"Paste a {provider} key for this run only (Enter to cancel): ")
-    return key.strip() or None
-
-
-def _describe_model(mnemo: Mnemo) -> str:
+def describe_model(mnemo: Mnemo) -> str:
     config = model_settings(mnemo.settings)
     if config.backend == "local":
         path = Path(config.path) if config.path else bundled_model_path()
@@ -80,17 +57,17 @@ def _describe_model(mnemo: Mnemo) -> str:
 # -- models ------------------------------------------------------------------------------------
 
 
-def _folder(mnemo: Mnemo) -> Path:
+def models_folder_of(mnemo: Mnemo) -> Path:
     return models_folder(mnemo.settings, mnemo.profile)
 
 
 def _hardware(mnemo: Mnemo) -> Hardware:
-    return hardware.detect(_folder(mnemo))
+    return hardware.detect(models_folder_of(mnemo))
 
 
 def cmd_models_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
-    print(f"In use: {_describe_model(mnemo)}")
-    folder = _folder(mnemo)
+    print(f"In use: {describe_model(mnemo)}")
+    folder = models_folder_of(mnemo)
     catalog = load_catalog()
     files = sorted(folder.glob("*.gguf")) if folder.is_dir() else []
     configured = mnemo.settings.get("model.path")
@@ -178,7 +155,7 @@ class _ProgressLine:
 
 def cmd_models_download(mnemo: Mnemo, args: argparse.Namespace) -> int:
     source = resolve_source(args.model, args.file)
-    folder = _folder(mnemo)
+    folder = models_folder_of(mnemo)
     already = partial_download(folder, source.file_name)
     verb = "Resuming" if already else "Downloading"
     print(f"{verb} {source.label} into {folder} (Ctrl-C pauses).", file=sys.stderr)
@@ -207,7 +184,7 @@ def cmd_models_download(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def _local_model_path(mnemo: Mnemo, spec: str) -> Path:
     """A catalogue id or file name in the models folder, or a path."""
-    folder = _folder(mnemo)
+    folder = models_folder_of(mnemo)
     entry = find_entry(spec)
     for candidate in [
         *([folder / entry.file_name] if entry is not None else []),
@@ -227,7 +204,7 @@ def _use_local(mnemo: Mnemo, path: Path, context: int | None, gpu_layers: int | 
     fit = use_local_model(
         mnemo.settings, path, _hardware(mnemo), context=context, gpu_layers=gpu_layers
     )
-    print(f"Now using {_describe_model(mnemo)}.")
+    print(f"Now using {describe_model(mnemo)}.")
     if context is None or gpu_layers is None:
         print(f"For this computer: {fit.status}, {fit.reason}.")
     return 0
@@ -252,12 +229,12 @@ def cmd_models_use(mnemo: Mnemo, args: argparse.Namespace) -> int:
         settings.set("model.context_length", args.context)
     if args.gpu_layers is not None:
         settings.set("model.gpu_layers", args.gpu_layers)
-    print(f"Now using {_describe_model(mnemo)}.")
+    print(f"Now using {describe_model(mnemo)}.")
     return 0
 
 
 def cmd_models_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    folder = _folder(mnemo)
+    folder = models_folder_of(mnemo)
     entry = find_entry(args.model)
     file_name = entry.file_name if entry is not None else Path(args.model).name
     path = folder / file_name
@@ -277,94 +254,6 @@ def cmd_models_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
         discard_partial(folder, file_name)
         print(f"Discarded the paused download of {file_name}.")
     return 0
-
-
-# -- keys --------------------------------------------------------------------------------------
-
-
-def cmd_keys_list(_mnemo: Mnemo, _args: argparse.Namespace) -> int:
-    name, secure = keys.keyring_status()
-    print(f"Keyring: {name}" + ("" if secure else f" ({keys.NO_KEYRING})"))
-    for provider in keys.PROVIDERS:
-        print(f"  {provider}: {keys.key_source(provider)}")
-    return 0
-
-
-def cmd_keys_set(_mnemo: Mnemo, args: argparse.Namespace) -> int:
-    if args.stdin:
-        key = sys.stdin.readline().strip()
-    else:
-        key = getpass.getpass(f"Paste the {args.provider} API key (it is not shown): ")
-    try:
-        keys.save_key(args.provider, key)
-    except keys.KeyringUnavailableError as error:
-        print(f"mnemo: {error} `mnemo chat` asks for a key for its session.", file=sys.stderr)
-        return 1
-    print(f"Saved the {args.provider} key in the keyring.")
-    return 0
-
-
-def cmd_keys_remove(_mnemo: Mnemo, args: argparse.Namespace) -> int:
-    removed = keys.delete_key(args.provider)
-    print(f"Removed the {args.provider} key." if removed else f"No {args.provider} key was saved.")
-    return 0
-
-
-# -- doctor ------------------------------------------------------------------------------------
-
-
-def _version(package: str) -> str:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
-    """Print what Mnemo runs with and whether each part works; exit 1 if something does not."""
-    healthy = True
-    print(f"Mnemo {__version__}, Python {platform.python_version()} on {platform.platform()}")
-    print(
-        f"Profile: {mnemo.profile.root} (database schema {SCHEMA_VERSION}; "
-        f"{mnemo.recall.count()} messages, {mnemo.archival.count()} passages)"
-    )
-    print(f"Log: {mnemo.profile.log_path}")
-    print(f"This computer: {hardware.detect(_folder(mnemo), measure_speed=False).summary()}")
-    print(f"Model: {_describe_model(mnemo)}")
-    started = time.perf_counter()
-    try:
-        model = load_model(mnemo.settings)
-        print(f"  loads: yes ({time.perf_counter() - started:.1f} s)")
-        mode = choose_mode(mnemo.settings.memory_mode, model.parameter_count)
-        print(f"  memory mode: {mode.label} ({mode.reason})")
-        check = getattr(model, "check", None)
-        if check is not None:
-            print(f"  server: {check()}")
-        offload = getattr(model, "gpu_offload_supported", None)
-        if offload is not None:
-            layers = mnemo.settings.get("model.gpu_layers")
-            if offload:
-                print(f"  GPU offload: available in this build; {layers} layers requested")
-            else:
-                print(
-                    "  GPU offload: not in this build (CPU only); rebuild llama-cpp-python with "
-                    "CUDA or Metal to use a GPU (see the README)"
-                )
-    except ModelError as error:
-        healthy = False
-        print(f"  loads: no. {error}")
-    name, secure = keys.keyring_status()
-    print(f"Keyring: {name}" + ("" if secure else f". {keys.NO_KEYRING}"))
-    for provider in keys.PROVIDERS:
-        print(f"  {provider} key: {keys.key_source(provider)}")
-    print(f"Embedder: {mnemo.embedder.name} ({mnemo.embedder.dim} dimensions)")
-    if mnemo.embedder_mismatch:
-        healthy = False
-        print(f"  {mnemo.embedder_mismatch}")
-    versions = ", ".join(f"{package} {_version(package)}" for package in PACKAGES)
-    print(f"Versions: {versions}, SQLite {sqlite3.sqlite_version}")
-    print("Everything works." if healthy else "Something needs attention (see above).")
-    return 0 if healthy else 1
 
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -399,20 +288,3 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     use.add_argument("--context", type=int, help="context size in tokens")
     use.add_argument("--gpu-layers", type=int, help="local models: layers to offload to the GPU")
     use.set_defaults(handler=cmd_models_use)
-
-    keys_parser = commands.add_parser("keys", help="API keys (kept in the OS keyring only)")
-    keys_parser.set_defaults(handler=cmd_keys_list)
-    keys_commands = keys_parser.add_subparsers(metavar="ACTION")
-    keys_commands.add_parser("list", help="where each provider's key comes from").set_defaults(
-        handler=cmd_keys_list
-    )
-    set_key = keys_commands.add_parser("set", help="save a key in the keyring")
-    set_key.add_argument("provider", choices=keys.PROVIDERS)
-    set_key.add_argument("--stdin", action="store_true", help="read the key from standard input")
-    set_key.set_defaults(handler=cmd_keys_set)
-    remove = keys_commands.add_parser("remove", help="forget a key")
-    remove.add_argument("provider", choices=keys.PROVIDERS)
-    remove.set_defaults(handler=cmd_keys_remove)
-
-    doctor = commands.add_parser("doctor", help="check the model, keyring, profile and versions")
-    doctor.set_defaults(handler=cmd_doctor)

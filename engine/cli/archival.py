@@ -1,0 +1,128 @@
+"""`mnemo search`, `mnemo archival ...` and `mnemo reembed`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from engine.cli.output import print_json, when
+from engine.memory.search import hit_line
+from engine.mnemo import Mnemo
+from engine.text import one_line
+
+
+def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.store == "recall":
+        page: Any = mnemo.recall.search(
+            args.query, args.limit, args.page, mode=args.mode, start=args.since, end=args.until
+        )
+    else:
+        page = mnemo.archival.search(
+            args.query,
+            args.limit,
+            args.page,
+            mode=args.mode,
+            tags=args.tag or None,
+            source=args.source,
+            start=args.since,
+            end=args.until,
+        )
+    if args.json:
+        print_json(
+            {
+                "total": page.total,
+                "page": page.page,
+                "pages": page.pages,
+                "notes": page.notes,
+                "hits": page.hits,
+            }
+        )
+        return 0
+    for note in page.notes:
+        print(f"note: {note}")
+    print(page.describe())
+    for hit in page:
+        text = hit_line(hit.text, args.query, 100, hit.weak)
+        if args.store == "recall":
+            print(f"  [{hit.id}] {when(hit.created_at)} {hit.role}: {text}")
+        else:
+            print(f"  [{hit.id}] {text}")
+            print(f"      from {hit.source.describe()}; tags: {', '.join(hit.tags) or '-'}")
+    return 0
+
+
+def cmd_archival_insert(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    passage_id = mnemo.archival.insert(args.text, tags=args.tag or [], origin="user")
+    print(f"Stored passage {passage_id}.")
+    return 0
+
+
+def cmd_archival_delete(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    mnemo.archival.delete(args.id)
+    print(f"Deleted passage {args.id}.")
+    return 0
+
+
+def cmd_archival_list(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    passages = (
+        mnemo.archival.list_by_source(args.source)
+        if args.source
+        else mnemo.archival.recent(args.limit)
+    )
+    if args.json:
+        print_json(passages)
+        return 0
+    for passage in passages:
+        print(f"[{passage.id}] {when(passage.created_at)} {one_line(passage.text, 100)}")
+    return 0
+
+
+def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    mismatch = mnemo.embedder_mismatch
+    if not mismatch:
+        print("Memory already uses the current embedder; nothing to do.")
+        return 0
+    print(mismatch)
+    if not args.yes:
+        total = mnemo.archival.count() + mnemo.recall.count()
+        answer = input(f"Re-embed up to {total} passages and messages now? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing changed.")
+            return 1
+    count = mnemo.reembed(lambda name, done, total: print(f"\r{name}: {done}/{total}", end=""))
+    print(f"\nRe-embedded {count} items.")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    search = commands.add_parser("search", help="search recall or archival memory")
+    search.add_argument("store", choices=["recall", "archival"])
+    search.add_argument("query")
+    search.add_argument("--json", action="store_true")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--page", type=int, default=1)
+    search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    search.add_argument("--since", metavar="DATE", help="only items from this date (YYYY-MM-DD)")
+    search.add_argument("--until", metavar="DATE", help="only items up to this date")
+    search.add_argument("--tag", action="append", help="archival: only passages with this tag")
+    search.add_argument("--source", help="archival: only passages from this file or folder")
+    search.set_defaults(handler=cmd_search)
+
+    archival = commands.add_parser("archival", help="add, list and delete archival passages")
+    archival_commands = archival.add_subparsers(metavar="ACTION", required=True)
+    insert = archival_commands.add_parser("insert", help="store a passage")
+    insert.add_argument("text")
+    insert.add_argument("--tag", action="append")
+    insert.set_defaults(handler=cmd_archival_insert)
+    delete = archival_commands.add_parser("delete", help="delete a passage by id")
+    delete.add_argument("id")
+    delete.set_defaults(handler=cmd_archival_delete)
+    list_ = archival_commands.add_parser("list", help="list recent passages")
+    list_.add_argument("--limit", type=int, default=20)
+    list_.add_argument("--source", help="list the passages of one file, in order")
+    list_.add_argument("--json", action="store_true")
+    list_.set_defaults(handler=cmd_archival_list)
+
+    reembed = commands.add_parser("reembed", help="re-embed archival memory after a model change")
+    reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    reembed.set_defaults(handler=cmd_reembed)

@@ -1,0 +1,69 @@
+"""`mnemo keys ...`: API keys, kept in the operating system's keyring only."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+
+from engine import keys
+from engine.mnemo import Mnemo
+
+
+def ask_key_for_this_run(provider: str) -> str | None:
+    """Offer to take a key for this run when none is stored (the keyring may be missing)."""
+    if not keys.keyring_status()[1]:
+        print(keys.NO_KEYRING, file=sys.stderr)
+    else:
+        print(
+            f"No API key for {provider} is saved (`mnemo keys set {provider}` saves one).",
+            file=sys.stderr,
+        )
+    if not sys.stdin.isatty():
+        return None
+    key = getpass.getpass(f"Paste a {provider} key for this run only (Enter to cancel): ")
+    return key.strip() or None
+
+
+def cmd_keys_list(_mnemo: Mnemo, _args: argparse.Namespace) -> int:
+    name, secure = keys.keyring_status()
+    print(f"Keyring: {name}" + ("" if secure else f" ({keys.NO_KEYRING})"))
+    for provider in keys.PROVIDERS:
+        print(f"  {provider}: {keys.key_source(provider)}")
+    return 0
+
+
+def cmd_keys_set(_mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.stdin:
+        key = sys.stdin.readline().strip()
+    else:
+        key = getpass.getpass(f"Paste the {args.provider} API key (it is not shown): ")
+    try:
+        keys.save_key(args.provider, key)
+    except keys.KeyringUnavailableError as error:
+        print(f"mnemo: {error} `mnemo chat` asks for a key for its session.", file=sys.stderr)
+        return 1
+    print(f"Saved the {args.provider} key in the keyring.")
+    return 0
+
+
+def cmd_keys_remove(_mnemo: Mnemo, args: argparse.Namespace) -> int:
+    removed = keys.delete_key(args.provider)
+    print(f"Removed the {args.provider} key." if removed else f"No {args.provider} key was saved.")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    keys_parser = commands.add_parser("keys", help="API keys (kept in the OS keyring only)")
+    keys_parser.set_defaults(handler=cmd_keys_list)
+    keys_commands = keys_parser.add_subparsers(metavar="ACTION")
+    keys_commands.add_parser("list", help="where each provider's key comes from").set_defaults(
+        handler=cmd_keys_list
+    )
+    set_key = keys_commands.add_parser("set", help="save a key in the keyring")
+    set_key.add_argument("provider", choices=keys.PROVIDERS)
+    set_key.add_argument("--stdin", action="store_true", help="read the key from standard input")
+    set_key.set_defaults(handler=cmd_keys_set)
+    remove = keys_commands.add_parser("remove", help="forget a key")
+    remove.add_argument("provider", choices=keys.PROVIDERS)
+    remove.set_defaults(handler=cmd_keys_remove)

@@ -1,0 +1,208 @@
+"""`mnemo status`, `mnemo memory ...` (core memory and the model's proposals) and
+`mnemo settings`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from engine import __version__
+from engine.cli.chat import describe_proposal
+from engine.cli.output import jsonable, print_json, when
+from engine.memory.core import DEFAULT_CHAR_LIMIT
+from engine.mnemo import Mnemo
+from engine.modes import configured_mode
+from engine.text import one_line
+
+
+def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
+    blocks = mnemo.core.blocks()
+    print(f"Mnemo {__version__}: profile at {mnemo.profile.root}")
+    if mnemo.read_only:
+        print(mnemo.read_only)
+    print(
+        f"Core memory: {len(blocks)} blocks ({', '.join(b.label for b in blocks)}); "
+        f"recall: {mnemo.recall.count()} messages; archival: {mnemo.archival.count()} passages."
+    )
+    mode = configured_mode(mnemo.settings)
+    print(f"Memory mode: {mode.label} ({mode.reason}).")
+    pending = mnemo.proposals.pending()
+    if pending:
+        print(f"{len(pending)} core-memory edits wait for approval: `mnemo memory proposals`.")
+    print("Open the window with `mnemo`, chat here with `mnemo chat`; `mnemo --help` lists more.")
+    return 0
+
+
+def cmd_memory_show(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    blocks = mnemo.core.blocks()
+    if args.json:
+        print_json([{**jsonable(b), "room_left": b.room_left} for b in blocks])
+        return 0
+    for block in blocks:
+        flags = " read-only" if block.read_only else ""
+        print(f"[{block.label}] {len(block.value)}/{block.char_limit} chars{flags}")
+        if block.description:
+            print(f"  ({block.description})")
+        for line in block.value.splitlines() or [""]:
+            print(f"  {line}")
+        print()
+    return 0
+
+
+def cmd_memory_set(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    block = mnemo.core.set(args.label, args.text, author="user", cause_kind="cli")
+    print(f"Saved {block.label}: {len(block.value)}/{block.char_limit} characters.")
+    return 0
+
+
+def cmd_memory_append(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    block = mnemo.core.append(args.label, args.text, author="user", cause_kind="cli")
+    print(f"Saved {block.label}: {len(block.value)}/{block.char_limit} characters.")
+    return 0
+
+
+def cmd_memory_history(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    versions = mnemo.core.history(args.label)
+    if args.json:
+        print_json(versions)
+        return 0
+    for version in versions:
+        cause = " ".join(filter(None, (version.cause_kind, version.cause_ref)))
+        cause = f" ({cause})" if cause else ""
+        print(
+            f"#{version.id} {when(version.created_at)} {version.action} by {version.author}{cause}"
+        )
+        print(f"  now: {one_line(version.new_value or '(removed)', 100)}")
+    return 0
+
+
+def cmd_memory_undo(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    block = mnemo.core.undo(args.label, args.version)
+    print(f"Restored {block.label}: {one_line(block.value, 100) or '(empty)'}")
+    return 0
+
+
+def cmd_memory_add(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    block = mnemo.core.add_block(
+        args.label,
+        args.text or "",
+        description=args.description or "",
+        char_limit=args.limit,
+        read_only=args.read_only,
+    )
+    print(f"Added block {block.label} ({block.char_limit} characters at most).")
+    return 0
+
+
+def cmd_memory_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    mnemo.core.remove_block(args.label)
+    print(f"Removed block {args.label}; its history is kept.")
+    return 0
+
+
+def cmd_memory_proposals(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposals = mnemo.proposals.all() if args.all else mnemo.proposals.pending()
+    if args.json:
+        print_json(proposals)
+        return 0
+    if not proposals:
+        print("No core-memory edits are waiting for approval.")
+        return 0
+    for proposal in proposals:
+        if proposal.status == "pending":
+            for line in describe_proposal(mnemo, proposal):
+                print(line)
+        else:
+            print(f"Proposal {proposal.id} ({proposal.status}): {proposal.describe()}")
+    if not args.all:
+        print(
+            "Approve with `mnemo memory approve ID` (--text to edit), or `mnemo memory reject ID`."
+        )
+    return 0
+
+
+def cmd_memory_approve(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposal = mnemo.proposals.approve(args.id, args.text)
+    block = mnemo.core.block(proposal.label)
+    print(f"Approved proposal {proposal.id}; {block.label} now has {len(block.value)} characters.")
+    return 0
+
+
+def cmd_memory_reject(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    proposal = mnemo.proposals.reject(args.id)
+    print(f"Rejected proposal {proposal.id}; {proposal.label} is unchanged.")
+    return 0
+
+
+def cmd_settings(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.key is None:
+        for key, value in mnemo.settings.all().items():
+            print(f"{key} = {json.dumps(value)}")
+        return 0
+    if args.value is None:
+        print(json.dumps(mnemo.settings.get(args.key)))
+        return 0
+    value = mnemo.settings.set(args.key, args.value)
+    print(f"{args.key} = {json.dumps(value)}")
+    return 0
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    status = commands.add_parser("status", help="the profile in one glance")
+    status.set_defaults(handler=cmd_status)
+
+    memory = commands.add_parser("memory", help="show and edit core memory")
+    memory.set_defaults(handler=cmd_memory_show, json=False)
+    memory_commands = memory.add_subparsers(metavar="ACTION")
+    show = memory_commands.add_parser("show", help="print every block")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=cmd_memory_show)
+    set_ = memory_commands.add_parser("set", help="replace a block's text")
+    set_.add_argument("label")
+    set_.add_argument("text")
+    set_.set_defaults(handler=cmd_memory_set)
+    append = memory_commands.add_parser("append", help="add a line to a block")
+    append.add_argument("label")
+    append.add_argument("text")
+    append.set_defaults(handler=cmd_memory_append)
+    history = memory_commands.add_parser("history", help="list a block's changes")
+    history.add_argument("label")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler=cmd_memory_history)
+    undo = memory_commands.add_parser("undo", help="undo a block's latest (or a given) change")
+    undo.add_argument("label")
+    undo.add_argument("--version", type=int, help="the change to undo (from `history`)")
+    undo.set_defaults(handler=cmd_memory_undo)
+    add = memory_commands.add_parser("add", help="add a custom block")
+    add.add_argument("label")
+    add.add_argument("text", nargs="?")
+    add.add_argument("--description")
+    add.add_argument(
+        "--limit",
+        type=int,
+        default=DEFAULT_CHAR_LIMIT,
+        help=f"character limit (default {DEFAULT_CHAR_LIMIT})",
+    )
+    add.add_argument("--read-only", action="store_true")
+    add.set_defaults(handler=cmd_memory_add)
+    remove = memory_commands.add_parser("remove", help="remove a custom block")
+    remove.add_argument("label")
+    remove.set_defaults(handler=cmd_memory_remove)
+    proposals = memory_commands.add_parser(
+        "proposals", help="list the model's core-memory edits waiting for approval"
+    )
+    proposals.add_argument("--all", action="store_true", help="include decided ones")
+    proposals.add_argument("--json", action="store_true")
+    proposals.set_defaults(handler=cmd_memory_proposals)
+    approve = memory_commands.add_parser("approve", help="apply a proposed edit")
+    approve.add_argument("id", type=int)
+    approve.add_argument("--text", help="apply this text instead of the proposed one")
+    approve.set_defaults(handler=cmd_memory_approve)
+    reject = memory_commands.add_parser("reject", help="discard a proposed edit")
+    reject.add_argument("id", type=int)
+    reject.set_defaults(handler=cmd_memory_reject)
+
+    settings = commands.add_parser("settings", help="show or change settings")
+    settings.add_argument("key", nargs="?", help="e.g. memory.core_write_policy")
+    settings.add_argument("value", nargs="?", help="the new value")
+    settings.set_defaults(handler=cmd_settings)
