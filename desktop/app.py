@@ -39,7 +39,7 @@ def run(argv: Sequence[str]) -> int:
 
     from desktop.main_window import MainWindow
     from desktop.settings_page import PROFILE_SETTING, app_settings
-    from desktop.workers import describe_failure
+    from desktop.threads import describe_failure
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Mnemo")

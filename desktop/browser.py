@@ -27,8 +27,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.threads import Tasks
 from desktop.ui import cell, label, table
-from desktop.workers import Tasks
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.threads import Tasks
 from desktop.ui import label
-from desktop.workers import Tasks
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
 from engine.mnemo import Mnemo
 from engine.text import one_line

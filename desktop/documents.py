@@ -18,8 +18,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.threads import Tasks
 from desktop.ui import cell, label, table
-from desktop.workers import Tasks
 from engine.db.schema import DocumentRow
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import WatchedFolders

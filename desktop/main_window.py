@@ -29,16 +29,9 @@ from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage, app_settings
+from desktop.threads import GuiThreadCollector, Tasks, start_thread
 from desktop.ui import STYLE, label
-from desktop.workers import (
-    ChatWorker,
-    GuiThreadCollector,
-    IngestWorker,
-    ModelLoader,
-    Tasks,
-    load_configured_model,
-    start_thread,
-)
+from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine.context.window import ContextStats
 from engine.events import (
     ContextEvicted,

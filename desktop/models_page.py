@@ -29,8 +29,8 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.threads import Tasks, describe_failure
 from desktop.ui import label
-from desktop.workers import Tasks, describe_failure
 from engine import hardware
 from engine.hardware import Hardware, gib
 from engine.llm.catalog import (

@@ -16,8 +16,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.threads import Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
-from desktop.workers import Tasks
 from engine.errors import MnemoError
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo

@@ -1,27 +1,21 @@
-"""Engine work off the GUI thread: long-lived worker objects on QThreads, driven by queued signals.
-
-Three threads, each for one kind of work, so that none waits behind another: the chat (the model
-and its turns), ingestion (dropped files and the folder watcher), and short store tasks (searches,
-edits, deletions) that would still stall the window if they ran on the GUI thread.
+"""The long-lived workers: the chat (the model and its turns) and ingestion (dropped files and the
+folder watcher), each on its own thread (``desktop.threads``), driven by queued signals, so that
+neither waits behind the other. Short store work goes through ``desktop.threads.Tasks``.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
-import os
-import sys
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from desktop.bridge import EngineBridge
+from desktop.threads import describe_failure
 from engine import keys
 from engine.agent import Agent
-from engine.errors import MnemoError, user_message
+from engine.errors import MnemoError
 from engine.events import TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
@@ -34,18 +28,6 @@ log = logging.getLogger("mnemo.desktop")
 ModelLoader = Callable[[Settings], ChatModel]
 
 
-def describe_failure(error: BaseException) -> str:
-    """The sentence a user sees for a failure; a bug is logged and said plainly."""
-    sentence = user_message(error)
-    if sentence is not None:
-        return sentence
-    log.error("unexpected failure", exc_info=error)
-    return (
-        f"Something went wrong inside Mnemo ({type(error).__name__}: {error}). Nothing already "
-        "saved was lost; the details are in the log (Settings shows where)."
-    )
-
-
 def load_configured_model(settings: Settings) -> ChatModel:
     """The model the settings name, with the desktop's wording for a missing key."""
     config = model_settings(settings)
@@ -56,74 +38,6 @@ def load_configured_model(settings: Settings) -> ChatModel:
             "Apply."
         )
     return load_model(settings)
-
-
-# Worker threads run at a lower scheduling priority than the GUI thread, and so do the threads
-# they start (llama.cpp's and the watcher's inherit it): on a machine with few cores, generation
-# and embedding otherwise keep every core busy and the window waits its turn for a CPU.
-WORKER_NICENESS = 5
-
-
-class _Niceness(QObject):
-    """Lives on the worker's thread, so that its slot runs there (Linux: niceness is per
-    thread). A plain function would run on the thread that owns the QThread object."""
-
-    @Slot()
-    def lower(self) -> None:
-        if sys.platform.startswith("linux"):
-            try:
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-            except OSError as error:
-                log.info("could not lower a worker's priority: %s", error)
-
-
-def start_thread(worker: QObject, name: str) -> QThread:
-    thread = QThread()
-    thread.setObjectName(name)
-    worker.moveToThread(thread)
-    niceness = _Niceness()
-    niceness.moveToThread(thread)
-    thread.started.connect(niceness.lower)
-    thread.niceness = niceness  # type: ignore[attr-defined]  # kept alive with the thread
-    thread.start()
-    return thread
-
-
-class GuiThreadCollector(QObject):
-    """Python's cyclic garbage collection, run on the GUI thread only, while the window lives.
-
-    Left automatic, a collection runs on whichever thread happens to allocate, and destroys what
-    it frees there, Qt objects included: undefined behaviour in Qt, and one CI run died of it (a
-    segmentation fault, "Garbage-collecting" on the chat thread). So automatic collection is off
-    and a timer on the GUI thread collects when CPython would (its thresholds). What is alive when
-    the window opens (modules and the engine: ~190k objects) is frozen first, so that a full
-    collection walks only what came later: ~100 ms otherwise, a pause the window would show.
-    """
-
-    INTERVAL_MS = 100
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-        gc.freeze()
-        self._timer = QTimer(self)
-        self._timer.timeout.connect(self.collect_due)
-        self._timer.start(self.INTERVAL_MS)
-
-    def collect_due(self) -> None:
-        counts, thresholds = gc.get_count(), gc.get_threshold()
-        for generation in (2, 1, 0):
-            if counts[generation] > thresholds[generation]:
-                gc.collect(generation)
-                return
-
-    def stop(self) -> None:
-        """Hand collection back to Python (after the worker threads have ended)."""
-        self._timer.stop()
-        gc.unfreeze()
-        if self._was_enabled:
-            gc.enable()
 
 
 class ChatWorker(QObject):
@@ -296,77 +210,3 @@ class IngestWorker(QObject):
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
-
-
-@dataclass
-class _Job:
-    work: Callable[[], Any]
-    done: Callable[[Any], None] | None
-    failed: Callable[[str], None] | None
-
-
-class _TaskWorker(QObject):
-    finished = Signal(object, object)
-    failed = Signal(object, str)
-
-    @Slot(object)
-    def run(self, job: _Job) -> None:
-        try:
-            result = job.work()
-        except Exception as error:
-            self.failed.emit(job, describe_failure(error))
-            return
-        self.finished.emit(job, result)
-
-
-class Tasks(QObject):
-    """Short store work run in order on one thread; results come back on the GUI thread.
-
-    Signals:
-        error(str): a task without its own failure handler failed (the window shows it).
-        idle(): the queue ran empty (tests wait on it).
-    """
-
-    error = Signal(str)
-    idle = Signal()
-    _request = Signal(object)
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._worker = _TaskWorker()
-        self._thread = start_thread(self._worker, "mnemo-tasks")
-        self._request.connect(self._worker.run)
-        self._worker.finished.connect(self._finished)
-        self._worker.failed.connect(self._failed)
-        self.pending = 0
-
-    def submit(
-        self,
-        work: Callable[[], Any],
-        done: Callable[[Any], None] | None = None,
-        failed: Callable[[str], None] | None = None,
-    ) -> None:
-        self.pending += 1
-        self._request.emit(_Job(work, done, failed))
-
-    def _finished(self, job: _Job, result: Any) -> None:
-        try:
-            if job.done is not None:
-                job.done(result)
-        finally:
-            self._settle()
-
-    def _failed(self, job: _Job, message: str) -> None:
-        try:
-            (job.failed or self.error.emit)(message)
-        finally:
-            self._settle()
-
-    def _settle(self) -> None:
-        self.pending -= 1
-        if not self.pending:
-            self.idle.emit()
-
-    def stop(self) -> None:
-        self._thread.quit()
-        self._thread.wait()
