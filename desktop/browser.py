@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import date
 from typing import Any
 
-from PySide6.QtCore import QDate, Signal
+from PySide6.QtCore import QDate
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.threads import Tasks
+from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
@@ -51,8 +51,10 @@ def delete_in_background(
     keys: list[Any],
     noun: str,
     refresh: Callable[[str], None],
+    kind: str,
 ) -> None:
-    """Delete items one by one on the tasks thread, then show the list again with a note."""
+    """Delete items one by one on the tasks thread, then show the list again with a note, and
+    announce that ``kind`` changed."""
 
     def work() -> int:
         for key in keys:
@@ -63,6 +65,7 @@ def delete_in_background(
         work,
         lambda count: refresh(f"Deleted {count} {noun}{'s' if count != 1 else ''}."),
         status.setText,
+        changes=(kind,),
     )
 
 
@@ -214,6 +217,7 @@ class ArchivalBrowser(QWidget):
             lambda: self._mnemo.archival.update(passage_id, text, tags),
             lambda _passage: self.refresh(self.page),
             self.status.setText,
+            changes=(PASSAGES,),
         )
 
     def delete_selected(self) -> None:
@@ -234,15 +238,12 @@ class ArchivalBrowser(QWidget):
             [passage.id for passage in chosen],
             "passage",
             lambda note: self.refresh(self.page, note),
+            PASSAGES,
         )
 
 
 class ConversationBrowser(QWidget):
-    """Signals:
-    messages_deleted(): messages were deleted, so what the chat shows may be out of date.
-    """
-
-    messages_deleted = Signal()
+    """Past conversations: search by words and dates, and delete (announced as ``MESSAGES``)."""
 
     def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
         super().__init__()
@@ -346,12 +347,9 @@ class ConversationBrowser(QWidget):
             self._mnemo.recall.delete,
             [hit.id for hit in chosen],
             "message",
-            self._deleted,
+            self.refresh,
+            MESSAGES,
         )
-
-    def _deleted(self, note: str) -> None:
-        self.refresh(note)
-        self.messages_deleted.emit()
 
 
 class MemoryBrowser(QTabWidget):

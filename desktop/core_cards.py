@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.threads import Tasks
+from desktop.threads import CORE, Tasks
 from desktop.ui import label
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
 from engine.mnemo import Mnemo
@@ -190,16 +190,14 @@ class AddBlockDialog(QDialog):
 
 
 class CoreMemoryPage(QWidget):
-    """Signals:
-    changed(): the user changed core memory here.
-    """
-
-    changed = Signal()
+    """Core memory as cards; it refreshes itself when ``tasks.changed`` says core memory changed
+    (an edit here, a decision on a proposal, an edit the model applied)."""
 
     def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
+        tasks.changed.connect(lambda kind: self.refresh() if kind == CORE else None)
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
         top.addWidget(
@@ -255,15 +253,13 @@ class CoreMemoryPage(QWidget):
 
         if card is not None:
             card.setEnabled(False)
-        self._tasks.submit(work, lambda _result: self._done(name), failed)
+        self._tasks.submit(work, lambda _result: self._done(name), failed, changes=(CORE,))
 
     def _done(self, name: str) -> None:
         card = self.cards.get(name)
         if card is not None:
             card.setEnabled(True)
             card.set_editing(False)
-        self.refresh()
-        self.changed.emit()
 
     def _save(self, name: str, text: str) -> None:
         self._run(name, lambda: self._mnemo.core.set(name, text))
@@ -294,4 +290,5 @@ class CoreMemoryPage(QWidget):
                 name, description=dialog.description.text().strip(), char_limit=dialog.limit.value()
             ),
             lambda _block: self._done(name),
+            changes=(CORE,),
         )

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.threads import Tasks
+from desktop.threads import FOLDERS, Tasks
 from desktop.ui import cell, label, table
 from engine.db.schema import DocumentRow
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
@@ -53,9 +53,11 @@ class WatchedFoldersList(QWidget):
     add_requested = Signal(str)
     remove_requested = Signal(str, bool)
 
-    def __init__(self, mnemo: Mnemo) -> None:
+    def __init__(self, mnemo: Mnemo, tasks: Tasks | None = None) -> None:
         super().__init__()
         self._mnemo = mnemo
+        if tasks is not None:
+            tasks.changed.connect(lambda kind: self.refresh() if kind == FOLDERS else None)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.list = QListWidget()
@@ -139,7 +141,7 @@ class DocumentsPage(QWidget):
         layout.addWidget(self.progress_text)
 
         layout.addWidget(label("Watched folders (kept in sync while Mnemo runs)", "title"))
-        self.watched = WatchedFoldersList(mnemo)
+        self.watched = WatchedFoldersList(mnemo, tasks)
         layout.addWidget(self.watched)
 
         header = QHBoxLayout()

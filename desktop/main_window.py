@@ -29,7 +29,15 @@ from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage, app_settings
-from desktop.threads import GuiThreadCollector, Tasks, start_thread
+from desktop.threads import (
+    CORE,
+    FOLDERS,
+    MESSAGES,
+    PROPOSALS,
+    GuiThreadCollector,
+    Tasks,
+    start_thread,
+)
 from desktop.ui import STYLE, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine.context.window import ContextStats
@@ -110,7 +118,7 @@ class MainWindow(QMainWindow):
         self.documents = DocumentsPage(mnemo, tasks)
         self.context = ContextView()
         self.models = ModelsPage(mnemo, tasks)
-        self.settings_watched = WatchedFoldersList(mnemo)
+        self.settings_watched = WatchedFoldersList(mnemo, tasks)
         self.settings = SettingsPage(mnemo, self.settings_watched)
 
         chat_page = QSplitter(Qt.Orientation.Horizontal)
@@ -185,7 +193,6 @@ class MainWindow(QMainWindow):
         chat.send_requested.connect(self._send)
         chat.stop_requested.connect(worker.cancel.set)
         chat.search_requested.connect(self._search_conversations)
-        self.browser.conversations.messages_deleted.connect(self._reload_chat)
         self.send_requested.connect(worker.send)
         self.load_requested.connect(worker.load_model)
         self.stats_requested.connect(worker.refresh_stats)
@@ -207,11 +214,10 @@ class MainWindow(QMainWindow):
         bridge.memory_pressure.connect(self._memory_pressure)
         bridge.context_evicted.connect(self._evicted)
         bridge.notice.connect(self._notice)
-        bridge.core_changed.connect(self.core.refresh)
+        bridge.core_changed.connect(lambda: self.tasks.announce(CORE))
 
         self.proposals.count_changed.connect(self._show_pending)
-        self.proposals.decided.connect(self._core_changed)
-        self.core.changed.connect(self._core_changed)
+        self.tasks.changed.connect(self._on_changed)
         self.tasks.error.connect(self.show_error)
 
         ingest = self.ingest_worker
@@ -227,7 +233,7 @@ class MainWindow(QMainWindow):
         ingest.finished.connect(self._ingest_finished)
         ingest.failed.connect(self.show_error)
         ingest.waiting.connect(self.documents.progress_text.setText)
-        ingest.folders_changed.connect(self._folders_changed)
+        ingest.folders_changed.connect(lambda: self.tasks.announce(FOLDERS))
         for watched in (self.documents.watched, self.settings_watched):
             watched.add_requested.connect(self.add_watched_requested)
             watched.remove_requested.connect(self.remove_watched_requested)
@@ -263,7 +269,7 @@ class MainWindow(QMainWindow):
             f"The assistant proposes a change to core memory ({event.proposal.label}); "
             "it waits for you on the right."
         )
-        self.proposals.refresh()
+        self.tasks.announce(PROPOSALS)
 
     def _proposal_applied(self, event: ProposalApplied) -> None:
         self.chat.add_notice(f"Core memory updated: {one_line(event.proposal.describe(), 120)}")
@@ -308,9 +314,13 @@ class MainWindow(QMainWindow):
         self.pending_button.setObjectName("pending" if count else "")
         self.pending_button.setStyleSheet("")
 
-    def _core_changed(self) -> None:
-        self.core.refresh()
-        self.stats_requested.emit()
+    def _on_changed(self, kind: str) -> None:
+        """What the window itself shows of a change (the pages refresh themselves): the chat
+        after messages were deleted, and the context's size after core memory changed."""
+        if kind == MESSAGES:
+            self._reload_chat()
+        elif kind == CORE:
+            self.stats_requested.emit()
 
     def _show_stats(self, stats: ContextStats) -> None:
         self.context.show_stats(stats)
@@ -373,10 +383,6 @@ class MainWindow(QMainWindow):
     def _ingest_finished(self, final: IngestProgress) -> None:
         self.ingest_bar.setVisible(False)
         self.documents.batch_finished(final)
-
-    def _folders_changed(self) -> None:
-        self.documents.watched.refresh()
-        self.settings_watched.refresh()
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt's name)
         if event.mimeData().hasUrls() and any(url.isLocalFile() for url in event.mimeData().urls()):

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.threads import Tasks
+from desktop.threads import CORE, PROPOSALS, Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
 from engine.errors import MnemoError
 from engine.memory.proposals import Proposal
@@ -107,18 +107,20 @@ class ProposalCard(QFrame):
 
 
 class ProposalPanel(QWidget):
-    """Signals:
-    count_changed(int): how many proposals wait.
-    decided(): a proposal was approved or rejected (core memory may have changed).
+    """The proposals waiting for the user; it refreshes itself when ``tasks.changed`` says
+    proposals changed, and a decision announces proposals and core memory changed.
+
+    Signals:
+        count_changed(int): how many proposals wait.
     """
 
     count_changed = Signal(int)
-    decided = Signal()
 
     def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
+        tasks.changed.connect(lambda kind: self.refresh() if kind == PROPOSALS else None)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         self.heading = label("", "title")
@@ -175,8 +177,4 @@ class ProposalPanel(QWidget):
             card.setEnabled(True)
             card.show_error(message)
 
-        self._tasks.submit(work, lambda _proposal: self._after_decision(), failed)
-
-    def _after_decision(self) -> None:
-        self.refresh()
-        self.decided.emit()
+        self._tasks.submit(work, failed=failed, changes=(PROPOSALS, CORE))

@@ -107,11 +107,23 @@ class GuiThreadCollector(QObject):
             gc.enable()
 
 
+# What a change can be about. A task names what it changed (``Tasks.submit(changes=...)``), and
+# so does the engine through the bridge; each page listens to ``Tasks.changed`` for the kinds it
+# shows and refreshes itself. Nothing else needs to know who shows what.
+CORE = "core"  # core memory blocks and their history
+PROPOSALS = "proposals"  # the model's core-memory edits waiting for the user
+MESSAGES = "messages"  # stored conversation messages
+PASSAGES = "passages"  # archival passages
+FOLDERS = "folders"  # the watched folders
+MODEL = "model"  # the model in use and its settings
+
+
 @dataclass
 class _Job:
     work: Callable[[], Any]
     done: Callable[[Any], None] | None
     failed: Callable[[str], None] | None
+    changes: tuple[str, ...] = ()
 
 
 class _TaskWorker(QObject):
@@ -134,10 +146,13 @@ class Tasks(QObject):
     Signals:
         error(str): a task without its own failure handler failed (the window shows it).
         idle(): the queue ran empty (tests wait on it).
+        changed(str): stored data of this kind changed (a task's, or one ``announce`` passes
+            on); the pages that show it refresh.
     """
 
     error = Signal(str)
     idle = Signal()
+    changed = Signal(str)
     _request = Signal(object)
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -154,14 +169,24 @@ class Tasks(QObject):
         work: Callable[[], Any],
         done: Callable[[Any], None] | None = None,
         failed: Callable[[str], None] | None = None,
+        *,
+        changes: tuple[str, ...] = (),
     ) -> None:
+        """Run ``work`` on the tasks thread; then ``done(result)`` on the GUI thread and
+        ``changed`` for each kind in ``changes`` (or ``failed(sentence)``)."""
         self.pending += 1
-        self._request.emit(_Job(work, done, failed))
+        self._request.emit(_Job(work, done, failed, changes))
+
+    def announce(self, kind: str) -> None:
+        """A change made elsewhere (the agent, a worker, the settings), for the same listeners."""
+        self.changed.emit(kind)
 
     def _finished(self, job: _Job, result: Any) -> None:
         try:
             if job.done is not None:
                 job.done(result)
+            for kind in job.changes:
+                self.changed.emit(kind)
         finally:
             self._settle()
 

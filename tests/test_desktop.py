@@ -72,6 +72,11 @@ def send(qtbot, window: MainWindow, text: str, timeout_ms: int = TIMEOUT_MS) -> 
     qtbot.waitUntil(lambda: not window.chat.busy, timeout=timeout_ms)
 
 
+def is_kind(kind: str):
+    """For ``waitSignal(window.tasks.changed, check_params_cb=...)``: this kind of change."""
+    return lambda changed: changed == kind
+
+
 def wait_for_tasks(qtbot, window: MainWindow) -> None:
     qtbot.waitUntil(lambda: window.tasks.pending == 0, timeout=TIMEOUT_MS)
 
@@ -253,7 +258,9 @@ def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     card = window.proposals.card(proposal.id)
     assert "Name: Sam." in card.diff.text()  # the added words, highlighted
     assert "bbf7d0" in card.diff.text()
-    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("proposals"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
     assert mnemo.core.get("human").endswith("Name: Sam.")
     assert "Name: Sam." in window.core.cards["human"].editor.toPlainText()
@@ -265,7 +272,9 @@ def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     qtbot.mouseClick(card.edit_button, Qt.MouseButton.LeftButton)
     assert card.editor.toPlainText() == "Likes tea."
     card.editor.setPlainText("Likes green tea.")
-    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("proposals"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
     assert mnemo.core.get("human").endswith("Likes green tea.")
     assert window.core.cards["human"].editor.toPlainText().endswith("Likes green tea.")
@@ -273,7 +282,9 @@ def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     propose(qtbot, window, model, "Hates tea.")
     (proposal,) = mnemo.proposals.pending()
     value = mnemo.core.get("human")
-    with qtbot.waitSignal(window.proposals.decided, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("proposals"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(
             window.proposals.card(proposal.id).reject_button, Qt.MouseButton.LeftButton
         )
@@ -291,13 +302,17 @@ def test_edit_a_card_then_undo(qtbot, mnemo, window):
     assert not card.editor.isReadOnly()
     card.editor.setPlainText("Name: Ada.\nLikes chess.")
     assert card.usage.text() == f"23 / {card.block.char_limit} characters"
-    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("core"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(card.save_button, Qt.MouseButton.LeftButton)
     assert mnemo.core.get("human") == "Name: Ada.\nLikes chess."
     card = window.core.cards["human"]
     assert card.editor.isReadOnly()
 
-    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("core"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(card.undo_button, Qt.MouseButton.LeftButton)
     assert mnemo.core.get("human") == original
     assert window.core.cards["human"].editor.toPlainText() == original
@@ -321,7 +336,9 @@ def test_add_and_remove_a_block(qtbot, mnemo, window, monkeypatch):
     window.core.refresh()
     card = window.core.cards["projects"]
     monkeypatch.setattr(ui, "confirm", lambda *_args: True)
-    with qtbot.waitSignal(window.core.changed, timeout=TIMEOUT_MS):
+    with qtbot.waitSignal(
+        window.tasks.changed, check_params_cb=is_kind("core"), timeout=TIMEOUT_MS
+    ):
         qtbot.mouseClick(card.remove_button, Qt.MouseButton.LeftButton)
     assert "projects" not in window.core.cards
     assert "projects" not in [block.label for block in mnemo.core.blocks()]
