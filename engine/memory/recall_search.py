@@ -1,0 +1,227 @@
+"""Searching recall memory: by words (SQLite FTS5, BM25), by meaning (the message vectors), both
+fused, or by date; every search returns a ``Page`` whose total matches the page it came with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+from typing import Any
+
+from sqlalchemy import Engine, text
+
+from engine.memory import context_index
+from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
+from engine.memory.search import (
+    Page,
+    SearchMode,
+    addressed_role,
+    candidate_pools,
+    check_paging,
+    coordinated,
+    fts5_match,
+    fuse,
+    is_weak,
+    prefer_role,
+    to_timestamp,
+)
+from engine.memory.vectors import VectorTable, quote_sql
+
+
+class RecallSearch:
+    """The searches behind ``RecallStore.search`` and ``search_by_date``."""
+
+    def __init__(self, engine: Engine, vectors: VectorTable) -> None:
+        self._engine = engine
+        self._vectors = vectors
+
+    def search_by_date(
+        self,
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        limit: int = 10,
+        page: int = 1,
+        *,
+        roles: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+    ) -> Page[MessageHit]:
+        """Messages from ``start`` to ``end``, oldest first (a date ``end`` covers its day)."""
+        check_paging(limit, page)
+        where, params = self._filters(start, end, roles, conversation_id)
+        clause = f"WHERE {where}" if where else ""
+        return self._page(
+            f"SELECT {COLUMNS}, NULL AS score FROM message m {clause} "
+            "ORDER BY m.created_at, m.id LIMIT :limit OFFSET :offset",
+            f"SELECT count(*) FROM message m {clause}",
+            params,
+            limit,
+            page,
+        )
+
+    def _page(
+        self, sql: str, count_sql: str, params: dict[str, Any], limit: int, page: int
+    ) -> Page[MessageHit]:
+        """Run a paged query and its count in one read transaction.
+
+        In WAL mode a transaction reads one snapshot, so a concurrent writer can never make the
+        page and its total disagree.
+        """
+        with self._engine.connect() as connection:
+            connection.exec_driver_sql("BEGIN")
+            total = int(connection.execute(text(count_sql), params).scalar_one())
+            rows = connection.execute(
+                text(sql), {**params, "limit": limit, "offset": (page - 1) * limit}
+            ).all()
+            connection.rollback()
+        return Page([hit_from_row(row, row.score) for row in rows], total, page, limit)
+
+    def search(
+        self,
+        query: str,
+        limit: int = 10,
+        page: int = 1,
+        *,
+        mode: SearchMode = "hybrid",
+        start: datetime | date | str | None = None,
+        end: datetime | date | str | None = None,
+        roles: Sequence[str] | None = None,
+        conversation_id: str | None = None,
+    ) -> Page[MessageHit]:
+        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default)."""
+        check_paging(limit, page)
+        where, params = self._filters(start, end, roles, conversation_id)
+        if mode == "keyword":
+            return self._keyword_page(query, limit, page, where, params)
+        keyword_pool, semantic_pool = candidate_pools(limit, page)
+        notes: list[str] = []
+        keyword, keyword_weight = (
+            ({}, 0.0)
+            if mode == "semantic"
+            else self._keyword_scores(query, keyword_pool, where, params)
+        )
+        if mode == "hybrid" and self._vectors.mismatch:
+            notes.append(self._vectors.mismatch)  # words still work while vectors wait
+            semantic: dict[int, float] = {}
+        else:
+            semantic = self._semantic_scores(
+                query, semantic_pool, start, end, roles, conversation_id
+            )
+        if mode == "hybrid":
+            ranked = fuse(keyword, semantic, keyword_weight)
+            role = addressed_role(query)
+            if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
+                rows = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
+                ranked = prefer_role(ranked, {i: row.role for i, row in rows.items()}, role)
+        else:
+            ranked = sorted(semantic.items(), key=lambda item: item[1], reverse=True)
+        chosen = ranked[(page - 1) * limit : page * limit]
+        rows = self._rows_by_id([message_id for message_id, _ in chosen])
+        hits = [
+            hit_from_row(
+                rows[message_id],
+                score,
+                is_weak(semantic.get(message_id), rows[message_id].text, query),
+            )
+            for message_id, score in chosen
+            if message_id in rows
+        ]
+        return Page(hits, len(ranked), page, limit, notes)
+
+    @staticmethod
+    def _filters(
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        roles: Sequence[str] | None,
+        conversation_id: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        clauses: list[str] = []
+        params: dict[str, Any] = {}
+        if start is not None:
+            clauses.append("m.created_at >= :start")
+            params["start"] = to_timestamp(start)
+        if end is not None:
+            clauses.append("m.created_at <= :end")
+            params["end"] = to_timestamp(end, end_of_day=True)
+        if roles:
+            for role in roles:
+                check_role(role)
+            clauses.append("m.role IN (" + ",".join(f"'{role}'" for role in roles) + ")")
+        if conversation_id is not None:
+            clauses.append("m.conversation_id = :conversation_id")
+            params["conversation_id"] = conversation_id
+        return " AND ".join(clauses), params
+
+    def _keyword_page(
+        self, query: str, limit: int, page: int, where: str, params: dict[str, Any]
+    ) -> Page[MessageHit]:
+        match = fts5_match(query)
+        if match is None:
+            return Page([], 0, page, limit)
+        extra = f"AND {where}" if where else ""
+        base = (
+            "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
+            f"WHERE message_fts MATCH :match {extra}"
+        )
+        return self._page(
+            f"SELECT {COLUMNS}, -bm25(message_fts) AS score {base} "
+            "ORDER BY bm25(message_fts) LIMIT :limit OFFSET :offset",
+            f"SELECT count(*) {base}",
+            {**params, "match": match},
+            limit,
+            page,
+        )
+
+    def _keyword_scores(
+        self, query: str, limit: int, where: str, params: dict[str, Any]
+    ) -> tuple[dict[int, float], float]:
+        """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
+        one's indexed text holds, and the keyword side's weight (``search.coordinated``)."""
+        match = fts5_match(query)
+        if match is None:
+            return {}, 0.0
+        extra = f"AND {where}" if where else ""
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT message_fts.rowid AS id, -bm25(message_fts) AS score, "
+                    "m.search_text AS indexed FROM message_fts "
+                    "JOIN message m ON m.id = message_fts.rowid "
+                    f"WHERE message_fts MATCH :match {extra} "
+                    "ORDER BY bm25(message_fts) LIMIT :limit"
+                ),
+                {**params, "match": match, "limit": limit},
+            ).all()
+        return coordinated(
+            {row.id: float(row.score) for row in rows}, {row.id: row.indexed for row in rows}, query
+        )
+
+    def _semantic_scores(
+        self,
+        query: str,
+        limit: int,
+        start: datetime | date | str | None,
+        end: datetime | date | str | None,
+        roles: Sequence[str] | None,
+        conversation_id: str | None,
+    ) -> dict[int, float]:
+        clauses = []
+        if start is not None:
+            clauses.append(f"created_at >= {to_timestamp(start)!r}")
+        if end is not None:
+            clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
+        if roles:
+            clauses.append("role IN (" + ",".join(quote_sql(role) for role in roles) + ")")
+        if conversation_id is not None:
+            clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
+        return self._vectors.similar(query, limit, " AND ".join(clauses) or None)
+
+    def _rows_by_id(self, ids: Sequence[int], columns: str = COLUMNS) -> dict[int, Any]:
+        if not ids:
+            return {}
+        with self._engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    f"SELECT {columns} FROM message m WHERE m.id IN "
+                    f"({','.join(str(int(i)) for i in ids)})"
+                )
+            ).all()
+        return {row.id: row for row in rows}

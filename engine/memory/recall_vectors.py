@@ -1,0 +1,171 @@
+"""The vectors of recall messages, in LanceDB beside the SQLite rows they belong to.
+
+Messages are committed to SQLite first; their vectors follow (``recall_vectors``, keyed by
+message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
+writes is repaired when the profile next opens (on a thread of its own) instead of leaving a
+message unfindable by meaning. The lock keeps that repair from embedding a message that a
+writer is about to embed itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+from sqlalchemy import Engine, text
+
+from engine.memory import context_index
+from engine.memory.search import chunked
+from engine.memory.vectors import VectorTable
+
+log = logging.getLogger("mnemo.recall")
+
+EMBED_CHUNK = 2048
+
+VECTOR_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64()),
+        pa.field("conversation_id", pa.string()),
+        pa.field("role", pa.string()),
+        pa.field("created_at", pa.float64()),
+        pa.field("vector", pa.list_(pa.float32(), 1)),  # width set from the embedder
+    ]
+)
+
+
+def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first_id: int) -> None:
+    context_index.refresh(
+        lambda sql, params: connection.execute(sql, params).fetchall(),
+        connection.executemany,
+        conversation_id,
+        first_id,
+    )
+
+
+class MessageVectors:
+    """Embedding, repairing and re-embedding the message vectors."""
+
+    def __init__(self, engine: Engine, vectors: VectorTable) -> None:
+        self._engine = engine
+        self._vectors = vectors
+        self.lock = threading.Lock()  # held from a message's insert to its vector's write
+        self._repair_thread = threading.Thread(
+            target=self._repair_missing_vectors, name="mnemo-recall-repair", daemon=True
+        )
+        self._repair_thread.start()
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes SQLite's write lock at once (BEGIN IMMEDIATE)."""
+        raw = self._engine.raw_connection()
+        try:
+            connection = raw.driver_connection
+            assert isinstance(connection, sqlite3.Connection)
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield connection
+                connection.commit()
+            except BaseException:
+                connection.rollback()
+                raise
+        finally:
+            raw.close()
+
+    def embed(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        if self._vectors.mismatch:
+            return  # left unembedded; re-embedding after the user agrees picks them up
+        for chunk in chunked(rows, EMBED_CHUNK):
+            vectors = self._vectors.embed([row["text"] for row in chunk])
+            self._vectors.add(
+                pa.table(
+                    {
+                        "id": pa.array([row["id"] for row in chunk], pa.int64()),
+                        "conversation_id": [row["conversation_id"] for row in chunk],
+                        "role": [row["role"] for row in chunk],
+                        "created_at": pa.array([row["created_at"] for row in chunk], pa.float64()),
+                        "vector": pa.FixedSizeListArray.from_arrays(
+                            pa.array(vectors.reshape(-1)), vectors.shape[1]
+                        ),
+                    }
+                )
+            )
+            ids = ",".join(str(row["id"]) for row in chunk)
+            with self._engine.begin() as connection:
+                connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
+
+    def _index_pending_contexts(self) -> None:
+        """Give messages stored before neighbour indexing existed their context (once)."""
+        with self._engine.connect() as connection:
+            pending = [
+                row[0]
+                for row in connection.execute(
+                    text("SELECT conversation_id FROM message_context_pending")
+                )
+            ]
+        for conversation_id in pending:
+            with self._immediate() as connection:
+                _refresh_context(connection, conversation_id, 0)
+                connection.execute(
+                    "DELETE FROM message_context_pending WHERE conversation_id = ?",
+                    (conversation_id,),
+                )
+
+    def _repair_missing_vectors(self) -> None:
+        """Embed messages whose vector write was interrupted (a crash between the two stores)."""
+        try:
+            self._index_pending_contexts()
+        except Exception:
+            log.exception("could not index message contexts; will retry on next open")
+        try:
+            with self.lock:
+                with self._engine.connect() as connection:
+                    rows = [
+                        dict(row._mapping)
+                        for row in connection.execute(
+                            text(
+                                "SELECT id, conversation_id, role, text, created_at FROM message "
+                                "WHERE embedded = 0 ORDER BY id"
+                            )
+                        )
+                    ]
+                if not rows or self._vectors.mismatch:
+                    return
+                log.info("embedding %d messages left without a vector", len(rows))
+                for chunk in chunked(rows, EMBED_CHUNK):
+                    ids = ",".join(str(row["id"]) for row in chunk)
+                    self._vectors.delete(f"id IN ({ids})")
+                self.embed(rows)
+        except Exception:
+            log.exception("could not repair missing message vectors; will retry on next open")
+
+    @property
+    def mismatch(self) -> str | None:
+        """A sentence describing a change of embedder that needs a re-embed, or None."""
+        return self._vectors.mismatch
+
+    def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
+        """Recompute every message vector with the current embedder (ask the user first)."""
+        with self.lock:
+            self._vectors.replace_all([])
+            with self._engine.begin() as connection:
+                connection.execute(text("UPDATE message SET embedded = 0"))
+                rows = [
+                    dict(row._mapping)
+                    for row in connection.execute(
+                        text("SELECT id, conversation_id, role, text, created_at FROM message")
+                    )
+                ]
+            for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
+                self.embed(chunk)
+                if progress:
+                    progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
+        return len(rows)
+
+    def wait_until_indexed(self) -> None:
+        """Block until the start-up repair of missing vectors has finished."""
+        self._repair_thread.join()
