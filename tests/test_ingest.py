@@ -146,10 +146,10 @@ def test_a_crash_mid_ingestion_resumes_without_duplicates(mnemo, library, profil
 
     ingestor = Ingestor(mnemo)
     files = ingestor.collect([library])
-    ingestor._queue(files)
+    ingestor.index.queue(str(path) for path in files)
     # As if the process died while writing the PDF: some passages written, status "indexing".
     ingestor.ingest_file(library / "passport.pdf")
-    ingestor._set(str(library / "passport.pdf"), status="indexing")
+    ingestor.index.set(str(library / "passport.pdf"), status="indexing")
     mnemo.close()
     with Mnemo.open(profile_dir, embedder=embedder) as reopened:
         resumed = Ingestor(reopened).resume()

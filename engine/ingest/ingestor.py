@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from filelock import FileLock, Timeout
-from sqlmodel import Session, col, select
 
 from engine.db.schema import DocumentRow
 from engine.errors import GenerationCancelled
 from engine.ingest.chunking import chunk_sections
+from engine.ingest.document_index import DocumentIndex
 from engine.ingest.loaders import DocumentError, UnsupportedFile, is_supported, load
-from engine.memory.archival import NewPassage, Source
+from engine.memory.archival import ArchivalStore, NewPassage, Source
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -172,6 +172,7 @@ class Ingestor:
         """``on_wait`` is called once if another process is ingesting into this profile."""
         self._mnemo = mnemo
         self._on_wait = on_wait
+        self.index = DocumentIndex(mnemo.database)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -196,39 +197,8 @@ class Ingestor:
     # -- the index -----------------------------------------------------------------------------
 
     def documents(self, under: str | None = None) -> list[DocumentRow]:
-        with Session(self._mnemo.database) as session:
-            query = select(DocumentRow).order_by(col(DocumentRow.path))
-            if under is not None:
-                prefix = under.rstrip(os.sep) + os.sep
-                query = query.where(col(DocumentRow.path).startswith(prefix))
-            return list(session.exec(query))
-
-    def _set(self, path: str, **values: object) -> None:
-        with Session(self._mnemo.database) as session:
-            row = session.get(DocumentRow, path) or DocumentRow(
-                path=path, status="queued", updated_at=0.0
-            )
-            for key, value in values.items():
-                setattr(row, key, value)
-            row.updated_at = time.time()
-            session.add(row)
-            session.commit()
-
-    def _queue(self, paths: Sequence[Path]) -> None:
-        """Mark files as queued in one transaction, so a crash leaves a list to resume from."""
-        with Session(self._mnemo.database) as session:
-            for path in paths:
-                if unstorable_name(path):
-                    continue  # reported on its own when its turn comes
-                row = session.get(DocumentRow, str(path))
-                if row is None:
-                    session.add(
-                        DocumentRow(path=str(path), status="queued", updated_at=time.time())
-                    )
-                elif row.status in ("error", "skipped"):
-                    row.status = "queued"
-                    session.add(row)
-            session.commit()
+        """Every file read into this profile, with its state (for the Documents page)."""
+        return self.index.all(under)
 
     # -- ingesting -----------------------------------------------------------------------------
 
@@ -265,11 +235,7 @@ class Ingestor:
         self, progress: ProgressCallback | None = None, cancel: threading.Event | None = None
     ) -> IngestProgress:
         """Finish files a crash or a cancel left queued or half-indexed."""
-        with Session(self._mnemo.database) as session:
-            rows = session.exec(
-                select(DocumentRow).where(col(DocumentRow.status).in_(("queued", "indexing")))
-            ).all()
-        return self._run([Path(row.path) for row in rows], progress, cancel)
+        return self._run([Path(path) for path in self.index.unfinished()], progress, cancel)
 
     def _run(
         self,
@@ -300,7 +266,8 @@ class Ingestor:
                 work.append(path)
         if progress and state.files_done:
             progress(state)
-        self._queue(work)
+        # A file whose name cannot be stored is reported on its own when its turn comes.
+        self.index.queue(str(path) for path in work if not unstorable_name(path))
 
         def record(result: FileResult) -> None:
             state.results.append(result)
@@ -310,7 +277,7 @@ class Ingestor:
             if progress:
                 progress(state)
 
-        writer = _Writer(self, record)
+        writer = self._writer(record)
         for path in work:
             if cancel is not None and cancel.is_set():
                 break
@@ -338,13 +305,12 @@ class Ingestor:
         with self._exclusive():
             row = None
             if not unstorable_name(path):  # such a file is reported by _ingest_into
-                with Session(self._mnemo.database) as session:
-                    row = session.get(DocumentRow, str(path))
+                row = self.index.get(str(path))
             unchanged = self._unchanged(row, path)
             if unchanged is not None:
                 return unchanged
             results: list[FileResult] = []
-            writer = _Writer(self, results.append)
+            writer = self._writer(results.append)
             self._ingest_into(writer, path, row, cancel)
             writer.flush()
             return results[0]
@@ -389,7 +355,7 @@ class Ingestor:
                 )
                 writer.report(self._failed(key, reason))
             else:
-                self._set(
+                self.index.set(
                     key,
                     status="skipped",
                     error="it is empty",
@@ -410,10 +376,10 @@ class Ingestor:
             and row.content_hash == digest
             and row.embedder == self._mnemo.embedder.name
         ):
-            self._set(key, size=stat.st_size, mtime=stat.st_mtime)  # touched, not changed
+            self.index.set(key, size=stat.st_size, mtime=stat.st_mtime)  # touched, not changed
             writer.report(FileResult(key, "unchanged", row.chunk_count))
             return
-        self._set(key, status="indexing", error=None)
+        self.index.set(key, status="indexing", error=None)
         if had_passages:
             self._mnemo.archival.delete_by_source(key)  # changed, or a crash mid-way: start clean
         file = writer.start(key, stat, digest)
@@ -443,12 +409,12 @@ class Ingestor:
                 )
         except GenerationCancelled:
             writer.abandon(file)
-            self._set(key, status="queued", error=None, chunk_count=0)
+            self.index.set(key, status="queued", error=None, chunk_count=0)
             writer.report(FileResult(key, "cancelled"))
             return
         except UnsupportedFile as error:
             writer.abandon(file)
-            self._set(key, status="skipped", error=str(error), chunk_count=0)
+            self.index.set(key, status="skipped", error=str(error), chunk_count=0)
             writer.report(FileResult(key, "skipped", error=str(error)))
             return
         except Exception as error:  # one bad file must not stop the batch
@@ -459,8 +425,11 @@ class Ingestor:
             return
         writer.finish(file)
 
+    def _writer(self, report: Callable[[FileResult], None]) -> _Writer:
+        return _Writer(self._mnemo.archival, self.index, self._mnemo.embedder.name, report)
+
     def _failed(self, key: str, reason: str) -> FileResult:
-        self._set(key, status="error", error=reason, chunk_count=0)
+        self.index.set(key, status="error", error=reason, chunk_count=0)
         return FileResult(key, "error", error=reason)
 
     def remove(self, path: str) -> int:
@@ -472,18 +441,12 @@ class Ingestor:
         if unstorable_name(path):
             return 0  # nothing was ever stored under such a name
         removed = 0
-        rows = [row.path for row in self.documents(under=path)]
-        with Session(self._mnemo.database) as session:
-            exact = session.get(DocumentRow, path)
-            if exact is not None:
-                rows.append(exact.path)
+        rows = [row.path for row in self.index.all(under=path)]
+        if self.index.get(path) is not None:
+            rows.append(path)
         for key in dict.fromkeys(rows):
             removed += self._mnemo.archival.delete_by_source(key)
-            with Session(self._mnemo.database) as session:
-                row = session.get(DocumentRow, key)
-                if row is not None:
-                    session.delete(row)
-                    session.commit()
+            self.index.delete(key)
         return removed
 
     def reconcile(
@@ -517,8 +480,16 @@ class _Writer:
     """Passages of many files embedded and written in large batches (as fast as the embedder
     alone); a file is marked done only once all of its passages are written."""
 
-    def __init__(self, ingestor: Ingestor, report: Callable[[FileResult], None]) -> None:
-        self._ingestor = ingestor
+    def __init__(
+        self,
+        archival: ArchivalStore,
+        index: DocumentIndex,
+        embedder_name: str,
+        report: Callable[[FileResult], None],
+    ) -> None:
+        self._archival = archival
+        self._index = index
+        self._embedder_name = embedder_name
         self.report = report
         self._buffer: list[NewPassage] = []
         self._open: list[_File] = []  # files with passages in the buffer
@@ -545,12 +516,12 @@ class _Writer:
         if file.in_buffer:
             del self._buffer[-file.in_buffer :]
         if file.flushed:
-            self._ingestor._mnemo.archival.delete_by_source(file.key)
+            self._archival.delete_by_source(file.key)
         self._open.remove(file)
 
     def flush(self) -> None:
         if self._buffer:
-            self._ingestor._mnemo.archival.insert_many(self._buffer)
+            self._archival.insert_many(self._buffer)
             self._buffer = []
             for file in self._open:
                 file.flushed = file.flushed or file.in_buffer > 0
@@ -561,9 +532,8 @@ class _Writer:
         self._finished = []
 
     def _done(self, file: _File) -> None:
-        ingestor = self._ingestor
         if not file.passages:
-            ingestor._set(
+            self._index.set(
                 file.key,
                 status="skipped",
                 error="it contains no text",
@@ -574,7 +544,7 @@ class _Writer:
             )
             self.report(FileResult(file.key, "skipped", error="it contains no text"))
             return
-        ingestor._set(
+        self._index.set(
             file.key,
             status="done",
             error=None,
@@ -582,6 +552,6 @@ class _Writer:
             size=file.stat.st_size,
             mtime=file.stat.st_mtime,
             content_hash=file.digest,
-            embedder=ingestor._mnemo.embedder.name,
+            embedder=self._embedder_name,
         )
         self.report(FileResult(file.key, "done", file.passages))
