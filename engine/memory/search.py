@@ -18,7 +18,8 @@ T = TypeVar("T")
 SearchMode = Literal["hybrid", "keyword", "semantic"]
 
 # Weighted fusion of per-query z-scores beat reciprocal-rank fusion on conversation turns
-# (measured on LoCoMo; the team's notes are in ../shared/FINDINGS.md, outside this repository). With neighbours in the keyword index, words weigh a little more:
+# (measured on LoCoMo; the team's notes are in ../shared/FINDINGS.md, outside this repository).
+# With neighbours in the keyword index, words weigh a little more:
 # LoCoMo frac@10 75.7 at 0.6/0.4 against 74.9 at 0.5/0.5 and 71.7 at 0.4/0.6.
 KEYWORD_WEIGHT = 0.6
 # How similar is "related"? A fixed cosine floor cannot say: a query's cosine to unrelated text
