@@ -467,3 +467,18 @@ def test_every_memory_function_is_one_complete_record():
     searches = [f.name for f in tools.FUNCTIONS if "search" in f.name]
     assert all(tools.BY_NAME[name].untrusted for name in searches)
     assert tools.describe_call("recall", {"found": "2 messages"}) == "recalled 2 messages"
+
+
+def test_the_prompts_name_only_functions_that_exist():
+    """The instructions tell the model when to use each function by name; a renamed function
+    must be renamed there too."""
+    import re
+
+    from engine import tools
+    from engine.resources import resource_path
+
+    named = set()
+    for prompt in ("system.txt", "memory_pressure.txt"):
+        text = resource_path(f"prompts/{prompt}").read_text("utf-8")
+        named |= set(re.findall(r"\b(?:core_memory|archival_memory|conversation)_\w+", text))
+    assert named and named <= set(tools.BY_NAME)
