@@ -3,8 +3,9 @@
 Messages are committed to SQLite first; their vectors follow (``recall_vectors``, keyed by
 message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
 writes is repaired when the profile next opens (on a thread of its own) instead of leaving a
-message unfindable by meaning. The lock keeps that repair from embedding a message that a
-writer is about to embed itself.
+message unfindable by meaning. The same start-up thread also gives messages stored before
+neighbour indexing existed their keyword context, once. The lock keeps the repair from embedding
+a message that a writer is about to embed itself.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first
 
 
 class MessageVectors:
-    """Embedding, repairing and re-embedding the message vectors."""
+    """Embedding, repairing and re-embedding the message vectors (and the one-time context
+    indexing of old messages, which the same start-up repair runs)."""
 
     def __init__(self, engine: Engine, vectors: VectorTable) -> None:
         self._engine = engine
