@@ -8,7 +8,6 @@ from collections.abc import Callable
 from functools import partial
 from types import TracebackType
 
-import lancedb
 from sqlalchemy import Engine
 
 from engine.db import open_database
@@ -17,6 +16,7 @@ from engine.errors import ProfileError
 from engine.memory import archival, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
+from engine.memory.lance import lancedb
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
 from engine.memory.vectors import VectorTable
@@ -34,7 +34,7 @@ class Mnemo:
         self.embedder = embedder
         self._engine, self.read_only = open_database(profile.database_path)
         try:
-            lance = lancedb.connect(str(profile.archival_path))
+            lance = lancedb().connect(str(profile.archival_path))
         except Exception as error:
             self._engine.dispose()
             raise ProfileError(

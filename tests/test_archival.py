@@ -5,8 +5,8 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import EmbedderMismatchError, InputError, NotFoundError
-from engine.memory import Source
 from engine.memory import vectors as vectors_module
+from engine.memory.archival import Source
 
 FACTS = [
     "The spare house key is hidden under the blue flowerpot by the back door.",

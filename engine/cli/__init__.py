@@ -12,7 +12,6 @@ from engine import __version__
 from engine.cli import archival, chat, doctor, ingest, keys, memory, models
 from engine.errors import user_message
 from engine.llm.base import safe_text
-from engine.mnemo import Mnemo
 from engine.profile import log_to_profile
 
 
@@ -59,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     read_only = None
     try:
+        from engine.mnemo import Mnemo  # the stores load only once a command runs
+
         with Mnemo.open(args.profile) as mnemo:
             read_only = mnemo.read_only
             log_to_profile(mnemo.profile)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.cli.output import print_json, when
 from engine.memory.search import hit_line
-from engine.mnemo import Mnemo
 from engine.text import one_line
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 
 def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:

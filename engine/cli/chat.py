@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from engine.agent import Agent
 from engine.cli.keys import ask_key_for_this_run
@@ -34,10 +34,12 @@ from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
 from engine.memory.proposals import Proposal
-from engine.mnemo import Mnemo
 from engine.profile import CHAT
 from engine.text import one_line
 from engine.transcript import NOTICE
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 HELP = """Commands:
   /proposals   review core-memory edits waiting for approval

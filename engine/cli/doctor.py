@@ -7,14 +7,17 @@ import importlib.metadata
 import platform
 import sqlite3
 import time
+from typing import TYPE_CHECKING
 
 from engine import __version__, hardware, keys
 from engine.cli.models import describe_model, models_folder_of
 from engine.db import SCHEMA_VERSION
 from engine.errors import ModelError
 from engine.llm import load_model
-from engine.mnemo import Mnemo
 from engine.modes import choose_mode
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 PACKAGES = ("llama-cpp-python", "lancedb", "onnxruntime", "PySide6-Essentials", "httpx", "keyring")
 

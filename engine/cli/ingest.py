@@ -9,11 +9,14 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
-from engine.mnemo import Mnemo
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 BAR_WIDTH = 28
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
+from typing import TYPE_CHECKING
 
 from engine import keys
-from engine.mnemo import Mnemo
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 
 def ask_key_for_this_run(provider: str) -> str | None:

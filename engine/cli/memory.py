@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from engine import __version__
 from engine.cli.chat import describe_proposal
 from engine.cli.output import jsonable, print_json, when
 from engine.memory.core import DEFAULT_CHAR_LIMIT
-from engine.mnemo import Mnemo
 from engine.modes import configured_mode
 from engine.text import one_line
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 
 def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:

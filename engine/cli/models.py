@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine import hardware
 from engine.errors import MnemoError
@@ -34,8 +35,10 @@ from engine.llm.download import (
     resolve_source,
 )
 from engine.llm.local import bundled_model_path, check_model_file
-from engine.mnemo import Mnemo
 from engine.modes import parameters_text
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 
 def describe_model(mnemo: Mnemo) -> str:

@@ -1,20 +1,4 @@
-"""The three memory tiers: core (always in context), recall (every message), archival (passages)."""
-
-from engine.memory.archival import ArchivalStore, NewPassage, Passage, Source
-from engine.memory.core import Block, BlockVersion, CoreMemory
-from engine.memory.recall import MessageHit, NewMessage, RecallStore
-from engine.memory.search import Page
-
-__all__ = [
-    "ArchivalStore",
-    "Block",
-    "BlockVersion",
-    "CoreMemory",
-    "MessageHit",
-    "NewMessage",
-    "NewPassage",
-    "Page",
-    "Passage",
-    "RecallStore",
-    "Source",
-]
+"""The three memory tiers: core (``core``: always in context), recall (``recall``: every
+message) and archival (``archival``: passages), plus the model's proposals and the search helpers
+they share. Import from the modules themselves; this package imports nothing, so that a light
+module (``search``, say) does not bring SQLAlchemy and the stores with it."""

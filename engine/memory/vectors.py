@@ -14,18 +14,19 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import lancedb
 import numpy as np
 import pyarrow as pa
-from lancedb.index import FTS, BTree, IvfSq
-from lancedb.query import ColumnOrdering
 
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
+from engine.memory.lance import lancedb
 from engine.memory.search import RELEVANCE_FLOOR, relevance
 from engine.resources import resource_path
+
+if TYPE_CHECKING:
+    from lancedb import DBConnection
 
 log = logging.getLogger("mnemo.vectors")
 
@@ -108,7 +109,7 @@ class VectorTable:
 
     def __init__(
         self,
-        connection: lancedb.DBConnection,
+        connection: DBConnection,
         name: str,
         schema: pa.Schema,
         embedder: Embedder,
@@ -152,9 +153,9 @@ class VectorTable:
         schema = self._schema_for(embedder)
         table = self._connection.create_table(self.name, data=data, schema=schema, mode="overwrite")
         if self._fts_column:
-            table.create_index(self._fts_column, config=FTS(with_position=False))
+            table.create_index(self._fts_column, config=lancedb().index.FTS(with_position=False))
         if self._key_column:  # lookups by id (get, update, fetching search hits) stay fast
-            table.create_index(self._key_column, config=BTree())
+            table.create_index(self._key_column, config=lancedb().index.BTree())
         return table
 
     @property
@@ -239,7 +240,8 @@ class VectorTable:
         if where:
             query = query.where(where)
         if newest_first:
-            query = query.order_by([ColumnOrdering(column_name="created_at", ascending=False)])
+            newest = lancedb().query.ColumnOrdering(column_name="created_at", ascending=False)
+            query = query.order_by([newest])
         query = query.limit(limit if limit is not None else max(1, self.count(where)))
         if offset:
             query = query.offset(offset)
@@ -366,7 +368,7 @@ class VectorTable:
         log.info("building ANN index on %s: %d rows, %d partitions", self.name, rows, partitions)
         self.table.create_index(
             "vector",
-            config=IvfSq(distance_type="cosine", num_partitions=partitions),
+            config=lancedb().index.IvfSq(distance_type="cosine", num_partitions=partitions),
             name=f"{_INDEX_PREFIX}{partitions}_{rows}",
         )
         for name in old:
