@@ -1,25 +1,42 @@
-"""Starting the desktop app: open the profile, show the window, close everything cleanly."""
+"""Starting the desktop app: a window at once, the profile opened behind it, then the full window;
+and everything closed cleanly at the end.
+
+Only Qt and the light ``desktop.opening`` load before the first window is painted. The engine and
+the full window's modules load on a thread while that window shows "Opening your memory…".
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
 from engine.errors import MnemoError
-from engine.mnemo import Mnemo
 from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QWidget
 
+    from engine.mnemo import Mnemo
+
+# Set by tests/benchmarks/startup.py: the app writes "shown" and "ready" with the wall-clock time
+# to standard error when the window first appears and when the chat can take a message.
+STARTUP_TRACE = "MNEMO_STARTUP_TRACE"
+
 NO_DISPLAY = (
     "Mnemo's window needs a desktop session, and none was found (DISPLAY and WAYLAND_DISPLAY "
     "are not set). In a terminal, use `mnemo chat`; `mnemo --help` lists everything else."
 )
+
+
+def trace(moment: str) -> None:
+    if os.environ.get(STARTUP_TRACE):
+        print(f"mnemo-startup {moment} {time.time():.4f}", file=sys.stderr, flush=True)
 
 
 def has_display() -> bool:
@@ -35,11 +52,11 @@ def run(argv: Sequence[str]) -> int:
     if not has_display():
         print(f"mnemo: {NO_DISPLAY}", file=sys.stderr)
         return 1
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QMessageBox  # Qt only for the window
 
-    from desktop.main_window import MainWindow
-    from desktop.settings_page import PROFILE_SETTING, app_settings
-    from desktop.threads import describe_failure
+    from desktop.opening import OpeningWindow
+    from desktop.ui import PROFILE_SETTING, app_settings
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Mnemo")
@@ -47,31 +64,74 @@ def run(argv: Sequence[str]) -> int:
     chosen = args.profile
     if chosen is None and not os.environ.get("MNEMO_HOME"):
         chosen = app_settings().value(PROFILE_SETTING) or None
-    try:
-        mnemo = Mnemo.open(chosen)
-    except MnemoError as error:
-        QMessageBox.critical(None, "Mnemo cannot start", str(error))
-        return 1
     with ExitStack() as stack:
-        stack.callback(mnemo.close)
         try:
-            stack.enter_context(mnemo.profile.hold_assistant(WINDOW))
+            profile = Profile.resolve(chosen)
+            stack.enter_context(profile.hold_assistant(WINDOW))
         except ProfileBusyError as busy:
-            if busy.holder.get("program") == WINDOW and bring_forward(mnemo.profile):
+            if busy.holder.get("program") == WINDOW and bring_forward(profile):
                 return 0  # the window that is open came to the front instead
             QMessageBox.critical(None, "Mnemo is already open", str(busy))
             return 1
-        log_to_profile(mnemo.profile)
+        except MnemoError as error:
+            QMessageBox.critical(None, "Mnemo cannot start", str(error))
+            return 1
+        opening = OpeningWindow()
+        opening.show()
+        QTimer.singleShot(0, lambda: trace("shown"))  # after the first paint
+        try:
+            mnemo = open_behind(profile)
+        except MnemoError as error:
+            opening.close()
+            QMessageBox.critical(None, "Mnemo cannot start", str(error))
+            return 1
+        stack.callback(mnemo.close)
+        from desktop.main_window import MainWindow  # loaded already, behind the first window
+        from desktop.threads import describe_failure
+
+        log_to_profile(profile)
         window = MainWindow(mnemo)
         window.restore_layout()
         listen_for_second_starts(window, mnemo.profile)
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
+        opening.close()
+        opening.deleteLater()  # its widgets are not needed again
+        window.chat_ready.connect(lambda: trace("ready"))
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)
         return int(app.exec())
     return 1  # not reached: the block returns
+
+
+def open_behind(profile: Profile) -> Mnemo:
+    """Open the profile (and load the full window's modules) on a thread, while the first window
+    stays painted and responsive; errors are raised here, on the GUI thread."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    outcome: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            import desktop.main_window  # noqa: F401 (its modules, and the engine's, load here)
+            from engine.mnemo import Mnemo
+
+            outcome["mnemo"] = Mnemo.open(profile.root)
+        except BaseException as error:  # handed to the GUI thread as it is
+            outcome["error"] = error
+
+    thread = threading.Thread(target=work, name="mnemo-open", daemon=True)
+    thread.start()
+    loop = QEventLoop()
+    poll = QTimer()
+    poll.timeout.connect(lambda: None if thread.is_alive() else loop.quit())
+    poll.start(15)
+    loop.exec()
+    poll.stop()
+    if "error" in outcome:
+        raise outcome["error"]  # type: ignore[misc]
+    return outcome["mnemo"]  # type: ignore[return-value]
 
 
 def bring_forward(profile: Profile) -> bool:

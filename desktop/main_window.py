@@ -28,7 +28,7 @@ from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
-from desktop.settings_page import SettingsPage, app_settings
+from desktop.settings_page import SettingsPage
 from desktop.threads import (
     CORE,
     FOLDERS,
@@ -38,7 +38,7 @@ from desktop.threads import (
     Tasks,
     start_thread,
 )
-from desktop.ui import STYLE, label
+from desktop.ui import PAGES, STYLE, app_settings, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine.context.window import ContextStats
 from engine.events import (
@@ -56,15 +56,16 @@ from engine.modes import choose_mode
 from engine.text import one_line
 
 SWITCH_INTERVAL_S = 0.001
-PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Models", "Settings")
 
 
 class MainWindow(QMainWindow):
     """Signals (the workers' slots are driven through these, so they run on their threads):
     send_requested(str), load_requested(), stats_requested(), ingest_requested(list),
     watch_requested(), add_watched_requested(str), remove_watched_requested(str, bool).
+    Its own: chat_ready(): a model is loaded and the chat takes messages.
     """
 
+    chat_ready = Signal()
     send_requested = Signal(str)
     load_requested = Signal()
     stats_requested = Signal()
@@ -353,6 +354,7 @@ class MainWindow(QMainWindow):
         settings = self.mnemo.settings
         bundled = settings.get("model.backend") == "local" and not settings.get("model.path")
         self.chat.offer_better_model(bundled)
+        self.chat_ready.emit()
         self._show_mode()
 
     def _model_failed(self, message: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 
-from PySide6.QtCore import QSettings, QTimer, QUrl, Signal
+from PySide6.QtCore import QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import (
     QComboBox,
@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop import ui
 from desktop.documents import WatchedFoldersList
-from desktop.ui import label
+from desktop.ui import PROFILE_SETTING, app_settings, label
 from engine import keys
 from engine.errors import MnemoError
 from engine.llm import API_CONTEXT
@@ -47,12 +47,6 @@ MODES = {
     "self": "Self-managed: the model pages its memory with functions",
     "assisted": "Assisted: Mnemo recalls for each message; the model just replies",
 }
-PROFILE_SETTING = "profile"
-
-
-def app_settings() -> QSettings:
-    """Where the app keeps what must be known before a profile is open (its location)."""
-    return QSettings("Mnemo", "Mnemo")
 
 
 class SettingsPage(QWidget):

@@ -7,7 +7,7 @@ import html
 import re
 from collections.abc import Collection
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QBoxLayout,
@@ -18,6 +18,18 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
     QWidget,
 )
+
+# The window's pages, in the sidebar's order (the window that shows while the profile opens has
+# the same sidebar).
+PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Models", "Settings")
+PROFILE_SETTING = "profile"
+
+
+def app_settings() -> QSettings:
+    """Where the app keeps what must be known before a profile is open (its location, the
+    window's size and page)."""
+    return QSettings("Mnemo", "Mnemo")
+
 
 STYLE = """
 QFrame#bubble_user { background: #e8f0fe; border-radius: 8px; }
