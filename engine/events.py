@@ -7,11 +7,13 @@ that runs the turn, in order.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from engine.context.window import ContextStats
-from engine.memory.proposals import Proposal
 from engine.transcript import Citation
+
+if TYPE_CHECKING:  # only named in annotations: importing events stays light
+    from engine.context.window import ContextStats
+    from engine.memory.proposals import Proposal
 
 
 @dataclass(frozen=True)
