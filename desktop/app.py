@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from engine.mnemo import Mnemo
 
-# Set by tests/benchmarks/startup.py: the app writes "shown" and "ready" with the wall-clock time
-# to standard error when the window first appears and when the chat can take a message.
+# Set by tests/benchmarks/startup.py and a test: the app writes "shown", "opened" and "ready"
+# with the wall-clock time to standard error when the first window is painted, when the profile
+# has opened, and when the chat can take a message.
 STARTUP_TRACE = "MNEMO_STARTUP_TRACE"
 
 NO_DISPLAY = (
@@ -86,6 +87,9 @@ def run(argv: Sequence[str]) -> int:
             QMessageBox.critical(None, "Mnemo cannot start", str(error))
             return 1
         stack.callback(mnemo.close)
+        trace("opened")
+        if opening.closed_by_user:
+            return 0
         from desktop.main_window import MainWindow  # loaded already, behind the first window
         from desktop.threads import describe_failure
 
@@ -96,8 +100,7 @@ def run(argv: Sequence[str]) -> int:
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
-        opening.close()
-        opening.deleteLater()  # its widgets are not needed again
+        opening.replace_with_full_window()
         window.chat_ready.connect(lambda: trace("ready"))
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)

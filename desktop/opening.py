@@ -9,6 +9,7 @@ window in its place, at the same size and position.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QListWidget, QMainWindow, QWidget
 
 from desktop.ui import PAGES, STYLE, app_settings
@@ -17,6 +18,10 @@ from desktop.ui import PAGES, STYLE, app_settings
 class OpeningWindow(QMainWindow):
     def __init__(self) -> None:
         super().__init__()
+        # Closed by the person before the full window was ready: the app ends once the profile
+        # has finished opening (stopping it half-way could leave a migration to redo).
+        self.closed_by_user = False
+        self._replaced = False
         self.setWindowTitle("Mnemo")
         self.setStyleSheet(STYLE)
         self.resize(1180, 760)
@@ -36,3 +41,13 @@ class OpeningWindow(QMainWindow):
         self.message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(self.message, 1)
         self.setCentralWidget(body)
+
+    def replace_with_full_window(self) -> None:
+        """Hand over to the full window, already shown at this window's place."""
+        self._replaced = True
+        self.close()
+        self.deleteLater()  # its widgets are not needed again
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
+        self.closed_by_user = not self._replaced
+        super().closeEvent(event)

@@ -724,3 +724,29 @@ def test_every_engine_event_reaches_the_window():
 
     assert set(get_args(Event)) == {*SIGNALS, TextStreamed}
     assert all(hasattr(EngineBridge, signal) for signal in SIGNALS.values())
+
+
+def test_the_app_shows_a_window_before_the_profile_has_opened(tmp_path):
+    """`mnemo` as a person starts it: the first window is painted before the engine and the
+    model are ready, and the full window then takes over and becomes ready."""
+    env = {
+        **os.environ,
+        "QT_QPA_PLATFORM": "offscreen",
+        "MNEMO_HOME": str(tmp_path / "profile"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "MNEMO_STARTUP_TRACE": "1",
+    }
+    mnemo = Path(sys.executable).parent / "mnemo"
+    process = subprocess.Popen([str(mnemo)], env=env, stderr=subprocess.PIPE, text=True)
+    moments: list[str] = []
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("mnemo-startup "):
+                moments.append(line.split()[1])
+                if moments[-1] == "ready":
+                    break
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+    assert moments == ["shown", "opened", "ready"]  # painted before the profile had opened
