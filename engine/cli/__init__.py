@@ -1,36 +1,23 @@
-"""The ``mnemo`` command line. Each command group has its module (``memory``, ``archival``,
-``chat``, ``ingest``, ``models``, ``keys``, ``doctor``); this one builds the parser from them and
-runs a command with one error path."""
+"""The ``mnemo`` command line. The parser is ``engine.cli.parsers`` (light: `mnemo --help`
+answers at once); each command group's handlers are a module of their own (``memory``,
+``archival``, ``chat``, ``ingest``, ``models``, ``keys``, ``doctor``), imported when one of its
+commands runs; this one runs a command with one error path."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from engine import __version__
-from engine.cli import archival, chat, doctor, ingest, keys, memory, models
+from engine.cli.parsers import build_parser
 from engine.errors import user_message
 from engine.llm.base import safe_text
 from engine.profile import log_to_profile
 
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mnemo", description="Mnemo: a local assistant that remembers."
-    )
-    parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
-    parser.add_argument(
-        "--profile",
-        metavar="PATH",
-        help="profile folder (default: $MNEMO_HOME or your user data folder)",
-    )
-    parser.set_defaults(handler=memory.cmd_status)
-    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-
-    for group in (memory, chat, models, keys, doctor, ingest, archival):
-        group.add_parsers(commands)
-    return parser
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
 
 
 def undecodable_argument(args: argparse.Namespace) -> str | None:
@@ -50,6 +37,15 @@ def undecodable_argument(args: argparse.Namespace) -> str | None:
     return None
 
 
+def handler_of(args: argparse.Namespace) -> Callable[[Mnemo, argparse.Namespace], int]:
+    """The function a command names ("group:function"), from its group's module."""
+    group, function = str(args.handler).split(":")
+    handler: Callable[[Mnemo, argparse.Namespace], int] = getattr(
+        importlib.import_module(f"engine.cli.{group}"), function
+    )
+    return handler
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     problem = undecodable_argument(args)
@@ -63,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with Mnemo.open(args.profile) as mnemo:
             read_only = mnemo.read_only
             log_to_profile(mnemo.profile)
-            return int(args.handler(mnemo, args))
+            return int(handler_of(args)(mnemo, args))
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130

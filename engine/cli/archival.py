@@ -94,37 +94,3 @@ def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
     count = mnemo.reembed(lambda name, done, total: print(f"\r{name}: {done}/{total}", end=""))
     print(f"\nRe-embedded {count} items.")
     return 0
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    search = commands.add_parser("search", help="search recall or archival memory")
-    search.add_argument("store", choices=["recall", "archival"])
-    search.add_argument("query")
-    search.add_argument("--json", action="store_true")
-    search.add_argument("--limit", type=int, default=10)
-    search.add_argument("--page", type=int, default=1)
-    search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
-    search.add_argument("--since", metavar="DATE", help="only items from this date (YYYY-MM-DD)")
-    search.add_argument("--until", metavar="DATE", help="only items up to this date")
-    search.add_argument("--tag", action="append", help="archival: only passages with this tag")
-    search.add_argument("--source", help="archival: only passages from this file or folder")
-    search.set_defaults(handler=cmd_search)
-
-    archival = commands.add_parser("archival", help="add, list and delete archival passages")
-    archival_commands = archival.add_subparsers(metavar="ACTION", required=True)
-    insert = archival_commands.add_parser("insert", help="store a passage")
-    insert.add_argument("text")
-    insert.add_argument("--tag", action="append")
-    insert.set_defaults(handler=cmd_archival_insert)
-    delete = archival_commands.add_parser("delete", help="delete a passage by id")
-    delete.add_argument("id")
-    delete.set_defaults(handler=cmd_archival_delete)
-    list_ = archival_commands.add_parser("list", help="list recent passages")
-    list_.add_argument("--limit", type=int, default=20)
-    list_.add_argument("--source", help="list the passages of one file, in order")
-    list_.add_argument("--json", action="store_true")
-    list_.set_defaults(handler=cmd_archival_list)
-
-    reembed = commands.add_parser("reembed", help="re-embed archival memory after a model change")
-    reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    reembed.set_defaults(handler=cmd_reembed)

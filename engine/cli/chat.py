@@ -287,13 +287,3 @@ def _show_document_change(result: FileResult) -> None:
     if result.outcome in ("done", "removed", "error"):
         detail = f": {result.error}" if result.error else ""
         print(f"  · document {result.outcome}: {result.path}{detail}", file=sys.stderr)
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    chat_parser = commands.add_parser("chat", help="chat in the terminal")
-    chat_parser.add_argument("--message", "-m", help="run one turn with this message and exit")
-    chat_parser.add_argument("--model", metavar="GGUF", help="a local model file for this run")
-    chat_parser.add_argument("--context", type=int, help="context size in tokens")
-    chat_parser.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU")
-    chat_parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
-    chat_parser.set_defaults(handler=cmd_chat)

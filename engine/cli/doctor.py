@@ -76,8 +76,3 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     print(f"Versions: {versions}, SQLite {sqlite3.sqlite_version}")
     print("Everything works." if healthy else "Something needs attention (see above).")
     return 0 if healthy else 1
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    doctor = commands.add_parser("doctor", help="check the model, keyring, profile and versions")
-    doctor.set_defaults(handler=cmd_doctor)

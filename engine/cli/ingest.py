@@ -179,33 +179,3 @@ def cmd_sources(mnemo: Mnemo, args: argparse.Namespace) -> int:
         detail = f"{row.chunk_count} passages" if row.status == "done" else (row.error or "")
         print(f"{row.status:<8} {row.path}  {detail}")
     return 0
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    ingest = commands.add_parser("ingest", help="read files and folders into archival memory")
-    ingest.add_argument("paths", nargs="+", metavar="PATH")
-    ingest.add_argument("--include", action="append", metavar="GLOB", help="only matching files")
-    ingest.add_argument("--exclude", action="append", metavar="GLOB", help="skip matching names")
-    ingest.set_defaults(handler=cmd_ingest)
-
-    watch = commands.add_parser("watch", help="folders kept in sync with archival memory")
-    watch.set_defaults(handler=cmd_watch_list)
-    actions = watch.add_subparsers(metavar="ACTION")
-    actions.add_parser("list", help="the watched folders").set_defaults(handler=cmd_watch_list)
-    add = actions.add_parser("add", help="watch a folder (and index it now)")
-    add.add_argument("path")
-    add.add_argument("--include", action="append", metavar="GLOB")
-    add.add_argument("--exclude", action="append", metavar="GLOB")
-    add.set_defaults(handler=cmd_watch_add)
-    remove = actions.add_parser("remove", help="stop watching a folder")
-    remove.add_argument("path")
-    remove.add_argument("--keep", action="store_true", help="keep its passages")
-    remove.set_defaults(handler=cmd_watch_remove)
-    actions.add_parser("run", help="watch in the terminal until Ctrl-C").set_defaults(
-        handler=cmd_watch_run
-    )
-
-    sources = commands.add_parser("sources", help="every ingested file with its status")
-    sources.add_argument("--json", action="store_true")
-    sources.add_argument("--errors", action="store_true", help="only files that failed")
-    sources.set_defaults(handler=cmd_sources)

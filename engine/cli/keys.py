@@ -54,19 +54,3 @@ def cmd_keys_remove(_mnemo: Mnemo, args: argparse.Namespace) -> int:
     removed = keys.delete_key(args.provider)
     print(f"Removed the {args.provider} key." if removed else f"No {args.provider} key was saved.")
     return 0
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    keys_parser = commands.add_parser("keys", help="API keys (kept in the OS keyring only)")
-    keys_parser.set_defaults(handler=cmd_keys_list)
-    keys_commands = keys_parser.add_subparsers(metavar="ACTION")
-    keys_commands.add_parser("list", help="where each provider's key comes from").set_defaults(
-        handler=cmd_keys_list
-    )
-    set_key = keys_commands.add_parser("set", help="save a key in the keyring")
-    set_key.add_argument("provider", choices=keys.PROVIDERS)
-    set_key.add_argument("--stdin", action="store_true", help="read the key from standard input")
-    set_key.set_defaults(handler=cmd_keys_set)
-    remove = keys_commands.add_parser("remove", help="forget a key")
-    remove.add_argument("provider", choices=keys.PROVIDERS)
-    remove.set_defaults(handler=cmd_keys_remove)

@@ -90,7 +90,7 @@ def cmd_memory_add(mnemo: Mnemo, args: argparse.Namespace) -> int:
         args.label,
         args.text or "",
         description=args.description or "",
-        char_limit=args.limit,
+        char_limit=DEFAULT_CHAR_LIMIT if args.limit is None else args.limit,
         read_only=args.read_only,
     )
     print(f"Added block {block.label} ({block.char_limit} characters at most).")
@@ -148,64 +148,3 @@ def cmd_settings(mnemo: Mnemo, args: argparse.Namespace) -> int:
     value = mnemo.settings.set(args.key, args.value)
     print(f"{args.key} = {json.dumps(value)}")
     return 0
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    status = commands.add_parser("status", help="the profile in one glance")
-    status.set_defaults(handler=cmd_status)
-
-    memory = commands.add_parser("memory", help="show and edit core memory")
-    memory.set_defaults(handler=cmd_memory_show, json=False)
-    memory_commands = memory.add_subparsers(metavar="ACTION")
-    show = memory_commands.add_parser("show", help="print every block")
-    show.add_argument("--json", action="store_true")
-    show.set_defaults(handler=cmd_memory_show)
-    set_ = memory_commands.add_parser("set", help="replace a block's text")
-    set_.add_argument("label")
-    set_.add_argument("text")
-    set_.set_defaults(handler=cmd_memory_set)
-    append = memory_commands.add_parser("append", help="add a line to a block")
-    append.add_argument("label")
-    append.add_argument("text")
-    append.set_defaults(handler=cmd_memory_append)
-    history = memory_commands.add_parser("history", help="list a block's changes")
-    history.add_argument("label")
-    history.add_argument("--json", action="store_true")
-    history.set_defaults(handler=cmd_memory_history)
-    undo = memory_commands.add_parser("undo", help="undo a block's latest (or a given) change")
-    undo.add_argument("label")
-    undo.add_argument("--version", type=int, help="the change to undo (from `history`)")
-    undo.set_defaults(handler=cmd_memory_undo)
-    add = memory_commands.add_parser("add", help="add a custom block")
-    add.add_argument("label")
-    add.add_argument("text", nargs="?")
-    add.add_argument("--description")
-    add.add_argument(
-        "--limit",
-        type=int,
-        default=DEFAULT_CHAR_LIMIT,
-        help=f"character limit (default {DEFAULT_CHAR_LIMIT})",
-    )
-    add.add_argument("--read-only", action="store_true")
-    add.set_defaults(handler=cmd_memory_add)
-    remove = memory_commands.add_parser("remove", help="remove a custom block")
-    remove.add_argument("label")
-    remove.set_defaults(handler=cmd_memory_remove)
-    proposals = memory_commands.add_parser(
-        "proposals", help="list the model's core-memory edits waiting for approval"
-    )
-    proposals.add_argument("--all", action="store_true", help="include decided ones")
-    proposals.add_argument("--json", action="store_true")
-    proposals.set_defaults(handler=cmd_memory_proposals)
-    approve = memory_commands.add_parser("approve", help="apply a proposed edit")
-    approve.add_argument("id", type=int)
-    approve.add_argument("--text", help="apply this text instead of the proposed one")
-    approve.set_defaults(handler=cmd_memory_approve)
-    reject = memory_commands.add_parser("reject", help="discard a proposed edit")
-    reject.add_argument("id", type=int)
-    reject.set_defaults(handler=cmd_memory_reject)
-
-    settings = commands.add_parser("settings", help="show or change settings")
-    settings.add_argument("key", nargs="?", help="e.g. memory.core_write_policy")
-    settings.add_argument("value", nargs="?", help="the new value")
-    settings.set_defaults(handler=cmd_settings)

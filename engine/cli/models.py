@@ -257,37 +257,3 @@ def cmd_models_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
         discard_partial(folder, file_name)
         print(f"Discarded the paused download of {file_name}.")
     return 0
-
-
-def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    models = commands.add_parser("models", help="list the models or choose the one to use")
-    models.set_defaults(handler=cmd_models_list)
-    models_commands = models.add_subparsers(metavar="ACTION")
-    models_commands.add_parser("list", help="the model in use and local GGUF files").set_defaults(
-        handler=cmd_models_list
-    )
-    catalog = models_commands.add_parser(
-        "catalog", help="models to download, judged for this computer"
-    )
-    catalog.add_argument("--json", action="store_true")
-    catalog.set_defaults(handler=cmd_models_catalog)
-    fetch = models_commands.add_parser(
-        "download", help="a catalogue ID, a Hugging Face owner/repo with FILE, or an https URL"
-    )
-    fetch.add_argument("model")
-    fetch.add_argument("file", nargs="?", help="the .gguf file in an owner/repo")
-    fetch.add_argument("--use", action="store_true", help="use the model once it is ready")
-    fetch.set_defaults(handler=cmd_models_download)
-    delete = models_commands.add_parser("remove", help="delete a downloaded model")
-    delete.add_argument("model")
-    delete.set_defaults(handler=cmd_models_remove)
-    use = models_commands.add_parser(
-        "use", help="default | ID | FILE.gguf | PATH.gguf | openai:MODEL | anthropic:MODEL"
-    )
-    use.add_argument("model")
-    use.add_argument(
-        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1"
-    )
-    use.add_argument("--context", type=int, help="context size in tokens")
-    use.add_argument("--gpu-layers", type=int, help="local models: layers to offload to the GPU")
-    use.set_defaults(handler=cmd_models_use)

@@ -1,0 +1,225 @@
+"""The command line's parser, for every command group, in one light module.
+
+Building it imports nothing but argparse and the names it shows, so `mnemo --help` and
+`mnemo --version` answer at once. Each command names its handler as "group:function"; the
+group's module (``engine.cli.<group>``, with the engine behind it) is imported only when that
+command runs (``engine.cli.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from engine import __version__, keys
+
+if TYPE_CHECKING:
+    Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemo", description="Mnemo: a local assistant that remembers."
+    )
+    parser.add_argument("--version", action="version", version=f"mnemo {__version__}")
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="profile folder (default: $MNEMO_HOME or your user data folder)",
+    )
+    parser.set_defaults(handler="memory:cmd_status")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for group in (_memory, _chat, _models, _keys, _doctor, _ingest, _archival):
+        group(commands)
+    return parser
+
+
+def _memory(commands: Commands) -> None:
+    status = commands.add_parser("status", help="the profile in one glance")
+    status.set_defaults(handler="memory:cmd_status")
+
+    memory = commands.add_parser("memory", help="show and edit core memory")
+    memory.set_defaults(handler="memory:cmd_memory_show", json=False)
+    memory_commands = memory.add_subparsers(metavar="ACTION")
+    show = memory_commands.add_parser("show", help="print every block")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler="memory:cmd_memory_show")
+    set_ = memory_commands.add_parser("set", help="replace a block's text")
+    set_.add_argument("label")
+    set_.add_argument("text")
+    set_.set_defaults(handler="memory:cmd_memory_set")
+    append = memory_commands.add_parser("append", help="add a line to a block")
+    append.add_argument("label")
+    append.add_argument("text")
+    append.set_defaults(handler="memory:cmd_memory_append")
+    history = memory_commands.add_parser("history", help="list a block's changes")
+    history.add_argument("label")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler="memory:cmd_memory_history")
+    undo = memory_commands.add_parser("undo", help="undo a block's latest (or a given) change")
+    undo.add_argument("label")
+    undo.add_argument("--version", type=int, help="the change to undo (from `history`)")
+    undo.set_defaults(handler="memory:cmd_memory_undo")
+    add = memory_commands.add_parser("add", help="add a custom block")
+    add.add_argument("label")
+    add.add_argument("text", nargs="?")
+    add.add_argument("--description")
+    add.add_argument(
+        "--limit",
+        type=int,
+        help="character limit (default: as the persona and human blocks)",
+    )
+    add.add_argument("--read-only", action="store_true")
+    add.set_defaults(handler="memory:cmd_memory_add")
+    remove = memory_commands.add_parser("remove", help="remove a custom block")
+    remove.add_argument("label")
+    remove.set_defaults(handler="memory:cmd_memory_remove")
+    proposals = memory_commands.add_parser(
+        "proposals", help="list the model's core-memory edits waiting for approval"
+    )
+    proposals.add_argument("--all", action="store_true", help="include decided ones")
+    proposals.add_argument("--json", action="store_true")
+    proposals.set_defaults(handler="memory:cmd_memory_proposals")
+    approve = memory_commands.add_parser("approve", help="apply a proposed edit")
+    approve.add_argument("id", type=int)
+    approve.add_argument("--text", help="apply this text instead of the proposed one")
+    approve.set_defaults(handler="memory:cmd_memory_approve")
+    reject = memory_commands.add_parser("reject", help="discard a proposed edit")
+    reject.add_argument("id", type=int)
+    reject.set_defaults(handler="memory:cmd_memory_reject")
+
+    settings = commands.add_parser("settings", help="show or change settings")
+    settings.add_argument("key", nargs="?", help="e.g. memory.core_write_policy")
+    settings.add_argument("value", nargs="?", help="the new value")
+    settings.set_defaults(handler="memory:cmd_settings")
+
+
+def _chat(commands: Commands) -> None:
+    chat_parser = commands.add_parser("chat", help="chat in the terminal")
+    chat_parser.add_argument("--message", "-m", help="run one turn with this message and exit")
+    chat_parser.add_argument("--model", metavar="GGUF", help="a local model file for this run")
+    chat_parser.add_argument("--context", type=int, help="context size in tokens")
+    chat_parser.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU")
+    chat_parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    chat_parser.set_defaults(handler="chat:cmd_chat")
+
+
+def _models(commands: Commands) -> None:
+    models = commands.add_parser("models", help="list the models or choose the one to use")
+    models.set_defaults(handler="models:cmd_models_list")
+    models_commands = models.add_subparsers(metavar="ACTION")
+    models_commands.add_parser("list", help="the model in use and local GGUF files").set_defaults(
+        handler="models:cmd_models_list"
+    )
+    catalog = models_commands.add_parser(
+        "catalog", help="models to download, judged for this computer"
+    )
+    catalog.add_argument("--json", action="store_true")
+    catalog.set_defaults(handler="models:cmd_models_catalog")
+    fetch = models_commands.add_parser(
+        "download", help="a catalogue ID, a Hugging Face owner/repo with FILE, or an https URL"
+    )
+    fetch.add_argument("model")
+    fetch.add_argument("file", nargs="?", help="the .gguf file in an owner/repo")
+    fetch.add_argument("--use", action="store_true", help="use the model once it is ready")
+    fetch.set_defaults(handler="models:cmd_models_download")
+    delete = models_commands.add_parser("remove", help="delete a downloaded model")
+    delete.add_argument("model")
+    delete.set_defaults(handler="models:cmd_models_remove")
+    use = models_commands.add_parser(
+        "use", help="default | ID | FILE.gguf | PATH.gguf | openai:MODEL | anthropic:MODEL"
+    )
+    use.add_argument("model")
+    use.add_argument(
+        "--base-url", help="an OpenAI-compatible server, e.g. http://localhost:11434/v1"
+    )
+    use.add_argument("--context", type=int, help="context size in tokens")
+    use.add_argument("--gpu-layers", type=int, help="local models: layers to offload to the GPU")
+    use.set_defaults(handler="models:cmd_models_use")
+
+
+def _keys(commands: Commands) -> None:
+    keys_parser = commands.add_parser("keys", help="API keys (kept in the OS keyring only)")
+    keys_parser.set_defaults(handler="keys:cmd_keys_list")
+    keys_commands = keys_parser.add_subparsers(metavar="ACTION")
+    keys_commands.add_parser("list", help="where each provider's key comes from").set_defaults(
+        handler="keys:cmd_keys_list"
+    )
+    set_key = keys_commands.add_parser("set", help="save a key in the keyring")
+    set_key.add_argument("provider", choices=keys.PROVIDERS)
+    set_key.add_argument("--stdin", action="store_true", help="read the key from standard input")
+    set_key.set_defaults(handler="keys:cmd_keys_set")
+    remove = keys_commands.add_parser("remove", help="forget a key")
+    remove.add_argument("provider", choices=keys.PROVIDERS)
+    remove.set_defaults(handler="keys:cmd_keys_remove")
+
+
+def _doctor(commands: Commands) -> None:
+    doctor = commands.add_parser("doctor", help="check the model, keyring, profile and versions")
+    doctor.set_defaults(handler="doctor:cmd_doctor")
+
+
+def _ingest(commands: Commands) -> None:
+    ingest = commands.add_parser("ingest", help="read files and folders into archival memory")
+    ingest.add_argument("paths", nargs="+", metavar="PATH")
+    ingest.add_argument("--include", action="append", metavar="GLOB", help="only matching files")
+    ingest.add_argument("--exclude", action="append", metavar="GLOB", help="skip matching names")
+    ingest.set_defaults(handler="ingest:cmd_ingest")
+
+    watch = commands.add_parser("watch", help="folders kept in sync with archival memory")
+    watch.set_defaults(handler="ingest:cmd_watch_list")
+    actions = watch.add_subparsers(metavar="ACTION")
+    actions.add_parser("list", help="the watched folders").set_defaults(
+        handler="ingest:cmd_watch_list"
+    )
+    add = actions.add_parser("add", help="watch a folder (and index it now)")
+    add.add_argument("path")
+    add.add_argument("--include", action="append", metavar="GLOB")
+    add.add_argument("--exclude", action="append", metavar="GLOB")
+    add.set_defaults(handler="ingest:cmd_watch_add")
+    remove = actions.add_parser("remove", help="stop watching a folder")
+    remove.add_argument("path")
+    remove.add_argument("--keep", action="store_true", help="keep its passages")
+    remove.set_defaults(handler="ingest:cmd_watch_remove")
+    actions.add_parser("run", help="watch in the terminal until Ctrl-C").set_defaults(
+        handler="ingest:cmd_watch_run"
+    )
+
+    sources = commands.add_parser("sources", help="every ingested file with its status")
+    sources.add_argument("--json", action="store_true")
+    sources.add_argument("--errors", action="store_true", help="only files that failed")
+    sources.set_defaults(handler="ingest:cmd_sources")
+
+
+def _archival(commands: Commands) -> None:
+    search = commands.add_parser("search", help="search recall or archival memory")
+    search.add_argument("store", choices=["recall", "archival"])
+    search.add_argument("query")
+    search.add_argument("--json", action="store_true")
+    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--page", type=int, default=1)
+    search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
+    search.add_argument("--since", metavar="DATE", help="only items from this date (YYYY-MM-DD)")
+    search.add_argument("--until", metavar="DATE", help="only items up to this date")
+    search.add_argument("--tag", action="append", help="archival: only passages with this tag")
+    search.add_argument("--source", help="archival: only passages from this file or folder")
+    search.set_defaults(handler="archival:cmd_search")
+
+    archival = commands.add_parser("archival", help="add, list and delete archival passages")
+    archival_commands = archival.add_subparsers(metavar="ACTION", required=True)
+    insert = archival_commands.add_parser("insert", help="store a passage")
+    insert.add_argument("text")
+    insert.add_argument("--tag", action="append")
+    insert.set_defaults(handler="archival:cmd_archival_insert")
+    delete = archival_commands.add_parser("delete", help="delete a passage by id")
+    delete.add_argument("id")
+    delete.set_defaults(handler="archival:cmd_archival_delete")
+    list_ = archival_commands.add_parser("list", help="list recent passages")
+    list_.add_argument("--limit", type=int, default=20)
+    list_.add_argument("--source", help="list the passages of one file, in order")
+    list_.add_argument("--json", action="store_true")
+    list_.set_defaults(handler="archival:cmd_archival_list")
+
+    reembed = commands.add_parser("reembed", help="re-embed archival memory after a model change")
+    reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    reembed.set_defaults(handler="archival:cmd_reembed")
