@@ -93,7 +93,7 @@ def main() -> int:
     window.browser.conversations.search_for("key")
     window.show_page("Browse memory")
     settle(1.0)
-    window.grab().save(str(args.out / "07-conversation-search.png"))
+    window.grab().save(str(args.out / f"{len(PAGES) + 1:02d}-conversation-search.png"))
     QTimer.singleShot(0, window.close)
     settle(0.5)
     window.shutdown()
