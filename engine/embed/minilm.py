@@ -39,12 +39,24 @@ class MiniLMEmbedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or max(1, min(4, os.cpu_count() or 1))
         options.inter_op_num_threads = 1
-        self._session = ort.InferenceSession(
+        self._open_session = lambda: ort.InferenceSession(
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
+        self._session = self._open_session()
         self._tokenizer = Tokenizer.from_file(str(resource_path("embedder/minilm-tokenizer.json")))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
+
+    def release_memory(self) -> None:
+        """Give back the working memory of large batches (after an ingestion).
+
+        ONNX Runtime's arena keeps the largest batch's memory for as long as the session lives:
+        after a 300-file ingest the window stayed about 370 MB larger at rest. Turning the arena
+        off costs a quarter of the embedding speed (52 -> 40 passages/s here), so the session is
+        opened again instead (a fraction of a second), and a search running meanwhile finishes on
+        the old one.
+        """
+        self._session = self._open_session()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -244,7 +244,13 @@ class Ingestor:
         cancel: threading.Event | None,
     ) -> IngestProgress:
         with self._exclusive():
-            return self._run_locked(files, progress, cancel)
+            try:
+                return self._run_locked(files, progress, cancel)
+            finally:
+                # A batch of documents leaves the embedder's working memory at its peak.
+                release = getattr(self._mnemo.embedder, "release_memory", None)
+                if release is not None:
+                    release()
 
     def _run_locked(
         self,
