@@ -385,6 +385,12 @@ def test_a_file_that_takes_too_long_is_stopped_and_the_next_goes_on(mnemo, tmp_p
 # -- 5. offline by default ---------------------------------------------------------------------
 
 
+def traced(strace: str, trace: Path) -> list[str]:
+    """The strace prefix that writes every connect and datagram of a program and its children
+    to ``trace`` (``_outside`` reads the lines)."""
+    return [strace, "-f", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace)]
+
+
 def _outside(line: str) -> bool:
     """A traced connect() or datagram to an address that is not this machine (Unix sockets are
     local)."""
@@ -412,12 +418,7 @@ def test_a_chat_turn_an_ingest_and_doctor_connect_nowhere(tmp_path):
         env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
         subprocess.run(
             [
-                strace,
-                "-f",
-                "-e",
-                "trace=connect,sendto,sendmsg",
-                "-o",
-                str(trace),
+                *traced(strace, trace),
                 str(mnemo_cli),
                 "--profile",
                 profile,
@@ -480,12 +481,7 @@ def test_the_window_starts_chats_and_ingests_with_the_network_cut_off(tmp_path):
     done = subprocess.run(
         [
             *cut_off,
-            strace,
-            "-f",
-            "-e",
-            "trace=connect,sendto,sendmsg",
-            "-o",
-            str(trace),
+            *traced(strace, trace),
             sys.executable,
             "-c",
             WINDOW_OFFLINE,

@@ -12,7 +12,6 @@ Nothing here runs unless the user asks for a download: Mnemo makes no other netw
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -31,11 +30,11 @@ from filelock import FileLock, Timeout
 
 from engine import __version__
 from engine.errors import MnemoError, ModelError
+from engine.ingest.ingestor import file_hash
 from engine.llm.catalog import CatalogEntry, find_entry, hugging_face_endpoint
 
 log = logging.getLogger("mnemo.download")
 
-CHUNK_BYTES = 1 << 20
 PROGRESS_INTERVAL_S = 0.25
 # Attempts in a row that may fail without receiving a byte before the download gives up.
 ATTEMPTS_WITHOUT_PROGRESS = 4
@@ -356,7 +355,7 @@ class _Transfer:
                 magic = file.read(4)
             if magic != b"GGUF":
                 problem = "it is not a GGUF model file (the server sent something else)"
-            elif self.sha256 and _file_sha256(self.part) != self.sha256:
+            elif self.sha256 and file_hash(self.part) != self.sha256:
                 problem = "its SHA-256 is not the one the server states for it"
             else:
                 try:
@@ -412,14 +411,6 @@ def _raise_for_status(response: httpx.Response, source: DownloadSource) -> None:
         f"The server could not send {source.file_name} (HTTP {code} {response.reason_phrase}); "
         "try again later. What was downloaded so far is kept."
     )
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while block := file.read(CHUNK_BYTES):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download(
