@@ -115,7 +115,6 @@ PROPOSALS = "proposals"  # the model's core-memory edits waiting for the user
 MESSAGES = "messages"  # stored conversation messages
 PASSAGES = "passages"  # archival passages
 FOLDERS = "folders"  # the watched folders
-MODEL = "model"  # the model in use and its settings
 
 
 @dataclass

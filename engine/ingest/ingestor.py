@@ -244,13 +244,7 @@ class Ingestor:
         cancel: threading.Event | None,
     ) -> IngestProgress:
         with self._exclusive():
-            try:
-                return self._run_locked(files, progress, cancel)
-            finally:
-                # A batch of documents leaves the embedder's working memory at its peak.
-                release = getattr(self._mnemo.embedder, "release_memory", None)
-                if release is not None:
-                    release()
+            return self._run_locked(files, progress, cancel)
 
     def _run_locked(
         self,
@@ -284,14 +278,20 @@ class Ingestor:
                 progress(state)
 
         writer = self._writer(record)
-        for path in work:
-            if cancel is not None and cancel.is_set():
-                break
-            state.current = str(path)
-            if progress:
-                progress(state)
-            self._ingest_into(writer, path, known.get(str(path)), cancel)
-        writer.flush()
+        try:
+            for path in work:
+                if cancel is not None and cancel.is_set():
+                    break
+                state.current = str(path)
+                if progress:
+                    progress(state)
+                self._ingest_into(writer, path, known.get(str(path)), cancel)
+            writer.flush()
+        finally:
+            if work:  # files were embedded: give back the embedder's peak working memory
+                release = getattr(self._mnemo.embedder, "release_memory", None)
+                if release is not None:
+                    release()
         state.current = None
         return state
 

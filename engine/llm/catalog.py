@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
+from engine.modes import choose_mode
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -258,8 +259,6 @@ def entry_for_file(path: Path, catalog: list[CatalogEntry] | None = None) -> Cat
     from engine.llm.local import inspect_gguf  # llama.cpp only when a file must be read
 
     info = inspect_gguf(path)
-    from engine.modes import choose_mode
-
     return CatalogEntry(
         id=path.stem,
         name=path.name,

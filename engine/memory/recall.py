@@ -138,8 +138,6 @@ class RecallStore:
     def add_many(self, messages: Iterable[NewMessage | Mapping[str, Any]]) -> list[int]:
         """Store many messages in one transaction, then embed them in batches; return their ids."""
         batch = [NewMessage(**m) if isinstance(m, Mapping) else m for m in messages]
-        for message in batch:
-            check_role(message.role)  # before anything is written
         if not batch:
             return []
         with self.transaction(embed_failure_raises=True) as transaction:
