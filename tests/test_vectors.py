@@ -1,5 +1,9 @@
 """Upkeep of a vector table: the ANN index follows the table's growth."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import lancedb
 import numpy as np
 import pyarrow as pa
@@ -55,3 +59,24 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     assert table.vector_search(query, 1, None, ["id"])[0]["id"] == 5
     table.close()
     assert not [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+
+
+def test_upkeep_of_a_table_without_an_ann_index_does_not_load_pylance(tmp_path):
+    """Compacting a small table goes through lancedb alone: pylance, needed only to keep ANN
+    index segments apart, stays ~60 MB resident for good once imported."""
+    script = f"""
+import sys, lancedb
+sys.path.insert(0, {str(Path(__file__).parents[1])!r})
+from tests.test_vectors import SCHEMA, SixteenDims, _rows
+from engine.memory.vectors import VectorTable
+table = VectorTable(lancedb.connect({str(tmp_path)!r}), "t", SCHEMA, SixteenDims())
+for start in range(0, 60, 20):
+    table.add(_rows(start, 20))
+table.maintain()
+loaded = "lance" in sys.modules
+print(loaded, table.count(), len(table.table.to_lance().get_fragments()))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert result.stdout.split() == ["False", "60", "1"]  # compacted, without pylance

@@ -128,6 +128,12 @@ class VectorTable:
         self._maintain_lock = threading.Lock()  # held while upkeep runs
         self._maintenance_thread: threading.Thread | None = None
         self._writes_since_optimize = 0
+        # What each write checks, kept instead of asked of Lance (a row count and an index
+        # listing cost a few milliseconds at 1M rows, on every message of a turn): the rows,
+        # counted after upkeep plus those added since (deletions are ignored, so upkeep may come
+        # a little early), and the row count at which the ANN index falls due.
+        self._rows_seen = -1  # not counted yet
+        self._due_at = 0
         self._closed = False
         if name in connection.list_tables().tables:
             self.table = connection.open_table(name)
@@ -188,6 +194,7 @@ class VectorTable:
             self.wait_for_maintenance()
             self.table = self._create(self._embedder, pa.Table.from_pylist(rows, schema=schema))
             self.mismatch = None
+            self._rows_seen = -1
         self._schedule_maintenance()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -206,7 +213,7 @@ class VectorTable:
         self.require_current_embedder()
         with self._write_lock:
             self.table.add(rows)
-            self._writes_since_optimize += 1
+            self._wrote(len(rows))
         self._schedule_maintenance()
 
     def upsert(self, rows: list[dict[str, Any]], key: str = "id") -> None:
@@ -215,14 +222,19 @@ class VectorTable:
             self.table.merge_insert(
                 key
             ).when_matched_update_all().when_not_matched_insert_all().execute(rows)
-            self._writes_since_optimize += 1
+            self._wrote(len(rows))
         self._schedule_maintenance()
 
     def delete(self, where: str) -> None:
         with self._write_lock:
             self.table.delete(where)
-            self._writes_since_optimize += 1
+            self._wrote(0)
         self._schedule_maintenance()
+
+    def _wrote(self, rows: int) -> None:
+        self._writes_since_optimize += 1
+        if self._rows_seen >= 0:
+            self._rows_seen += rows
 
     def count(self, where: str | None = None) -> int:
         return int(self.table.count_rows(where))
@@ -301,23 +313,25 @@ class VectorTable:
     def _vector_index(self) -> Any | None:
         return next((i for i in self.table.list_indices() if "vector" in i.columns), None)
 
-    def _ann_index_is_due(self, rows: int) -> bool:
-        """True when the ANN index is missing, outgrown (rows doubled) or too fragmented."""
-        if rows < ANN_INDEX_MIN_ROWS:
-            return False
+    def _ann_due_at(self) -> int:
+        """The row count at which the ANN index is (re)built: once the table is large enough
+        for one, when the rows have doubled since it was built, or at once (past the size for
+        one) when it has collected too many segments."""
         index = self._vector_index()
-        if index is None:
-            return True
+        if index is None or index.num_segments > ANN_MAX_SEGMENTS:
+            return ANN_INDEX_MIN_ROWS
         built_on = index.name.rsplit("_", 1)[-1]  # the row count is kept in the index name
         built_rows = int(built_on) if built_on.isdigit() else 0
-        return rows > built_rows * (1 + ANN_REBUILD_GROWTH) or index.num_segments > ANN_MAX_SEGMENTS
+        return max(ANN_INDEX_MIN_ROWS, int(built_rows * (1 + ANN_REBUILD_GROWTH)) + 1)
 
     def _needs_maintenance(self) -> bool:
         if self.mismatch:
             return False
         if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
             return True
-        return self._ann_index_is_due(self.count())
+        if self._rows_seen < 0:  # not counted since the table was opened or replaced
+            self._rows_seen, self._due_at = self.count(), self._ann_due_at()
+        return self._rows_seen >= self._due_at
 
     def _schedule_maintenance(self) -> None:
         if self._closed or not self._needs_maintenance():
@@ -342,25 +356,34 @@ class VectorTable:
         try:
             with self._write_lock:
                 self._writes_since_optimize = 0
-                self.table.to_lance().optimize.compact_files(
-                    target_rows_per_fragment=COMPACT_TARGET_ROWS
-                )
-                self.table.checkout_latest()  # later steps must build on the compacted version
-                indexes = self.table.list_indices()
-                vector = [index.name for index in indexes if "vector" in index.columns]
-                others = [index.name for index in indexes if "vector" not in index.columns]
-                dataset = self.table.to_lance()
-                if vector:
-                    dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
-                if others:
-                    dataset.optimize.optimize_indices(index_names=others)
-                dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
-                self.table.checkout_latest()
+                if self._vector_index() is None:
+                    # lancedb's own upkeep does the same without an ANN index (compact, add new
+                    # rows to the keyword and key indexes, prune), and needs no pylance, whose
+                    # import keeps ~60 MB resident in the window for good.
+                    self.table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
+                else:
+                    self._optimize_keeping_segments()
                 rows = self.count()
-                if self._ann_index_is_due(rows):
+                if rows >= self._ann_due_at():
                     self._build_ann_index(rows)
+                self._rows_seen, self._due_at = rows, self._ann_due_at()
         except Exception:  # upkeep must never take the app down; searches work without it
             log.exception("maintenance of %s failed; it is retried after more writes", self.name)
+
+    def _optimize_keeping_segments(self) -> None:
+        """The upkeep with an ANN index, through pylance: new rows get an index segment of their
+        own (see ANN_REBUILD_GROWTH), which lancedb's ``optimize`` cannot be told."""
+        self.table.to_lance().optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
+        self.table.checkout_latest()  # later steps must build on the compacted version
+        indexes = self.table.list_indices()
+        vector = [index.name for index in indexes if "vector" in index.columns]
+        others = [index.name for index in indexes if "vector" not in index.columns]
+        dataset = self.table.to_lance()
+        dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
+        if others:
+            dataset.optimize.optimize_indices(index_names=others)
+        dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
+        self.table.checkout_latest()
 
     def _build_ann_index(self, rows: int) -> None:
         old = [i.name for i in self.table.list_indices() if "vector" in i.columns]
