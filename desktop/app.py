@@ -92,10 +92,12 @@ def run(argv: Sequence[str]) -> int:
             return 0
         from desktop.main_window import MainWindow  # loaded already, behind the first window
         from desktop.threads import describe_failure
+        from desktop.workers import loading_ahead
 
         log_to_profile(profile)
-        window = MainWindow(mnemo)
+        window = MainWindow(mnemo, loading_ahead(mnemo.settings))  # the model loads meanwhile
         window.restore_layout()
+        window.show_page(opening.page)  # where the person went while it opened
         listen_for_second_starts(window, mnemo.profile)
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))

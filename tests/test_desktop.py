@@ -19,6 +19,7 @@ from desktop import ui
 from desktop.chat import CallRow
 from desktop.main_window import MainWindow
 from engine import Mnemo
+from engine.errors import MnemoError
 from engine.llm import ScriptedModel, ScriptedStep
 from tests.agent_helpers import call, say
 
@@ -750,3 +751,58 @@ def test_the_app_shows_a_window_before_the_profile_has_opened(tmp_path):
         process.terminate()
         process.wait(timeout=60)
     assert moments == ["shown", "opened", "ready"]  # painted before the profile had opened
+
+
+def test_the_first_window_opens_on_the_last_page_and_says_what_each_page_waits_for(qtbot):
+    """While the profile opens, the person can already move between pages; each says quietly
+    what it will show, and the full window then opens on the page they chose."""
+    from desktop.opening import OpeningWindow
+
+    ui.app_settings().setValue("window/page", "Documents")
+    opening = OpeningWindow()
+    qtbot.addWidget(opening)
+    assert opening.page == "Documents"
+    assert opening.message.text() == (
+        "Opening your memory… your documents and watched folders will show here."
+    )
+    for row, page in enumerate(ui.PAGES):
+        opening.nav.setCurrentRow(row)
+        assert opening.page == page
+        assert opening.message.text().startswith("Opening your memory… ")
+    opening.nav.setCurrentRow(ui.PAGES.index("Core memory"))
+    assert "your core memory" in opening.message.text()
+
+
+def test_the_model_loads_ahead_while_the_window_is_built(mnemo):
+    """The first load takes the model started at once on another thread (or its error); a
+    later load, or one for settings changed meanwhile, loads anew."""
+    from desktop.workers import loading_ahead
+
+    threads: list[str] = []
+    closed: list[ScriptedModel] = []
+
+    class Closing(ScriptedModel):
+        def close(self) -> None:
+            closed.append(self)
+
+    def loader(settings):
+        threads.append(threading.current_thread().name)
+        if settings.get("model.context_length") == 999:
+            raise MnemoError("That model file is damaged.")
+        return Closing()
+
+    load = loading_ahead(mnemo.settings, loader)
+    first = load(mnemo.settings)
+    assert threads == ["mnemo-model-ahead"]  # loaded on its own thread, before it was asked
+    second = load(mnemo.settings)
+    assert second is not first and threads[-1] == threading.current_thread().name
+
+    load = loading_ahead(mnemo.settings, loader)
+    mnemo.settings.set("model.context_length", 2048)  # changed before the window asked
+    changed = load(mnemo.settings)
+    assert len(closed) == 1 and closed[0] is not changed  # the stale one is closed
+
+    mnemo.settings.set("model.context_length", 999)
+    load = loading_ahead(mnemo.settings, loader)
+    with pytest.raises(MnemoError, match="damaged"):
+        load(mnemo.settings)
