@@ -3,6 +3,7 @@ import threading
 from datetime import date, datetime
 
 import pytest
+import sqlalchemy
 
 from engine import Mnemo
 from engine.errors import InputError, NotFoundError
@@ -199,6 +200,29 @@ def test_message_left_without_vector_by_a_crash_is_embedded_on_reopen(profile_di
         hits = m.recall.search("which artist do I admire", mode="semantic")
         assert hits[0].text == "My favourite painter is Frida Kahlo"
         assert m._message_vectors.count() == 2
+
+
+def test_only_the_users_and_the_assistants_messages_get_vectors(mnemo):
+    """A function result quotes memory that has vectors of its own: it is found by its words,
+    never a second time by meaning; and it is not left for the start-up repair either."""
+    with mnemo.recall.transaction() as transaction:
+        transaction.add("user", "My favourite painter is Frida Kahlo")
+        transaction.add("function_call", '{"function": "conversation_search"}')
+        transaction.add("function_result", "Found: My favourite painter is Frida Kahlo")
+        transaction.add("assistant", "You admire Frida Kahlo.")
+    assert mnemo._message_vectors.count() == 2
+    assert {row["role"] for row in mnemo._message_vectors.rows(None, ["role"])} == {
+        "user",
+        "assistant",
+    }
+    semantic = mnemo.recall.search("which artist do I admire", mode="semantic")
+    assert {hit.role for hit in semantic} <= {"user", "assistant"}
+    keyword = mnemo.recall.search("painter Kahlo", mode="keyword")
+    assert "function_result" in {hit.role for hit in keyword}
+    unembedded = mnemo.database.connect().execute(
+        sqlalchemy.text("SELECT count(*) FROM message WHERE embedded = 0")
+    )
+    assert unembedded.scalar() == 0
 
 
 def test_reading_while_another_thread_writes(mnemo):

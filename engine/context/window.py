@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 PRESSURE_FRACTION = 0.7
 EVICT_FRACTION = 0.5
 MESSAGE_OVERHEAD = 4  # chat-template tokens around a message, for per-message estimates
+TEXT_TOKENS_KEPT = 4096  # texts whose token counts are remembered (a few windows' worth)
 CUT_NOTE = " … [cut to fit the context window; the whole text is in conversation history]"
 
 Pressure = Literal["ok", "warning", "full"]
@@ -163,7 +164,8 @@ class ContextWindow:
         self._assisted_instructions = (
             resource_path("prompts/assisted.txt").read_text("utf-8").strip()
         )
-        self._message_tokens: dict[int, int] = {}
+        self._text_tokens: dict[str, int] = {}  # see ``tokens``
+        self._counted_functions: tuple[tuple[str, ...], int] = ((), 0)
 
     # -- sizes ---------------------------------------------------------------------------------
 
@@ -215,7 +217,7 @@ class ContextWindow:
             return message
         budget = self.max_message_tokens
         content = message.content
-        if self._model.count_tokens(content) <= budget:
+        if self.tokens(content) <= budget:
             return message
         chars = len(content)
         while chars > 0 and self._model.count_tokens(content[:chars] + CUT_NOTE) > budget:
@@ -224,12 +226,27 @@ class ContextWindow:
             message.role, content[:chars] + CUT_NOTE, call_id=message.call_id, name=message.name
         )
 
-    def message_tokens(self, hit: MessageHit, message: ChatMessage) -> int:
-        if hit.id not in self._message_tokens:
-            self._message_tokens[hit.id] = (
-                self._model.count_tokens(message_text(message)) + MESSAGE_OVERHEAD
-            )
-        return self._message_tokens[hit.id]
+    def tokens(self, text: str) -> int:
+        """The model's count of ``text``, remembered: a step's prompt repeats the previous one
+        but for its last lines, and counting every part anew took ~30 tokenizer calls per step
+        (a third of the engine's time per turn at 100k messages, turn_overhead.py)."""
+        count = self._text_tokens.get(text)
+        if count is None:
+            if len(self._text_tokens) >= TEXT_TOKENS_KEPT:
+                self._text_tokens.clear()  # a window's worth is counted again at once
+            count = self._text_tokens[text] = self._model.count_tokens(text)
+        return count
+
+    def message_tokens(self, message: ChatMessage) -> int:
+        return self.tokens(message_text(message)) + MESSAGE_OVERHEAD
+
+    def _function_tokens(self, functions: list[FunctionSchema]) -> int:
+        if not functions:
+            return 0
+        key = tuple(function.name + repr(function.parameters) for function in functions)
+        if key != self._counted_functions[0]:
+            self._counted_functions = (key, self._model.count_functions(functions))
+        return self._counted_functions[1]
 
     # -- building ------------------------------------------------------------------------------
 
@@ -269,16 +286,15 @@ class ContextWindow:
             messages=chat,
             allowed=allowed,
         )
-        count = self._model.count_tokens
+        count = self.tokens
         stats = ContextStats(
             context_length=self._model.context_length,
             limit=self.limit,
             instructions=count(instructions),
-            functions=self._model.count_functions(functions) if functions else 0,
+            functions=self._function_tokens(functions),
             core=count(core),
             summary=count(summary),
-            messages=sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in chat)
-            - sum(map(count, recalled)),
+            messages=sum(map(self.message_tokens, chat)) - sum(map(count, recalled)),
             total=self._model.count_prompt(prompt),
             message_count=len(chat),
             evicted_count=state.summarized_count,
@@ -298,9 +314,7 @@ class ContextWindow:
 
         hits = [hit for hit in self.messages(state) if hit.name not in FOR_THE_USER_ONLY]
         chat = to_chat_messages(hits)  # function rows count, as they do in self-managed mode
-        counts = [
-            self.message_tokens(hit, message) for hit, message in zip(hits, chat, strict=True)
-        ]
+        counts = [self.message_tokens(message) for message in chat]
         target = sum(counts) * EVICT_FRACTION
         # The current turn (from the newest user message on) stays, unless it is all there is.
         users = [index for index, hit in enumerate(hits) if hit.role == "user"]

@@ -192,7 +192,7 @@ class Message(SQLModel, table=True):
     name: str | None = None
     text: str
     created_at: float
-    embedded: int = 0
+    embedded: int = 0  # 1 once it has the vector it should have (function rows get none)
     search_text: str | None = None  # what the keyword index holds (see context_index)
     untrusted_reason: str | None = None  # this result brought untrusted text into the context
 

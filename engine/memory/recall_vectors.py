@@ -27,6 +27,7 @@ from engine.memory.vectors import VectorTable
 log = logging.getLogger("mnemo.recall")
 
 EMBED_CHUNK = 2048
+EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see ``embed``)
 
 VECTOR_SCHEMA = pa.schema(
     [
@@ -79,26 +80,36 @@ class MessageVectors:
             raw.close()
 
     def embed(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Give the user's and the assistant's messages their vectors, and mark every row done.
+
+        Function and system rows get none: a result quotes messages and passages that have
+        vectors of their own (a meaning search would find each fact twice), and a call or a
+        notice is the app's plumbing. They were 6 of the 8 messages of a typical self-managed
+        turn, and most of its engine time (turn_overhead.py). Words still find them.
+        """
         if self._vectors.mismatch:
             return  # left unembedded; re-embedding after the user agrees picks them up
         for chunk in chunked(rows, EMBED_CHUNK):
-            vectors = self._vectors.embed([row["text"] for row in chunk])
-            self._vectors.add(
-                pa.table(
-                    {
-                        "id": pa.array([row["id"] for row in chunk], pa.int64()),
-                        "conversation_id": [row["conversation_id"] for row in chunk],
-                        "role": [row["role"] for row in chunk],
-                        "created_at": pa.array([row["created_at"] for row in chunk], pa.float64()),
-                        "vector": pa.FixedSizeListArray.from_arrays(
-                            pa.array(vectors.reshape(-1)), vectors.shape[1]
-                        ),
-                    }
-                )
-            )
+            turns = [row for row in chunk if row["role"] in EMBEDDED_ROLES]
+            if turns:
+                self._vectors.add(self._vector_rows(turns))
             ids = ",".join(str(row["id"]) for row in chunk)
             with self._engine.begin() as connection:
                 connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
+
+    def _vector_rows(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+        vectors = self._vectors.embed([row["text"] for row in rows])
+        return pa.table(
+            {
+                "id": pa.array([row["id"] for row in rows], pa.int64()),
+                "conversation_id": [row["conversation_id"] for row in rows],
+                "role": [row["role"] for row in rows],
+                "created_at": pa.array([row["created_at"] for row in rows], pa.float64()),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors.reshape(-1)), vectors.shape[1]
+                ),
+            }
+        )
 
     def _index_pending_contexts(self) -> None:
         """Give messages stored before neighbour indexing existed their context (once)."""
