@@ -184,3 +184,32 @@ def test_a_prefilled_prompt_starts_without_evaluating_again(local_model):
     local_model.prefill(plain)
     step = local_model.step(plain)
     assert step.text and step.stats.evaluated_tokens == 0
+
+
+def test_a_prompt_tokenized_in_pieces_equals_it_tokenized_whole(local_model):
+    """Each step's prompt is tokenized from remembered pieces (split at the template's special
+    tokens); the tokens are exactly those of the whole text, as the conversation grows, with
+    text that looks like markup and characters outside ASCII."""
+    messages = [ChatMessage("user", "hello")]
+    replies = ["Hi! <b>bold</b> café 東京 🙂", "  spaced  \n\n lines ", '{"json": [1, 2]}', "ok"]
+    for reply in replies:
+        messages += [ChatMessage("assistant", reply), ChatMessage("user", f"and {reply}?")]
+        prompt = Prompt("You are Mnemo.", FUNCTIONS, "### Core memory", list(messages))
+        text = local_model._formatter(messages=local_model._chat(prompt)).prompt
+        whole = local_model._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        assert local_model.count_prompt(prompt) == len(whole)
+        assert local_model._render(local_model._chat(prompt)) == whole
+    assert not local_model._prompt_tokens._whole  # the pieces were used, not given up on
+    assert len(local_model._prompt_tokens._pieces) > len(replies)
+
+
+def test_pieces_are_given_up_when_they_disagree_with_the_whole():
+    from engine.llm.prompt_tokens import PromptTokens
+
+    def tokenize(text: str) -> list[int]:  # ends every call with a 0: pieces disagree
+        return [*map(ord, text), 0]
+
+    tokens = PromptTokens(tokenize, lambda token: "<s>" if token == ord("<") else None)
+    assert tokens.tokens("<s> a<s> b") == tokenize("<s> a<s> b")
+    assert tokens._whole
+    assert tokens.tokens("<s> c<s> d") == tokenize("<s> c<s> d")

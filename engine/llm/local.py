@@ -37,6 +37,7 @@ from engine.llm.base import (
     render_functions,
 )
 from engine.llm.grammar import functions_grammar, schema_grammar
+from engine.llm.prompt_tokens import PromptTokens
 
 log = logging.getLogger("mnemo.llm")
 
@@ -220,6 +221,10 @@ class LlamaModel:
         )
         self._formatter = Jinja2ChatFormatter(template or CHATML_TEMPLATE, eos, bos)
         self._rendered: tuple[list[tuple[str, str]], list[int]] = ([], [])
+        self._prompt_tokens = PromptTokens(
+            lambda text: self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True),
+            self._splitting_text,
+        )
 
     @property
     def parameter_count(self) -> int:
@@ -255,9 +260,16 @@ class LlamaModel:
         key = [(message["role"], message["content"]) for message in messages]
         if key != self._rendered[0]:
             text = self._formatter(messages=messages).prompt  # type: ignore[arg-type]
-            tokens = self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
-            self._rendered = (key, tokens)
+            self._rendered = (key, self._prompt_tokens.tokens(text))
         return list(self._rendered[1])
+
+    def _splitting_text(self, token: int) -> str | None:
+        """A special token's text, if a prompt may be tokenized in pieces split before it."""
+        attributes = llama_cpp.llama_vocab_get_attr(self._vocab, token)
+        special = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+        if not attributes & special or attributes & llama_cpp.LLAMA_TOKEN_ATTR_LSTRIP:
+            return None
+        return self._llama.detokenize([token], special=True).decode("utf-8", errors="replace")
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
