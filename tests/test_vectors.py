@@ -52,7 +52,13 @@ def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, mo
     (index,) = [i for i in table.table.list_indices() if "vector" in i.columns]
     # new rows are indexed as a segment of their own, never merged into the trained one
     assert (index.num_indexed_rows, index.num_unindexed_rows, index.num_segments) == (580, 0, 2)
-    table.add(_rows(580, 720))
+    table.add(_rows(580, 10))  # fewer than 300 // 20: scanned, rather than one more segment
+    table.maintain()
+    (index,) = [i for i in table.table.list_indices() if "vector" in i.columns]
+    assert (index.num_indexed_rows, index.num_unindexed_rows, index.num_segments) == (580, 10, 2)
+    scanned = _rows(580, 10).column("vector")[5].values.to_numpy()
+    assert table.vector_search(scanned, 1, None, ["id"])[0]["id"] == 585  # found all the same
+    table.add(_rows(590, 710))
     table.wait_for_maintenance()
     assert _vector_indexes(table) == ["vector_ivf36_1300"]  # rebuilt; the old one is gone
     query = _rows(0, 200).column("vector")[5].values.to_numpy()
@@ -80,3 +86,22 @@ print(loaded, table.count(), len(table.table.to_lance().get_fragments()))
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert result.stdout.split() == ["False", "60", "1"]  # compacted, without pylance
+
+
+def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
+    """Neither session writes as often as compaction waits for (OPTIMIZE_EVERY_WRITES); the
+    fragments the first one left are counted when the table opens again, so the second one
+    compacts instead of piling fragments up for good."""
+    assert vectors.OPTIMIZE_EVERY_WRITES == 50
+    table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
+    for start in range(30):
+        table.add(_rows(start, 1))
+    table.close()
+    assert table.table.stats()["fragment_stats"]["num_fragments"] == 30
+    table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
+    for start in range(30, 51):
+        table.add(_rows(start, 1))
+    table.wait_for_maintenance()
+    assert table.table.stats()["fragment_stats"]["num_fragments"] <= 2
+    assert table.count() == 51
+    table.close()

@@ -43,6 +43,10 @@ ANN_INDEX_MIN_ROWS = 20_000
 # triple latency, while a separate segment kept 0.998 at 7 ms (Lance 13).
 ANN_REBUILD_GROWTH = 1.0
 ANN_MAX_SEGMENTS = 16
+# Each segment costs every search time (at 100k rows: 11 segments 18 ms, one 10 ms), about what a
+# flat scan of 1/20 of ANN_INDEX_MIN_ROWS costs; so new rows stay unindexed (scanned) until
+# there are that many, instead of a segment per upkeep for the few rows of a chat session.
+ANN_SEGMENT_MIN_ROWS_SHARE = 20
 # Compaction merges the small fragments that appends leave behind into fragments of this size.
 COMPACT_TARGET_ROWS = 50_000
 # Compact after this many write operations: each write adds a file and a table version.
@@ -276,22 +280,35 @@ class VectorTable:
             query = query.where(where, prefilter=True)
         return query.to_list()
 
+    def embed_query(self, query: str) -> None:
+        """Embed ``query`` now, for ``similar`` to reuse: a hybrid search calls this before it
+        starts its keyword half, because the embedder running beside a search was slow (a
+        3 ms query took ~20 ms next to LanceDB's full-text search on 2 cores)."""
+        if query.strip():
+            query_vector(self._embedder, query)
+
     def similar(self, query: str, limit: int, where: str | None) -> dict[Any, float]:
         """Ids of the rows nearest to ``query`` with their relevance (``search.relevance``: how
         far their similarity stands above unrelated text's), those above the floor only."""
+        return {row["id"]: score for row, score in self.similar_rows(query, limit, where, ["id"])}
+
+    def similar_rows(
+        self, query: str, limit: int, where: str | None, columns: list[str]
+    ) -> list[tuple[dict[str, Any], float]]:
+        """``similar``, with the rows' ``columns`` read in the same query."""
         if not query.strip():
-            return {}
+            return []
         vector = query_vector(self._embedder, query)
-        rows = self.vector_search(vector, limit, where, ["id"])
+        rows = self.vector_search(vector, limit, where, columns)
         if not rows:
-            return {}
+            return []
         similarities = np.array([1.0 - float(row["_distance"]) for row in rows])
         scores = relevance(similarities, background_vectors(self._embedder) @ vector)
-        return {
-            row["id"]: float(score)
+        return [
+            (row, float(score))
             for row, score in zip(rows, scores, strict=True)
             if score >= RELEVANCE_FLOOR
-        }
+        ]
 
     def text_search(
         self, query_text: str, limit: int, where: str | None, columns: list[str]
@@ -330,8 +347,23 @@ class VectorTable:
         if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
             return True
         if self._rows_seen < 0:  # not counted since the table was opened or replaced
-            self._rows_seen, self._due_at = self.count(), self._ann_due_at()
+            self._take_stock()
+            if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
+                return True
         return self._rows_seen >= self._due_at
+
+    def _take_stock(self) -> None:
+        """Rows, when the ANN index falls due, and the writes since the last compaction, from
+        the table itself. Each write leaves a fragment that compaction merges, so the surplus of
+        fragments counts the writes of earlier sessions too: counted only in memory, a user who
+        wrote fewer than OPTIMIZE_EVERY_WRITES times per session never got a compaction (131
+        fragments at 100k messages made a vector search 2x slower than at 1M passages)."""
+        stats: Any = self.table.stats()  # a dict at run time, whatever its annotation says
+        rows = int(stats["num_rows"])
+        compacted = math.ceil(rows / COMPACT_TARGET_ROWS)
+        surplus = int(stats["fragment_stats"]["num_fragments"]) - compacted
+        self._rows_seen, self._due_at = rows, self._ann_due_at()
+        self._writes_since_optimize = max(self._writes_since_optimize, surplus)
 
     def _schedule_maintenance(self) -> None:
         if self._closed or not self._needs_maintenance():
@@ -379,7 +411,10 @@ class VectorTable:
         vector = [index.name for index in indexes if "vector" in index.columns]
         others = [index.name for index in indexes if "vector" not in index.columns]
         dataset = self.table.to_lance()
-        dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
+        stats = self.table.index_stats(vector[0])
+        unindexed = stats.num_unindexed_rows if stats is not None else 0
+        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
+            dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
         if others:
             dataset.optimize.optimize_indices(index_names=others)
         dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
