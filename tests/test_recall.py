@@ -225,6 +225,30 @@ def test_only_the_users_and_the_assistants_messages_get_vectors(mnemo):
     assert unembedded.scalar() == 0
 
 
+def test_vectors_an_older_version_gave_function_rows_are_removed_on_open(profile_dir, embedder):
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.recall.add("user", "My favourite painter is Frida Kahlo")
+        result_id = m.recall.add("function_result", "Found: My favourite painter is Frida Kahlo")
+        # What an older version stored: a vector for the function result too.
+        m._message_vectors.add(
+            [
+                {
+                    "id": result_id,
+                    "conversation_id": "default",
+                    "role": "function_result",
+                    "created_at": 0.0,
+                    "vector": embedder.embed(["Found: Frida Kahlo"])[0],
+                }
+            ]
+        )
+        assert m._message_vectors.count() == 2
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.wait_for_background_work()
+        assert m._message_vectors.count() == 1
+        hits = m.recall.search("which artist do I admire", roles=["user", "assistant"])
+        assert [hit.role for hit in hits] == ["user"]
+
+
 def test_reading_while_another_thread_writes(mnemo):
     errors: list[BaseException] = []
     stop = threading.Event()

@@ -119,7 +119,7 @@ class RecallStore:
         self._engine = engine
         self._vectors = vectors
         self._index = MessageVectors(engine, vectors)
-        self._search = RecallSearch(engine, vectors)
+        self._search = RecallSearch(engine, vectors, self._index.only_turns)
 
     # -- writing -------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@ fused, or by date; every search returns a ``Page`` whose total matches the page 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
@@ -11,7 +12,9 @@ from sqlalchemy import Engine, text
 
 from engine.memory import context_index
 from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
+from engine.memory.recall_vectors import EMBEDDED_ROLES
 from engine.memory.search import (
+    KEYWORD_SEARCHES,
     Page,
     SearchMode,
     addressed_role,
@@ -30,9 +33,13 @@ from engine.memory.vectors import VectorTable, quote_sql
 class RecallSearch:
     """The searches behind ``RecallStore.search`` and ``search_by_date``."""
 
-    def __init__(self, engine: Engine, vectors: VectorTable) -> None:
+    def __init__(
+        self, engine: Engine, vectors: VectorTable, only_turns: threading.Event | None = None
+    ) -> None:
         self._engine = engine
         self._vectors = vectors
+        # Set when the vectors are all of turn roles (``recall_vectors.MessageVectors``).
+        self._only_turns = only_turns or threading.Event()
 
     def search_by_date(
         self,
@@ -93,18 +100,22 @@ class RecallSearch:
             return self._keyword_page(query, limit, page, where, params)
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
-        keyword, keyword_weight = (
-            ({}, 0.0)
+        vectors = mode == "semantic" or (mode == "hybrid" and not self._vectors.mismatch)
+        if vectors:
+            self._vectors.embed_query(query)  # before the keyword half starts beside it
+        keyword_future = (
+            None
             if mode == "semantic"
-            else self._keyword_scores(query, keyword_pool, where, params)
+            else KEYWORD_SEARCHES.submit(self._keyword_scores, query, keyword_pool, where, params)
         )
-        if mode == "hybrid" and self._vectors.mismatch:
-            notes.append(self._vectors.mismatch)  # words still work while vectors wait
-            semantic: dict[int, float] = {}
-        else:
+        semantic: dict[int, float] = {}
+        if vectors:
             semantic = self._semantic_scores(
                 query, semantic_pool, start, end, roles, conversation_id
             )
+        elif mode == "hybrid":
+            notes.append(str(self._vectors.mismatch))  # words still work while vectors wait
+        keyword, keyword_weight = keyword_future.result() if keyword_future else ({}, 0.0)
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
@@ -208,7 +219,8 @@ class RecallSearch:
             clauses.append(f"created_at >= {to_timestamp(start)!r}")
         if end is not None:
             clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
-        if roles:
+        every_vector = self._only_turns.is_set() and set(roles or ()) >= set(EMBEDDED_ROLES)
+        if roles and not every_vector:
             clauses.append("role IN (" + ",".join(quote_sql(role) for role in roles) + ")")
         if conversation_id is not None:
             clauses.append(f"conversation_id = {quote_sql(conversation_id)}")

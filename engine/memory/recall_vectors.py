@@ -57,6 +57,10 @@ class MessageVectors:
         self._engine = engine
         self._vectors = vectors
         self.lock = threading.Lock()  # held from a message's insert to its vector's write
+        # Set once the table holds only EMBEDDED_ROLES' vectors (older versions embedded every
+        # row; the start-up repair removes the rest): a search of those roles then needs no
+        # filter, which cost a vector search at 100k messages ~5 ms.
+        self.only_turns = threading.Event()
         self._repair_thread = threading.Thread(
             target=self._repair_missing_vectors, name="mnemo-recall-repair", daemon=True
         )
@@ -134,6 +138,13 @@ class MessageVectors:
             self._index_pending_contexts()
         except Exception:
             log.exception("could not index message contexts; will retry on next open")
+        try:
+            others = "role NOT IN (" + ",".join(f"'{role}'" for role in EMBEDDED_ROLES) + ")"
+            if not self._vectors.mismatch and self._vectors.count(others):
+                self._vectors.delete(others)
+            self.only_turns.set()
+        except Exception:
+            log.exception("could not remove the vectors of function rows; will retry on next open")
         try:
             with self.lock:
                 with self._engine.connect() as connection:

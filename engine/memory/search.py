@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import Generic, Literal, TypeVar
@@ -40,6 +41,9 @@ STRONG_RELEVANCE = 4.5
 # 100k messages; 60 costs nothing measurable there).
 KEYWORD_CANDIDATES = 100
 SEMANTIC_CANDIDATES = 60
+# A hybrid search runs its keyword half here while the calling thread embeds the query and searches
+# the vectors (SQLite, LanceDB and ONNX Runtime all let go of the GIL while they work).
+KEYWORD_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-keyword-search")
 
 
 # A question in the first person ("What did I buy?", "my sister") asks about the user, whose own
