@@ -482,3 +482,30 @@ def test_the_prompts_name_only_functions_that_exist():
         text = resource_path(f"prompts/{prompt}").read_text("utf-8")
         named |= set(re.findall(r"\b(?:core_memory|archival_memory|conversation)_\w+", text))
     assert named and named <= set(tools.BY_NAME)
+
+
+def test_the_status_line_counts_memory_once_a_turn(mnemo, model, agent):
+    """The sizes in the status line are counted at a turn's first step (a count takes ms at
+    100k messages) and again on the next turn."""
+    mnemo.archival.insert("The spare key is under the blue pot.")
+    model.enqueue([search("spare key"), say("Under the blue pot.")])
+    agent.send("Where is the spare key?")
+    first, second = (prompt.messages[-1].content for prompt in model.prompts)
+    assert "1 messages in conversation history · 1 passages" in first
+    assert "1 messages in conversation history" in second  # the call and result came since
+    before = mnemo.recall.count()
+    model.enqueue([say("You are welcome.")])
+    agent.send("Thanks!")
+    assert (
+        f"{before + 1} messages in conversation history" in model.prompts[-1].messages[-1].content
+    )
+
+
+def test_the_status_line_says_how_many_edits_wait_for_the_user(mnemo, model, agent):
+    append = call("core_memory_append", label="human", content="Likes tea.", request_heartbeat=True)
+    model.enqueue([append, say("Noted.")])
+    agent.send("I like tea.")
+    first, second = (prompt.messages[-1].content for prompt in model.prompts)
+    assert "await the user's approval" not in first
+    assert "1 core memory edits await the user's approval" in second
+    assert mnemo.proposals.count_pending("other") == 0

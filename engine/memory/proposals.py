@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from engine.db.schema import ProposalRow
 from engine.errors import CoreMemoryError, NotFoundError
@@ -142,6 +142,14 @@ class ProposalStore:
             query = query.where(ProposalRow.conversation_id == conversation_id)
         with Session(self._engine) as session:
             return [_proposal(row) for row in session.exec(query.order_by(col(ProposalRow.id)))]
+
+    def count_pending(self, conversation_id: str) -> int:
+        """How many proposals of a conversation wait for a decision (each step says so)."""
+        query = select(func.count()).where(
+            ProposalRow.status == "pending", ProposalRow.conversation_id == conversation_id
+        )
+        with Session(self._engine) as session:
+            return int(session.exec(query).one())
 
     def all(self, limit: int = 100) -> list[Proposal]:
         """The newest proposals, decided or not, newest first."""

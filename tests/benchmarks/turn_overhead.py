@@ -18,7 +18,9 @@ is everything but the model's own calls, split (exclusively) into:
 
 A "step" is everything the engine does around one model call (the previous call's results
 stored, then the next prompt built). The same run then times ``--model-turns`` turns with the
-bundled model on the same profile (its assisted mode), to put the engine's time in proportion.
+bundled model on the same profile (its assisted mode, everyday questions), to put the engine's
+time in proportion: the typical turn's engine time against a bundled-model turn, and the
+engine's own share of those bundled-model turns.
 
 Targets (issue: start-up and scale): engine time p50 <= 30 ms per step, and <= 2% of a turn with
 the bundled model. Prints one JSON line.
@@ -43,6 +45,7 @@ import numpy as np
 import sqlalchemy.orm
 from _common import ClusteredVectors, TextGenerator, emit
 from archival_search import load as load_passages
+from assisted_latency import TURNS
 from sqlmodel import Session
 
 import engine.agent
@@ -120,7 +123,7 @@ class Probe:
         self._stack: list[str] = ["other"]
         self._mark = time.perf_counter()
         self._thread = threading.get_ident()
-        self.model_exits: list[float] = []  # engine time (all categories) at each model exit
+        self.model_exits: list[dict[str, float]] = []  # the totals at each model call's end
 
     def engine_time(self) -> float:
         self._charge()
@@ -151,7 +154,7 @@ class Probe:
                 probe._charge()
                 probe._stack.pop()
                 if category == "model" and name == "step":
-                    probe.model_exits.append(probe.engine_time())
+                    probe.model_exits.append(probe.snapshot())
 
         setattr(owner, name, timed)
 
@@ -231,6 +234,8 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         instrument(probe, scripted)
         agent = Agent(m, scripted)
         step_samples: list[float] = []
+        by_position: dict[int, list[float]] = defaultdict(list)
+        by_position_part: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         turn_samples: list[float] = []
         by_category: dict[str, list[float]] = defaultdict(list)
         steps_per_turn = []
@@ -240,14 +245,20 @@ def run(args: argparse.Namespace, folder: Path) -> None:
             scripted.enqueue(typical_turn(queries, fact))
             message = " ".join(words.sentences(1, 6, 20))
             before, probe.model_exits = probe.snapshot(), []
-            start_engine = probe.engine_time()
             agent.send(message)
             after = probe.snapshot()
+            for proposal in m.proposals.pending():  # the person decides, between turns
+                m.proposals.reject(proposal.id)
             if number == 0:
                 continue
-            exits = [start_engine, *probe.model_exits[:-1], probe.engine_time()]
-            step_samples += [b - a for a, b in zip(exits, exits[1:], strict=False)]
-            turn_samples.append(exits[-1] - exits[0])
+            bounds = [before, *probe.model_exits[:-1], after]
+            for position, (start, end) in enumerate(zip(bounds, bounds[1:], strict=False), 1):
+                parts = {c: end.get(c, 0.0) - start.get(c, 0.0) for c in CATEGORIES}
+                step_samples.append(sum(parts.values()))
+                by_position[position].append(sum(parts.values()))
+                for category, seconds in parts.items():
+                    by_position_part[position][category].append(seconds)
+            turn_samples.append(sum(after.get(c, 0.0) - before.get(c, 0.0) for c in CATEGORIES))
             steps_per_turn.append(len(probe.model_exits))
             for category in CATEGORIES:
                 by_category[category].append(after.get(category, 0) - before.get(category, 0))
@@ -255,10 +266,11 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         # The bundled model on the same profile, in the mode the app gives it (assisted).
         model_probe = Probe()
         instrument(model_probe, bundled)
-        real_agent = Agent(m, bundled, conversation_id="bundled")
+        # A new conversation each run, so that a kept profile's earlier runs do not fill its window.
+        real_agent = Agent(m, bundled, conversation_id=f"bundled-{time.time():.0f}")
         model_turns, model_engine = [], []
         for number in range(args.model_turns + 1):
-            message = " ".join(words.sentences(1, 6, 20))
+            message = TURNS[number % len(TURNS)]  # what a person asks, so the model answers
             engine_before = model_probe.engine_time()
             started = time.perf_counter()
             real_agent.send(message)
@@ -279,6 +291,16 @@ def run(args: argparse.Namespace, folder: Path) -> None:
             "turns": args.turns,
             "steps_per_turn": float(np.median(steps_per_turn)),
             "engine_ms_per_step": percentiles(step_samples),
+            "engine_ms_per_step_by_position": {
+                str(position): {
+                    "total": percentiles(samples)["p50"],
+                    **{
+                        category: percentiles(by_position_part[position][category])["p50"]
+                        for category in CATEGORIES
+                    },
+                }
+                for position, samples in sorted(by_position.items())
+            },
             "engine_ms_per_turn": percentiles(turn_samples),
             "engine_ms_per_turn_by_part": {
                 category: percentiles(by_category[category]) for category in CATEGORIES
