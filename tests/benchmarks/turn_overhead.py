@@ -269,9 +269,10 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         # A new conversation each run, so that a kept profile's earlier runs do not fill its window.
         real_agent = Agent(m, bundled, conversation_id=f"bundled-{time.time():.0f}")
         model_turns, model_engine = [], []
+        model_parts: dict[str, list[float]] = defaultdict(list)
         for number in range(args.model_turns + 1):
             message = TURNS[number % len(TURNS)]  # what a person asks, so the model answers
-            engine_before = model_probe.engine_time()
+            engine_before, parts_before = model_probe.engine_time(), model_probe.snapshot()
             started = time.perf_counter()
             real_agent.send(message)
             wall = time.perf_counter() - started
@@ -279,6 +280,11 @@ def run(args: argparse.Namespace, folder: Path) -> None:
                 continue
             model_turns.append(wall)
             model_engine.append(model_probe.engine_time() - engine_before)
+            parts_after = model_probe.snapshot()
+            for category in CATEGORIES:
+                model_parts[category].append(
+                    parts_after.get(category, 0.0) - parts_before.get(category, 0.0)
+                )
         counts = {"messages": m.recall.count(), "passages": m.archival.count()}
 
     turn_p50 = float(np.median(turn_samples))
@@ -307,6 +313,9 @@ def run(args: argparse.Namespace, folder: Path) -> None:
             },
             "bundled_model_turn_s_p50": round(bundled_p50, 3),
             "bundled_turn_engine_ms_p50": percentiles(model_engine)["p50"],
+            "bundled_turn_engine_ms_by_part_p50": {
+                category: percentiles(samples)["p50"] for category, samples in model_parts.items()
+            },
             "engine_share_of_bundled_turn": round(turn_p50 / bundled_p50, 4),
             "bundled_turn_engine_share": round(float(np.median(model_engine)) / bundled_p50, 4),
             "targets": {"engine_ms_per_step_p50": 30, "engine_share_of_bundled_turn": 0.02},
