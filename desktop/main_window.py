@@ -50,6 +50,7 @@ from engine.events import (
     ProposalCreated,
     StepStarted,
 )
+from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
@@ -354,6 +355,7 @@ class MainWindow(QMainWindow):
         settings = self.mnemo.settings
         bundled = settings.get("model.backend") == "local" and not settings.get("model.path")
         self.chat.offer_better_model(bundled)
+        return_freed_memory()  # what the load (and the opening) freed, on their threads too
         self.chat_ready.emit()
         self._show_mode()
 
