@@ -355,9 +355,9 @@ class MainWindow(QMainWindow):
         settings = self.mnemo.settings
         bundled = settings.get("model.backend") == "local" and not settings.get("model.path")
         self.chat.offer_better_model(bundled)
-        return_freed_memory()  # what the load (and the opening) freed, on their threads too
         self.chat_ready.emit()
         self._show_mode()
+        return_freed_memory()  # what the load (and the opening) freed, on their threads too
 
     def _model_failed(self, message: str) -> None:
         self.chat.set_ready(False)

@@ -7,9 +7,9 @@ step's prompt repeats the previous step's pieces but for the last few. Tokenizin
 prompt whole took ~3 ms each time it was counted (turn_overhead.py); a piece is tokenized once.
 
 It holds only where a piece's tokens cannot depend on its neighbours. A special token that strips
-the whitespace before it (LSTRIP) reaches into the previous piece, so a model with one between
-pieces is tokenized whole; and the first prompt is tokenized both ways, and whole from then on
-if the two ever differ.
+the whitespace before it (LSTRIP) reaches into the previous piece, so it never starts one; and
+the first prompt is tokenized both ways: if they differ, this model's prompts are tokenized whole
+from then on.
 """
 
 from __future__ import annotations
