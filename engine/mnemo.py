@@ -16,6 +16,7 @@ from engine.errors import ProfileError
 from engine.memory import archival, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
+from engine.memory.knowledge import KnowledgeStore
 from engine.memory.lance import lancedb
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
@@ -49,6 +50,7 @@ class Mnemo:
         self.recall = RecallStore(self._engine, self._message_vectors)
         self.archival = ArchivalStore(self._passage_vectors, embedder)
         self.proposals = ProposalStore(self._engine, self.core, self.recall)
+        self.knowledge = KnowledgeStore(self._engine)
         self.settings = Settings(self._engine)
 
     @property

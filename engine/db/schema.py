@@ -177,6 +177,47 @@ MIGRATIONS: list[tuple[str, str]] = [
             WHERE untrusted_reason IS NOT NULL;
         """,
     ),
+    (
+        "knowledge_memory",
+        # People, places and things, and what holds between them (engine.memory.knowledge).
+        # ``key`` is a name as compared (engine.memory.knowledge.name_key). A relation's object
+        # is an entity or, for values such as a birthday, literal text. Nothing is deleted when
+        # a fact changes: the old relation is superseded (pointing at the new one) or retracted.
+        """
+        CREATE TABLE entity (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL DEFAULT 'other',
+            note TEXT NOT NULL DEFAULT '',
+            merged_into INTEGER REFERENCES entity(id),
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE entity_alias (
+            key TEXT PRIMARY KEY,
+            alias TEXT NOT NULL,
+            entity_id INTEGER NOT NULL REFERENCES entity(id)
+        );
+        CREATE TABLE relation (
+            id INTEGER PRIMARY KEY,
+            subject_id INTEGER NOT NULL REFERENCES entity(id),
+            predicate TEXT NOT NULL,
+            object_id INTEGER REFERENCES entity(id),
+            value TEXT,
+            valid_from REAL,
+            valid_to REAL,
+            learned_at REAL NOT NULL,
+            source_kind TEXT NOT NULL,
+            source_ref TEXT,
+            asserted_by TEXT NOT NULL,
+            status TEXT NOT NULL DEFAULT 'current',
+            superseded_by INTEGER REFERENCES relation(id)
+        );
+        CREATE INDEX relation_subject ON relation (subject_id, status, predicate);
+        CREATE INDEX relation_object ON relation (object_id);
+        CREATE INDEX entity_alias_entity ON entity_alias (entity_id);
+        """,
+    ),
 ]
 
 
@@ -286,3 +327,41 @@ class WatchedFolderRow(SQLModel, table=True):
     include: str = "[]"
     exclude: str = "[]"
     added_at: float
+
+
+class EntityRow(SQLModel, table=True):
+    __tablename__ = "entity"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    key: str = Field(unique=True)
+    kind: str = "other"
+    note: str = ""
+    merged_into: int | None = Field(default=None, foreign_key="entity.id")
+    created_at: float
+
+
+class EntityAliasRow(SQLModel, table=True):
+    __tablename__ = "entity_alias"
+
+    key: str = Field(primary_key=True)
+    alias: str
+    entity_id: int = Field(foreign_key="entity.id")
+
+
+class RelationRow(SQLModel, table=True):
+    __tablename__ = "relation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject_id: int = Field(foreign_key="entity.id")
+    predicate: str
+    object_id: int | None = Field(default=None, foreign_key="entity.id")
+    value: str | None = None
+    valid_from: float | None = None
+    valid_to: float | None = None
+    learned_at: float
+    source_kind: str
+    source_ref: str | None = None
+    asserted_by: str
+    status: str = "current"
+    superseded_by: int | None = Field(default=None, foreign_key="relation.id")

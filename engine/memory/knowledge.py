@@ -1,0 +1,394 @@
+"""Knowledge memory: people, places and things, and the facts between them, over time.
+
+An entity has a canonical name, a kind, aliases and a note; a fact (a relation) links a subject
+entity to an object entity or to literal text ("Ana — works_at — Lisbon City Council", "Ana —
+birthday — 12 May"), with when it held, when Mnemo learned it, where it came from and who said it.
+
+Nothing is deleted when a fact changes. A single-valued relation (one place to live, one
+birthday) holds one current fact per subject: a different one is a conflict, which the caller
+turns into a proposal, and which, once accepted, supersedes the old fact (kept, pointing at the new
+one, its ``valid_to`` set). A wrong fact is retracted, also kept. Each write is one transaction.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Literal
+
+from sqlalchemy import Engine, or_
+from sqlmodel import Session, col, select
+
+from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
+from engine.errors import InputError, NotFoundError
+from engine.memory.search import Page, check_paging, from_timestamp, to_timestamp
+
+EntityKind = Literal["person", "place", "organisation", "thing", "event", "other"]
+KINDS: tuple[str, ...] = ("person", "place", "organisation", "thing", "event", "other")
+Author = Literal["user", "model", "document"]
+SourceKind = Literal["message", "passage", "document", "user"]
+Status = Literal["current", "superseded", "retracted"]
+
+# Relations a subject has one of at a time: a different value contradicts the current one.
+SINGLE_VALUED = frozenset(
+    """lives_in works_at birthday born_on born_in died_on age job job_title employer email phone
+    married_to partner spouse nationality name full_name""".split()
+)
+# Relations whose object is a value, not an entity (a date, a number, an address).
+LITERAL_VALUED = frozenset("birthday born_on died_on age email phone job_title".split())
+FUZZY_CUTOFF = 0.8  # difflib ratio for "did you mean": "Ana Souza" ~ "Ana Sousa" (0.89)
+NAME_CHARS = 200
+
+_ARTICLE = re.compile(r"^(the|a|an)\s+")
+_NOT_WORD = re.compile(r"[^\w]+")
+
+
+def name_key(name: str) -> str:
+    """A name as compared: accents, case, punctuation and a leading article do not count."""
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
+    text = _NOT_WORD.sub(" ", text).strip()
+    return _ARTICLE.sub("", text)
+
+
+def predicate_key(predicate: str) -> str:
+    """'Lives in' and 'lives-in' are ``lives_in``."""
+    key = _NOT_WORD.sub("_", predicate.strip().casefold()).strip("_")
+    if not key:
+        raise InputError("A fact needs a relation, such as lives_in or works_at.")
+    return key
+
+
+@dataclass(frozen=True)
+class Entity:
+    id: int
+    name: str
+    kind: str
+    aliases: tuple[str, ...]
+    note: str
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    subject: str
+    predicate: str
+    object: str  # the object entity's name, or the literal value
+    object_is_entity: bool
+    valid_from: datetime | None
+    valid_to: datetime | None
+    learned_at: datetime
+    source_kind: str
+    source_ref: str | None
+    asserted_by: str
+    status: str
+    superseded_by: int | None
+
+    def line(self) -> str:
+        """The fact in one line, as the model and the window show it."""
+        since = f" (since {self.valid_from:%Y-%m-%d})" if self.valid_from else ""
+        return f"{self.subject} — {self.predicate} — {self.object}{since}"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A new fact that contradicts current ones of a single-valued relation; nothing stored."""
+
+    subject: str
+    predicate: str
+    object: str
+    current: tuple[Fact, ...]
+
+
+class KnowledgeStore:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- entities ------------------------------------------------------------------------------
+
+    def resolve(self, name: str) -> Entity | None:
+        """The entity this name or alias stands for (after merges), or None."""
+        with Session(self._engine) as session:
+            row = self._resolve_row(session, name)
+            return self._entity(session, row) if row else None
+
+    def entity(self, name: str, kind: EntityKind = "other") -> Entity:
+        """The entity named ``name``, created if there is none."""
+        with Session(self._engine) as session:
+            row = self._entity_row(session, name, kind)
+            session.commit()
+            return self._entity(session, row)
+
+    def similar(self, name: str, limit: int = 5) -> list[tuple[Entity, float]]:
+        """Entities whose name or an alias is close to ``name`` (a merge to suggest), best first."""
+        key = name_key(name)
+        with Session(self._engine) as session:
+            names = {row.key: int(row.id or 0) for row in session.exec(select(EntityRow)).all()}
+            aliases = {row.key: row.entity_id for row in session.exec(select(EntityAliasRow))}
+            scores: dict[int, float] = {}
+            for other, entity_id in [*names.items(), *aliases.items()]:
+                score = difflib.SequenceMatcher(None, key, other).ratio()
+                if score >= FUZZY_CUTOFF:
+                    final = self._final_id(session, entity_id)
+                    scores[final] = max(scores.get(final, 0.0), score)
+            best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:limit]
+            return [(self._entity(session, session.get(EntityRow, i)), s) for i, s in best]  # type: ignore[arg-type]
+
+    def add_alias(self, name: str, alias: str) -> Entity:
+        with Session(self._engine) as session:
+            row = self._require(session, name)
+            self._alias(session, row, alias)
+            session.commit()
+            return self._entity(session, row)
+
+    def merge(self, keep: str, merge: str) -> Entity:
+        """Fold ``merge`` into ``keep`` (the user confirmed they are one): its facts, aliases and
+        name move over; the merged entity stays only as a pointer, so old references resolve."""
+        with Session(self._engine) as session:
+            kept, gone = self._require(session, keep), self._require(session, merge)
+            if kept.id == gone.id:
+                raise InputError(f"{kept.name} and {merge} are already the same entity.")
+            for relation in session.exec(
+                select(RelationRow).where(
+                    or_(
+                        col(RelationRow.subject_id) == gone.id,
+                        col(RelationRow.object_id) == gone.id,
+                    )
+                )
+            ):
+                if relation.subject_id == gone.id:
+                    relation.subject_id = kept.id  # type: ignore[assignment]
+                if relation.object_id == gone.id:
+                    relation.object_id = kept.id
+                session.add(relation)
+            for alias in session.exec(
+                select(EntityAliasRow).where(EntityAliasRow.entity_id == gone.id)
+            ):
+                alias.entity_id = kept.id  # type: ignore[assignment]
+                session.add(alias)
+            gone.merged_into = kept.id
+            session.add(gone)
+            session.flush()
+            self._alias(session, kept, gone.name)
+            session.commit()
+            return self._entity(session, kept)
+
+    # -- facts ---------------------------------------------------------------------------------
+
+    def add(
+        self,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_from: datetime | date | str | None = None,
+        source_kind: SourceKind = "user",
+        source_ref: str | None = None,
+        asserted_by: Author = "user",
+        literal: bool | None = None,
+        supersede: bool = False,
+    ) -> Fact | Conflict:
+        """Store a fact; the same current fact again is not stored twice (it is returned).
+
+        A different value of a single-valued relation is a ``Conflict`` unless ``supersede``
+        (the user agreed): the current facts are then superseded by the new one.
+        """
+        relation = predicate_key(predicate)
+        value = _clean(obj, "what the fact says")
+        is_literal = relation in LITERAL_VALUED if literal is None else literal
+        started = to_timestamp(valid_from) if valid_from is not None else None
+        with Session(self._engine) as session:
+            subject_row = self._entity_row(session, subject)
+            object_row = None if is_literal else self._entity_row(session, value)
+            current = self._current(session, subject_row.id, relation)  # type: ignore[arg-type]
+            for row in current:
+                same_object = (
+                    row.object_id == object_row.id
+                    if object_row is not None
+                    else row.object_id is None and name_key(row.value or "") == name_key(value)
+                )
+                if same_object:
+                    session.rollback()
+                    return self._fact(session, row)
+            contradicted = current if relation in SINGLE_VALUED else []
+            if contradicted and not supersede:
+                session.rollback()
+                return Conflict(
+                    subject_row.name,
+                    relation,
+                    object_row.name if object_row else value,
+                    tuple(self._fact(session, row) for row in contradicted),
+                )
+            now = time.time()
+            new = RelationRow(
+                subject_id=subject_row.id,  # type: ignore[arg-type]
+                predicate=relation,
+                object_id=object_row.id if object_row else None,
+                value=None if object_row else value,
+                valid_from=started,
+                learned_at=now,
+                source_kind=source_kind,
+                source_ref=source_ref,
+                asserted_by=asserted_by,
+            )
+            session.add(new)
+            session.flush()
+            for row in contradicted:
+                row.status = "superseded"
+                row.superseded_by = new.id
+                row.valid_to = started if started is not None else now
+                session.add(row)
+            session.commit()
+            return self._fact(session, new)
+
+    def retract(self, fact_id: int) -> Fact:
+        """Mark a wrong fact retracted (kept in the history, gone from current facts)."""
+        with Session(self._engine) as session:
+            row = session.get(RelationRow, fact_id)
+            if row is None:
+                raise NotFoundError(f"There is no fact {fact_id} in knowledge memory.")
+            row.status = "retracted"
+            session.add(row)
+            session.commit()
+            return self._fact(session, row)
+
+    def facts(
+        self, name: str, predicate: str | None = None, limit: int = 10, page: int = 1
+    ) -> Page[Fact]:
+        """The current facts about an entity (as subject or object), newest first."""
+        check_paging(limit, page)
+        with Session(self._engine) as session:
+            row = self._resolve_row(session, name)
+            if row is None:
+                return Page([], 0, page, limit)
+            query = select(RelationRow).where(
+                RelationRow.status == "current",
+                or_(col(RelationRow.subject_id) == row.id, col(RelationRow.object_id) == row.id),
+            )
+            if predicate is not None:
+                query = query.where(RelationRow.predicate == predicate_key(predicate))
+            rows = session.exec(query.order_by(col(RelationRow.learned_at).desc())).all()
+            chosen = rows[(page - 1) * limit : page * limit]
+            return Page([self._fact(session, r) for r in chosen], len(rows), page, limit)
+
+    def history(self, name: str) -> list[Fact]:
+        """Every fact ever held about an entity as subject, current or not, oldest first."""
+        with Session(self._engine) as session:
+            row = self._require(session, name)
+            rows = session.exec(
+                select(RelationRow)
+                .where(RelationRow.subject_id == row.id)
+                .order_by(col(RelationRow.learned_at), col(RelationRow.id))
+            ).all()
+            return [self._fact(session, r) for r in rows]
+
+    # -- rows ----------------------------------------------------------------------------------
+
+    def _current(self, session: Session, subject_id: int, predicate: str) -> list[RelationRow]:
+        return list(
+            session.exec(
+                select(RelationRow).where(
+                    RelationRow.subject_id == subject_id,
+                    RelationRow.predicate == predicate,
+                    RelationRow.status == "current",
+                )
+            )
+        )
+
+    def _final_id(self, session: Session, entity_id: int) -> int:
+        row = session.get(EntityRow, entity_id)
+        while row is not None and row.merged_into is not None:
+            row = session.get(EntityRow, row.merged_into)
+        return entity_id if row is None else row.id  # type: ignore[return-value]
+
+    def _resolve_row(self, session: Session, name: str) -> EntityRow | None:
+        key = name_key(name)
+        if not key:
+            return None
+        row = session.exec(select(EntityRow).where(EntityRow.key == key)).first()
+        if row is None:
+            alias = session.get(EntityAliasRow, key)
+            row = session.get(EntityRow, alias.entity_id) if alias else None
+        if row is None:
+            return None
+        return session.get(EntityRow, self._final_id(session, row.id))  # type: ignore[arg-type]
+
+    def _require(self, session: Session, name: str) -> EntityRow:
+        row = self._resolve_row(session, name)
+        if row is None:
+            raise NotFoundError(f"Knowledge memory knows no one and nothing called {name!r}.")
+        return row
+
+    def _entity_row(self, session: Session, name: str, kind: str = "other") -> EntityRow:
+        found = self._resolve_row(session, name)
+        if found is not None:
+            return found
+        if kind not in KINDS:
+            raise InputError(f"{kind!r} is not a kind of entity; use one of {', '.join(KINDS)}.")
+        clean = _clean(name, "a name")
+        row = EntityRow(name=clean, key=name_key(clean), kind=kind, created_at=time.time())
+        if not row.key:
+            raise InputError(f"{name!r} is not a name: it has no letters or digits.")
+        session.add(row)
+        session.flush()
+        return row
+
+    def _alias(self, session: Session, row: EntityRow, alias: str) -> None:
+        key = name_key(_clean(alias, "an alias"))
+        if not key or key == row.key:
+            return
+        other = self._resolve_row(session, alias)
+        if other is not None and other.id != row.id:
+            raise InputError(
+                f"{alias!r} already names {other.name}; merge the two if they are one."
+            )
+        session.merge(EntityAliasRow(key=key, alias=alias.strip(), entity_id=row.id))  # type: ignore[arg-type]
+
+    def _entity(self, session: Session, row: EntityRow) -> Entity:
+        aliases = session.exec(
+            select(EntityAliasRow.alias).where(EntityAliasRow.entity_id == row.id)
+        ).all()
+        return Entity(row.id, row.name, row.kind, tuple(sorted(aliases)), row.note)  # type: ignore[arg-type]
+
+    def _fact(self, session: Session, row: RelationRow) -> Fact:
+        subject = session.get(EntityRow, row.subject_id)
+        target = session.get(EntityRow, row.object_id) if row.object_id is not None else None
+        return Fact(
+            id=row.id,  # type: ignore[arg-type]
+            subject=subject.name if subject else "?",
+            predicate=row.predicate,
+            object=target.name if target else (row.value or ""),
+            object_is_entity=target is not None,
+            valid_from=from_timestamp(row.valid_from) if row.valid_from is not None else None,
+            valid_to=from_timestamp(row.valid_to) if row.valid_to is not None else None,
+            learned_at=from_timestamp(row.learned_at),
+            source_kind=row.source_kind,
+            source_ref=row.source_ref,
+            asserted_by=row.asserted_by,
+            status=row.status,
+            superseded_by=row.superseded_by,
+        )
+
+
+def _clean(text: str, what: str) -> str:
+    clean = " ".join(text.split())
+    if not clean:
+        raise InputError(f"Give {what}; it was empty.")
+    if len(clean) > NAME_CHARS:
+        raise InputError(f"Keep {what} under {NAME_CHARS} characters (it had {len(clean)}).")
+    return clean
+
+
+__all__: Sequence[str] = [
+    "Conflict",
+    "Entity",
+    "Fact",
+    "KnowledgeStore",
+    "name_key",
+    "predicate_key",
+]

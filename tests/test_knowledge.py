@@ -1,0 +1,127 @@
+"""Knowledge memory's store: entities, facts over time, contradictions, aliases and merges."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy
+from sqlmodel import Session
+
+from engine import Mnemo
+from engine.errors import InputError, NotFoundError
+from engine.memory.knowledge import Conflict, Fact, name_key, predicate_key
+
+
+def test_a_move_is_a_conflict_until_accepted_then_the_old_home_is_history(mnemo):
+    """Over several sessions: Porto, then Lyon. Nothing is lost, and each fact points back to
+    the message it came from."""
+    knowledge = mnemo.knowledge
+    porto_message = mnemo.recall.add("user", "I live in Porto.")
+    porto = knowledge.add(
+        "user", "lives in", "Porto", source_kind="message", source_ref=str(porto_message)
+    )
+    assert isinstance(porto, Fact) and porto.object_is_entity and porto.status == "current"
+    lyon_message = mnemo.recall.add("user", "I moved to Lyon last month.")
+    move = dict(valid_from="2026-10-15", source_kind="message", source_ref=str(lyon_message))
+    conflict = knowledge.add("User", "lives_in", "Lyon", **move)
+    assert isinstance(conflict, Conflict)
+    assert [fact.object for fact in conflict.current] == ["Porto"]
+    assert [fact.object for fact in knowledge.facts("user")] == ["Porto"]  # nothing changed yet
+
+    lyon = knowledge.add("user", "lives_in", "Lyon", supersede=True, **move)
+    assert isinstance(lyon, Fact)
+    assert [fact.object for fact in knowledge.facts("user", "lives in")] == ["Lyon"]
+    old, new = knowledge.history("user")
+    assert (old.object, old.status, old.superseded_by) == ("Porto", "superseded", lyon.id)
+    assert old.valid_to == lyon.valid_from and f"{lyon.valid_from:%Y-%m-%d}" == "2026-10-15"
+    assert (old.source_ref, new.source_ref) == (str(porto_message), str(lyon_message))
+    assert [fact.subject for fact in knowledge.facts("Lyon")] == ["user"]  # found as object too
+
+
+def test_many_valued_relations_keep_every_value_and_literals_stay_text(mnemo):
+    knowledge = mnemo.knowledge
+    knowledge.add("Ana", "likes", "cello")
+    knowledge.add("Ana", "likes", "hiking")
+    birthday = knowledge.add("Ana", "birthday", "12 May")
+    assert isinstance(birthday, Fact) and not birthday.object_is_entity
+    assert knowledge.resolve("12 May") is None  # a value, not an entity
+    assert sorted(f.object for f in knowledge.facts("Ana", "likes")) == ["cello", "hiking"]
+    assert isinstance(knowledge.add("Ana", "birthday", "14 May"), Conflict)
+
+
+def test_the_same_fact_twice_is_stored_once(mnemo):
+    first = mnemo.knowledge.add("Ana", "works at", "Lisbon City Council")
+    again = mnemo.knowledge.add("ana", "works_at", "the Lisbon city council")
+    assert isinstance(again, Fact) and again.id == first.id  # type: ignore[union-attr]
+    assert len(mnemo.knowledge.history("Ana")) == 1
+
+
+def test_names_are_compared_without_case_accents_punctuation_or_articles():
+    assert name_key("  The Café São-João ") == name_key("cafe sao joao")
+    assert predicate_key("Lives in") == predicate_key("lives-in") == "lives_in"
+    with pytest.raises(InputError):
+        predicate_key("  ")
+
+
+def test_aliases_resolve_and_a_close_name_is_suggested_for_a_merge(mnemo):
+    knowledge = mnemo.knowledge
+    knowledge.entity("Ana Sousa", kind="person")
+    knowledge.add_alias("Ana Sousa", "my sister")
+    assert knowledge.resolve("My sister").name == "Ana Sousa"  # type: ignore[union-attr]
+    knowledge.add("Ana Souza", "works_at", "Lisbon City Council")  # a typo made a second one
+    suggestions = knowledge.similar("Ana Souza")
+    assert [entity.name for entity, _ in suggestions] == ["Ana Souza", "Ana Sousa"]
+    with pytest.raises(InputError, match="already names"):
+        knowledge.add_alias("Ana Souza", "my sister")
+
+    merged = knowledge.merge("Ana Sousa", "Ana Souza")
+    assert "Ana Souza" in merged.aliases and "my sister" in merged.aliases
+    assert knowledge.resolve("Ana Souza").name == "Ana Sousa"  # type: ignore[union-attr]
+    assert [fact.subject for fact in knowledge.facts("my sister")] == ["Ana Sousa"]
+    with pytest.raises(InputError, match="already the same"):
+        knowledge.merge("Ana Sousa", "my sister")
+
+
+def test_a_retracted_fact_leaves_current_facts_but_stays_in_history(mnemo):
+    fact = mnemo.knowledge.add("Miso", "is_a", "cat")
+    mnemo.knowledge.retract(fact.id)  # type: ignore[union-attr]
+    assert len(mnemo.knowledge.facts("Miso")) == 0
+    assert [f.status for f in mnemo.knowledge.history("Miso")] == ["retracted"]
+    with pytest.raises(NotFoundError):
+        mnemo.knowledge.retract(99999)
+    with pytest.raises(NotFoundError, match="no one and nothing called"):
+        mnemo.knowledge.history("Nobody")
+
+
+def test_bad_input_is_refused_in_words(mnemo):
+    with pytest.raises(InputError, match="empty"):
+        mnemo.knowledge.add("Ana", "likes", "   ")
+    with pytest.raises(InputError, match="under 200"):
+        mnemo.knowledge.add("Ana", "likes", "x" * 300)
+    with pytest.raises(InputError, match="no letters"):
+        mnemo.knowledge.add("!!!", "likes", "tea")
+    with pytest.raises(InputError, match="kind of entity"):
+        mnemo.knowledge.entity("Ana", kind="alien")  # type: ignore[arg-type]
+
+
+def test_a_crash_during_a_write_leaves_no_half_fact(mnemo, monkeypatch):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+
+    def crash(self):
+        raise RuntimeError("power cut")
+
+    monkeypatch.setattr(Session, "commit", crash)
+    with pytest.raises(RuntimeError):
+        mnemo.knowledge.add("user", "lives_in", "Lyon", supersede=True)
+    monkeypatch.undo()
+    assert [(f.object, f.status) for f in mnemo.knowledge.history("user")] == [("Porto", "current")]
+    assert mnemo.knowledge.resolve("Lyon") is None
+    with mnemo.database.connect() as connection:
+        count = connection.execute(sqlalchemy.text("SELECT count(*) FROM relation")).scalar()
+    assert count == 1
+
+
+def test_facts_survive_a_restart(profile_dir, embedder):
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.knowledge.add("user", "lives_in", "Porto")
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        assert [f.line() for f in m.knowledge.facts("user")] == ["user — lives_in — Porto"]
