@@ -125,3 +125,29 @@ def test_facts_survive_a_restart(profile_dir, embedder):
         m.knowledge.add("user", "lives_in", "Porto")
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         assert [f.line() for f in m.knowledge.facts("user")] == ["user — lives_in — Porto"]
+
+
+def test_the_command_line_adds_shows_and_explains_a_conflict(profile_dir, capsys):
+    import json
+
+    from engine.cli import main
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(["--profile", str(profile_dir), "kg", *args])
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+
+    assert run("add", "user", "lives_in", "Porto") == (0, "Known: user — lives_in — Porto (#1).\n")
+    code, out = run("add", "user", "lives in", "Lyon", "--since", "2026-10-15")
+    assert code == 1 and "user — lives_in — Porto" in out and "--replace" in out
+    assert run("add", "user", "lives_in", "Lyon", "--since", "2026-10-15", "--replace")[0] == 0
+    code, out = run("show", "user")
+    assert "Lyon (since 2026-10-15)" in out and "Porto" not in out
+    code, out = run("history", "user", "--json")
+    assert [(f["object"], f["status"]) for f in json.loads(out)] == [
+        ("Porto", "superseded"),
+        ("Lyon", "current"),
+    ]
+    assert "Lyon" in run("search", "lyo")[1]
+    code, out = run("show", "Nobody")
+    assert code != 0 and "knows no one and nothing called 'Nobody'" in out

@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(handler="memory:cmd_status")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for group in (_memory, _chat, _models, _keys, _doctor, _ingest, _archival):
+    for group in (_memory, _chat, _models, _keys, _doctor, _ingest, _archival, _knowledge):
         group(commands)
     return parser
 
@@ -223,3 +223,30 @@ def _archival(commands: Commands) -> None:
     reembed = commands.add_parser("reembed", help="re-embed archival memory after a model change")
     reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     reembed.set_defaults(handler="archival:cmd_reembed")
+
+
+def _knowledge(commands: Commands) -> None:
+    kg = commands.add_parser("kg", help="knowledge memory: people, places and things")
+    kg_commands = kg.add_subparsers(metavar="ACTION", required=True)
+    show = kg_commands.add_parser("show", help="an entity and its current facts")
+    show.add_argument("entity")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler="knowledge:cmd_kg_show")
+    search = kg_commands.add_parser("search", help="entities whose name holds the text")
+    search.add_argument("text")
+    search.add_argument("--json", action="store_true")
+    search.set_defaults(handler="knowledge:cmd_kg_search")
+    add = kg_commands.add_parser("add", help="add a fact: SUBJECT RELATION OBJECT")
+    add.add_argument("subject")
+    add.add_argument("relation", help="e.g. lives_in, works_at, birthday")
+    add.add_argument("object")
+    add.add_argument("--since", metavar="DATE", help="when it began to hold (YYYY-MM-DD)")
+    add.add_argument(
+        "--replace", action="store_true", help="supersede the current value it contradicts"
+    )
+    add.add_argument("--json", action="store_true")
+    add.set_defaults(handler="knowledge:cmd_kg_add")
+    history = kg_commands.add_parser("history", help="every fact ever held about an entity")
+    history.add_argument("entity")
+    history.add_argument("--json", action="store_true")
+    history.set_defaults(handler="knowledge:cmd_kg_history")

@@ -139,6 +139,29 @@ class KnowledgeStore:
             best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:limit]
             return [(self._entity(session, session.get(EntityRow, i)), s) for i, s in best]  # type: ignore[arg-type]
 
+    def find(self, text: str, limit: int = 10) -> list[Entity]:
+        """Entities whose name or an alias holds ``text`` (as compared), then close names."""
+        key = name_key(text)
+        if not key:
+            return []
+        pattern = "%" + key.replace("\\", "").replace("%", "").replace("_", "") + "%"
+        with Session(self._engine) as session:
+            ids = [
+                *session.exec(
+                    select(EntityRow.id).where(
+                        col(EntityRow.key).like(pattern), col(EntityRow.merged_into).is_(None)
+                    )
+                ),
+                *session.exec(
+                    select(EntityAliasRow.entity_id).where(col(EntityAliasRow.key).like(pattern))
+                ),
+            ]
+            found = list(dict.fromkeys(self._final_id(session, i) for i in ids if i is not None))
+            rows = [session.get(EntityRow, i) for i in found[:limit]]
+            entities = [self._entity(session, row) for row in rows if row is not None]
+        close = [entity for entity, _ in self.similar(text, limit) if entity not in entities]
+        return (entities + close)[:limit]
+
     def add_alias(self, name: str, alias: str) -> Entity:
         with Session(self._engine) as session:
             row = self._require(session, name)
