@@ -16,7 +16,6 @@ import difflib
 import re
 import time
 import unicodedata
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Literal
@@ -407,7 +406,7 @@ def _clean(text: str, what: str) -> str:
     return clean
 
 
-__all__: Sequence[str] = [
+__all__ = [
     "Conflict",
     "Entity",
     "Fact",
