@@ -126,14 +126,23 @@ class KnowledgeStore:
     def similar(self, name: str, limit: int = 5) -> list[tuple[Entity, float]]:
         """Entities whose name or an alias is close to ``name`` (a merge to suggest), best first."""
         key = name_key(name)
+        matcher = difflib.SequenceMatcher()
+        matcher.set_seq2(key)  # compared with many: difflib caches what it learns of seq2
         with Session(self._engine) as session:
-            names = {row.key: int(row.id or 0) for row in session.exec(select(EntityRow)).all()}
-            aliases = {row.key: row.entity_id for row in session.exec(select(EntityAliasRow))}
+            keys = [
+                *session.exec(select(EntityRow.key, EntityRow.id)),
+                *session.exec(select(EntityAliasRow.key, EntityAliasRow.entity_id)),
+            ]
             scores: dict[int, float] = {}
-            for other, entity_id in [*names.items(), *aliases.items()]:
-                score = difflib.SequenceMatcher(None, key, other).ratio()
-                if score >= FUZZY_CUTOFF:
-                    final = self._final_id(session, entity_id)
+            for other, entity_id in keys:
+                matcher.set_seq1(other)
+                # The cheap upper bounds first, as difflib.get_close_matches does.
+                if (
+                    matcher.real_quick_ratio() >= FUZZY_CUTOFF
+                    and matcher.quick_ratio() >= FUZZY_CUTOFF
+                    and (score := matcher.ratio()) >= FUZZY_CUTOFF
+                ):
+                    final = self._final_id(session, int(entity_id or 0))
                     scores[final] = max(scores.get(final, 0.0), score)
             best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:limit]
             return [(self._entity(session, session.get(EntityRow, i)), s) for i, s in best]  # type: ignore[arg-type]
