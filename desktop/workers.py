@@ -56,11 +56,8 @@ def loading_ahead(settings: Settings, loader: ModelLoader = load_configured_mode
     thread = threading.Thread(target=work, name="mnemo-model-ahead", daemon=True)
     thread.start()
 
-    first = [True]
-
     def load(current: Settings) -> ChatModel:  # called on the chat thread only
-        if first:
-            first.clear()
+        if outcome or thread.is_alive():  # the first call: take what was loaded ahead
             thread.join()
             model, error = outcome.pop("model", None), outcome.pop("error", None)
             if model_settings(current) == wanted:

@@ -151,3 +151,10 @@ def test_the_command_line_adds_shows_and_explains_a_conflict(profile_dir, capsys
     assert "Lyon" in run("search", "lyo")[1]
     code, out = run("show", "Nobody")
     assert code != 0 and "knows no one and nothing called 'Nobody'" in out
+
+
+def test_find_matches_names_by_their_text_and_an_underscore_is_no_wildcard(mnemo):
+    mnemo.knowledge.entity("proj_x")
+    mnemo.knowledge.entity("projax")
+    assert [e.name for e in mnemo.knowledge.find("proj_")] == ["proj_x"]
+    assert {e.name for e in mnemo.knowledge.find("proj")} == {"proj_x", "projax"}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from engine.cli.output import print_json, when
 from engine.errors import NotFoundError
-from engine.memory.knowledge import Conflict, Fact
+from engine.memory.knowledge import Conflict, Entity, Fact
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -23,6 +23,11 @@ def _line(fact: Fact) -> str:
     )
 
 
+def _entity_line(entity: Entity) -> str:
+    aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
+    return f"{entity.name} [{entity.kind}]{aliases}"
+
+
 def cmd_kg_show(mnemo: Mnemo, args: argparse.Namespace) -> int:
     entity = mnemo.knowledge.resolve(args.entity)
     if entity is None:
@@ -34,8 +39,7 @@ def cmd_kg_show(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.json:
         print_json({"entity": entity, "facts": facts})
         return 0
-    aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
-    print(f"{entity.name} [{entity.kind}]{aliases}")
+    print(_entity_line(entity))
     for fact in facts:
         print(_line(fact))
     if not facts:
@@ -49,8 +53,7 @@ def cmd_kg_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print_json(found)
         return 0
     for entity in found:
-        aliases = f" (also: {', '.join(entity.aliases)})" if entity.aliases else ""
-        print(f"{entity.name} [{entity.kind}]{aliases}")
+        print(_entity_line(entity))
     if not found:
         print(f"No entity is called anything like {args.text!r}.")
     return 0

@@ -320,7 +320,7 @@ class ArchivalStore:
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
         terms = query_terms(query) if mode != "semantic" else []
-        vectors = mode == "semantic" or (mode == "hybrid" and not self._vectors.mismatch)
+        vectors = self._vectors.searched_in(mode)
         if mode == "hybrid" and not vectors:
             notes.append(str(self._vectors.mismatch))  # words still work while vectors wait
         if vectors:

@@ -31,7 +31,6 @@ EntityKind = Literal["person", "place", "organisation", "thing", "event", "other
 KINDS: tuple[str, ...] = ("person", "place", "organisation", "thing", "event", "other")
 Author = Literal["user", "model", "document"]
 SourceKind = Literal["message", "passage", "document", "user"]
-Status = Literal["current", "superseded", "retracted"]
 
 # Relations a subject has one of at a time: a different value contradicts the current one.
 SINGLE_VALUED = frozenset(
@@ -152,16 +151,19 @@ class KnowledgeStore:
         key = name_key(text)
         if not key:
             return []
-        pattern = "%" + key.replace("\\", "").replace("%", "").replace("_", "") + "%"
+        pattern = "%" + key.replace("_", "\\_") + "%"  # a key holds only word characters
         with Session(self._engine) as session:
             ids = [
                 *session.exec(
                     select(EntityRow.id).where(
-                        col(EntityRow.key).like(pattern), col(EntityRow.merged_into).is_(None)
+                        col(EntityRow.key).like(pattern, escape="\\"),
+                        col(EntityRow.merged_into).is_(None),
                     )
                 ),
                 *session.exec(
-                    select(EntityAliasRow.entity_id).where(col(EntityAliasRow.key).like(pattern))
+                    select(EntityAliasRow.entity_id).where(
+                        col(EntityAliasRow.key).like(pattern, escape="\\")
+                    )
                 ),
             ]
             found = list(dict.fromkeys(self._final_id(session, i) for i in ids if i is not None))
@@ -244,17 +246,19 @@ class KnowledgeStore:
                     else row.object_id is None and name_key(row.value or "") == name_key(value)
                 )
                 if same_object:
-                    session.rollback()
-                    return self._fact(session, row)
+                    known = self._fact(session, row)
+                    session.rollback()  # entities created on the way are not kept either
+                    return known
             contradicted = current if relation in SINGLE_VALUED else []
             if contradicted and not supersede:
-                session.rollback()
-                return Conflict(
+                conflict = Conflict(
                     subject_row.name,
                     relation,
                     object_row.name if object_row else value,
                     tuple(self._fact(session, row) for row in contradicted),
                 )
+                session.rollback()
+                return conflict
             now = time.time()
             new = RelationRow(
                 subject_id=subject_row.id,  # type: ignore[arg-type]

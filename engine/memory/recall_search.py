@@ -100,7 +100,7 @@ class RecallSearch:
             return self._keyword_page(query, limit, page, where, params)
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
-        vectors = mode == "semantic" or (mode == "hybrid" and not self._vectors.mismatch)
+        vectors = self._vectors.searched_in(mode)
         if vectors:
             self._vectors.embed_query(query)  # before the keyword half starts beside it
         keyword_future = (

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, text
 
 from engine.memory import context_index
 from engine.memory.search import chunked
-from engine.memory.vectors import VectorTable
+from engine.memory.vectors import VectorTable, quote_sql
 
 log = logging.getLogger("mnemo.recall")
 
@@ -139,7 +139,7 @@ class MessageVectors:
         except Exception:
             log.exception("could not index message contexts; will retry on next open")
         try:
-            others = "role NOT IN (" + ",".join(f"'{role}'" for role in EMBEDDED_ROLES) + ")"
+            others = "role NOT IN (" + ",".join(map(quote_sql, EMBEDDED_ROLES)) + ")"
             if not self._vectors.mismatch and self._vectors.count(others):
                 self._vectors.delete(others)
             self.only_turns.set()

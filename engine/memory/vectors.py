@@ -22,7 +22,7 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
 from engine.memory.lance import lancedb
-from engine.memory.search import RELEVANCE_FLOOR, relevance
+from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -279,6 +279,12 @@ class VectorTable:
         if where:
             query = query.where(where, prefilter=True)
         return query.to_list()
+
+    def searched_in(self, mode: SearchMode) -> bool:
+        """Whether a search in ``mode`` reads these vectors: always by meaning alone (which then
+        fails on an embedder mismatch, in words), and in a hybrid search unless they wait for a
+        re-embed (words alone answer meanwhile)."""
+        return mode == "semantic" or (mode == "hybrid" and not self.mismatch)
 
     def embed_query(self, query: str) -> None:
         """Embed ``query`` now, for ``similar`` to reuse: a hybrid search calls this before it
