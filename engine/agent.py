@@ -647,7 +647,7 @@ class Agent:
     ) -> None:
         """Store a call that could not run and the correction the model gets back."""
         emit(FunctionCalled(name or "(invalid)", {}, f"made an invalid call: {problem}"))
-        correction = f"{problem[0].upper()}{problem[1:]}. Fix the call and try again."
+        correction = f"{problem[0].upper()}{problem[1:].rstrip('.')}. Fix the call and try again."
         with self.mnemo.recall.transaction() as transaction:
             transaction.add(
                 "function_call",

@@ -49,8 +49,10 @@ class Mnemo:
         self.core = CoreMemory(self._engine)
         self.recall = RecallStore(self._engine, self._message_vectors)
         self.archival = ArchivalStore(self._passage_vectors, embedder)
-        self.proposals = ProposalStore(self._engine, self.core, self.recall)
         self.knowledge = KnowledgeStore(self._engine)
+        self.proposals = ProposalStore(
+            self._engine, self.core, self.recall, self.knowledge, self.archival
+        )
         self.settings = Settings(self._engine)
 
     @property

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import MnemoError
 from engine.llm.base import FunctionSchema
 from engine.memory.archival import Passage
+from engine.memory.knowledge import Fact, relation_words
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page, excerpt, query_terms
@@ -178,7 +179,7 @@ def _paged(page: Page[Any], lines: list[str], what: str) -> str:
     if page.page < page.pages:
         head += f"; call again with page={page.page + 1} for more"
     notes = list(page.notes)
-    if any(hit.weak for hit in page):
+    if any(getattr(hit, "weak", False) for hit in page):  # facts are never weak
         notes.append(
             f"Results marked '{_WEAK}' only loosely fit the query: nothing may be stored about it."
         )
@@ -243,7 +244,13 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         source = hit.source.describe() if hit.source.path else ""
         where = ", ".join(
             part
-            for part in (hit.created_at.date().isoformat(), origin, source, _WEAK * hit.weak)
+            for part in (
+                f"id {hit.id[:8]}",
+                hit.created_at.date().isoformat(),
+                origin,
+                source,
+                _WEAK * hit.weak,
+            )
             if part
         )
         lines.append(f"- ({where}) {excerpt(hit.text, arguments['query'], HIT_CHARS)}")
@@ -286,6 +293,162 @@ def _conversation_search_date(ctx: ToolContext, arguments: dict[str, Any]) -> To
         _paged(page, _message_lines(page), f"messages between {start} and {end}"),
         summary=f"{len(page)} of {page.total} messages",
         untrusted_count=len(page),
+    )
+
+
+def fact_source(fact: Fact) -> str:
+    """Where a fact came from, in a few words."""
+    who = {"user": "the user", "model": "you", "document": "a document"}.get(
+        fact.asserted_by, fact.asserted_by
+    )
+    where = f" in message {fact.source_ref}" if fact.source_kind == "message" else ""
+    if fact.source_kind == "document" and fact.source_ref:
+        where = f" in {fact.source_ref}"
+    return f"said by {who}{where}, {fact.learned_at:%Y-%m-%d}"
+
+
+def _knowledge_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+    knowledge = ctx.mnemo.knowledge
+    name, relation = arguments["entity"], arguments.get("relation")
+    entity = knowledge.resolve(name)
+    if entity is None:
+        close = [found.name for found in knowledge.find(name, limit=3)]
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        return ToolResult(f"Knowledge memory knows no one and nothing called {name!r}.{hint}")
+    page = knowledge.facts(entity.name, relation, limit=PAGE_SIZE, page=arguments.get("page", 1))
+    lines = [
+        f"- [fact {fact.id}] {fact.sentence()}"
+        + (f" (since {fact.valid_from:%Y-%m-%d})" if fact.valid_from else "")
+        + f"; {fact_source(fact)}"
+        for fact in page
+    ]
+    what = f"current facts about {entity.name}" + (
+        f" ({relation_words(relation)})" if relation else ""
+    )
+    return ToolResult(
+        _paged(page, lines, what),
+        summary=f"{len(page)} of {page.total} facts",
+        untrusted_count=sum(fact.asserted_by != "user" for fact in page),
+    )
+
+
+def _knowledge_add(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+    """Store a fact at once when the turn is trusted and nothing contradicts it; else the user
+    decides (a contradiction shows old and new side by side)."""
+    subject, relation, obj = arguments["subject"], arguments["relation"], arguments["object"]
+    valid_from = arguments.get("valid_from")
+    source = {"source_kind": "message", "source_ref": str(ctx.call_message_id)}
+    current: tuple[Fact, ...] = ()
+    if ctx.untrusted_reason is None:
+        stored = ctx.mnemo.knowledge.add_in(
+            ctx.transaction.session,
+            subject,
+            relation,
+            obj,
+            valid_from=valid_from,
+            asserted_by="model",
+            **source,  # type: ignore[arg-type]
+        )
+        if isinstance(stored, Fact):
+            return ToolResult(f"Stored: {stored.sentence()} (fact {stored.id}).", summary="stored")
+        current = stored.current
+    return propose_fact(
+        ctx.mnemo,
+        ctx.transaction.session,
+        ctx.conversation_id,
+        subject=subject,
+        relation=relation,
+        obj=obj,
+        current=current,
+        valid_from=valid_from,
+        asserted_by="model",
+        untrusted_reason=ctx.untrusted_reason,
+        **source,
+    )
+
+
+def propose_fact(
+    mnemo: Mnemo,
+    session: Any,
+    conversation_id: str,
+    *,
+    subject: str,
+    relation: str,
+    obj: str,
+    current: tuple[Fact, ...],
+    valid_from: str | None,
+    asserted_by: str,
+    untrusted_reason: str | None,
+    source_kind: str,
+    source_ref: str | None,
+) -> ToolResult:
+    """A fact that waits for the user, as the model is told of it (the assisted memory step
+    and document extraction propose the same way)."""
+    entity = mnemo.knowledge.resolve(subject)
+    proposal = mnemo.proposals.create_fact_in(
+        session,
+        conversation_id=conversation_id,
+        subject=entity.name if entity else subject,
+        predicate=relation,
+        obj=obj,
+        current=current,
+        valid_from=valid_from,
+        source_kind=source_kind,
+        source_ref=source_ref,
+        asserted_by=asserted_by,
+        untrusted_reason=untrusted_reason,
+        auto_approve=mnemo.settings.core_write_policy == "auto",
+    )
+    if proposal.status == "approved":
+        return ToolResult(f"Stored: {proposal.new_fact()}.", summary="applied", proposal=proposal)
+    why = (
+        f"it contradicts what is known ({proposal.old_content})"
+        if current
+        else "it comes from text the user did not write"
+    )
+    return ToolResult(
+        f"Proposal {proposal.id} ({proposal.new_fact()}) waits for the user's approval, "
+        f"because {why}.",
+        summary=f"proposal {proposal.id} waits for approval",
+        proposal=proposal,
+    )
+
+
+def _own_note(ctx: ToolContext, short_id: str) -> Passage:
+    """A passage the model may change: a note, not a document's text."""
+    passage = ctx.mnemo.archival.by_short_id(short_id)
+    if passage.origin == "document":
+        raise MnemoError(
+            f"Passage {short_id} comes from the document {passage.source.describe()} and changes "
+            "only with that file; store a correction with archival_memory_insert instead."
+        )
+    return passage
+
+
+def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
+    """Correct (``text``) or delete (empty) a note: at once in a trusted turn, else proposed."""
+    passage = _own_note(ctx, short_id)
+    verb = "corrected" if text else "deleted"
+    if ctx.untrusted_reason is None:
+        if text:
+            ctx.mnemo.archival.update(passage.id, text)
+        else:
+            ctx.mnemo.archival.delete(passage.id)
+        return ToolResult(f"Passage {passage.id[:8]} was {verb}.", summary=verb)
+    proposal = ctx.mnemo.proposals.create_passage_in(
+        ctx.transaction.session,
+        conversation_id=ctx.conversation_id,
+        passage_id=passage.id,
+        old_text=passage.text,
+        new_text=text,
+        cause_ref=str(ctx.call_message_id),
+        untrusted_reason=ctx.untrusted_reason,
+    )
+    return ToolResult(
+        f"Proposal {proposal.id} to {'correct' if text else 'delete'} passage {passage.id[:8]} "
+        "waits for the user's approval (you read text the user did not write this turn).",
+        summary=f"proposal {proposal.id} waits for approval",
+        proposal=proposal,
     )
 
 
@@ -436,6 +599,71 @@ FUNCTIONS: tuple[MemoryFunction, ...] = (
             f"to {arguments.get('end_date')}"
         ),
         untrusted=CONVERSATION_RESULTS,
+    ),
+    MemoryFunction(
+        "archival_memory_update",
+        "Correct a note in archival memory, by the id shown in search results.",
+        lambda _label: _object(
+            {
+                "passage_id": _text("the passage id", 36),
+                "content": _text("the corrected text", PASSAGE_CHARS),
+                "request_heartbeat": _HEARTBEAT,
+            }
+        ),
+        {"passage_id": "1a2b3c4d", "content": "Wifi password: rose77.", "request_heartbeat": True},
+        lambda ctx, arguments: _archival_change(ctx, arguments["passage_id"], arguments["content"]),
+        lambda arguments: f"corrected archival note {arguments.get('passage_id')}",
+    ),
+    MemoryFunction(
+        "archival_memory_delete",
+        "Delete a wrong or outdated note from archival memory, by its id.",
+        lambda _label: _object(
+            {"passage_id": _text("the passage id", 36), "request_heartbeat": _HEARTBEAT}
+        ),
+        {"passage_id": "1a2b3c4d", "request_heartbeat": True},
+        lambda ctx, arguments: _archival_change(ctx, arguments["passage_id"], ""),
+        lambda arguments: f"deleted archival note {arguments.get('passage_id')}",
+    ),
+    MemoryFunction(
+        "knowledge_search",
+        "List what is known about a person, place or thing (optionally one relation).",
+        lambda _label: _object(
+            {
+                "entity": _text("a name, or 'user' for the user", 200),
+                "relation": _text("e.g. lives_in, works_at, birthday", 60),
+                "page": _PAGE,
+                "request_heartbeat": _HEARTBEAT,
+            },
+            optional=("relation", "page"),
+        ),
+        {"entity": "user", "relation": "lives_in", "request_heartbeat": True},
+        _knowledge_search,
+        lambda arguments: f"looked up what is known about {_quoted(arguments, 'entity')}",
+        untrusted="written after reading {count} facts that a model or a document asserted",
+    ),
+    MemoryFunction(
+        "knowledge_add",
+        "Record a fact about a person, place or thing (a change the user confirms).",
+        lambda _label: _object(
+            {
+                "subject": _text("who or what: a name, or 'user'", 200),
+                "relation": _text("e.g. lives_in, works_at, birthday, sister", 60),
+                "object": _text("the value: a name, place or date", 200),
+                "valid_from": {
+                    "type": "string",
+                    "format": "date",
+                    "description": "since when it holds (YYYY-MM-DD), if known",
+                },
+                "request_heartbeat": _HEARTBEAT,
+            },
+            optional=("valid_from",),
+        ),
+        {"subject": "user", "relation": "lives_in", "object": "Lyon", "request_heartbeat": True},
+        _knowledge_add,
+        lambda arguments: (
+            f"recorded: {arguments.get('subject')} "
+            f"{relation_words(str(arguments.get('relation', '')))} {_quoted(arguments, 'object')}"
+        ),
     ),
 )
 BY_NAME = {function.name: function for function in FUNCTIONS}

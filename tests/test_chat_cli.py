@@ -43,7 +43,7 @@ def test_chat_streams_the_reply_and_asks_about_proposals_inline(mnemo):
     assert "mnemo › Nice to meet you, Sam." in text
     assert "· proposed adding to human: 'Name: Sam.' → proposal 1 waits for approval" in text
     assert "Proposal 1: add to human: 'Name: Sam.'" in text
-    assert "approved; human updated." in text
+    assert "approved; the human block updated." in text
     assert "Context:" in text and "usable tokens" in text
     assert mnemo.core.get("human").endswith("Name: Sam.")
 
@@ -92,7 +92,7 @@ def test_proposal_commands(mnemo, profile_dir, capsys):
     assert main([*profile, "memory", "proposals"]) == 0
     listed = capsys.readouterr().out
     assert "Proposal 1: add to human: 'Name: Sam.'" in listed and "Proposal 2" in listed
-    assert "human after:" in listed
+    assert "the human block after:" in listed
     assert main([*profile, "memory", "approve", "1", "--text", "Name: Samuel."]) == 0
     assert main([*profile, "memory", "reject", "2"]) == 0
     assert main([*profile, "memory", "reject", "2"]) == 1
@@ -101,7 +101,7 @@ def test_proposal_commands(mnemo, profile_dir, capsys):
     shown = capsys.readouterr().out
     assert "Name: Samuel." in shown and "Likes tea." not in shown
     assert main([*profile, "memory", "proposals"]) == 0
-    assert "No core-memory edits are waiting" in capsys.readouterr().out
+    assert "No memory changes are waiting" in capsys.readouterr().out
 
 
 def test_settings_command(profile_dir, capsys):

@@ -45,8 +45,8 @@ def check_calls_keep_their_results(prompt: Prompt) -> None:
 
 def test_long_conversation_in_a_small_window_evicts_into_a_summary(mnemo):
     # The smallest window our prompt works in: the fixed part (instructions, functions with
-    # examples, core memory) takes about 770 of its tokens.
-    model = ScriptedModel(context_length=1280, max_step_tokens=64, default=search_then_reply)
+    # examples, core memory) takes about 1040 of its tokens.
+    model = ScriptedModel(context_length=1536, max_step_tokens=64, default=search_then_reply)
     agent = Agent(mnemo, model)
     events = Recorder()
     turns = 30
@@ -128,7 +128,7 @@ def test_summaries_are_made_in_pieces_that_fit_the_model(mnemo):
 
 
 def test_one_huge_message_is_cut_in_the_window_but_kept_whole_in_recall(mnemo):
-    model = ScriptedModel(context_length=2048, max_step_tokens=64)
+    model = ScriptedModel(context_length=3072, max_step_tokens=64)
     model.enqueue([say("That is a lot of text.")])
     huge = "lorem ipsum dolor sit amet " * 2000
     result = Agent(mnemo, model).send(huge)

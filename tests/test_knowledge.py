@@ -7,8 +7,12 @@ import sqlalchemy
 from sqlmodel import Session
 
 from engine import Mnemo
+from engine.agent import Agent
 from engine.errors import InputError, NotFoundError
+from engine.events import ProposalCreated
+from engine.llm.scripted import ScriptedModel
 from engine.memory.knowledge import Conflict, Fact, name_key, predicate_key
+from tests.agent_helpers import Recorder, call, say, search
 
 
 def test_a_move_is_a_conflict_until_accepted_then_the_old_home_is_history(mnemo):
@@ -34,7 +38,7 @@ def test_a_move_is_a_conflict_until_accepted_then_the_old_home_is_history(mnemo)
     assert (old.object, old.status, old.superseded_by) == ("Porto", "superseded", lyon.id)
     assert old.valid_to == lyon.valid_from and f"{lyon.valid_from:%Y-%m-%d}" == "2026-10-15"
     assert (old.source_ref, new.source_ref) == (str(porto_message), str(lyon_message))
-    assert [fact.subject for fact in knowledge.facts("Lyon")] == ["user"]  # found as object too
+    assert [fact.subject for fact in knowledge.facts("Lyon")] == ["User"]  # found as object too
 
 
 def test_many_valued_relations_keep_every_value_and_literals_stay_text(mnemo):
@@ -124,7 +128,7 @@ def test_facts_survive_a_restart(profile_dir, embedder):
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         m.knowledge.add("user", "lives_in", "Porto")
     with Mnemo.open(profile_dir, embedder=embedder) as m:
-        assert [f.line() for f in m.knowledge.facts("user")] == ["user — lives_in — Porto"]
+        assert [f.line() for f in m.knowledge.facts("user")] == ["User — lives_in — Porto"]
 
 
 def test_the_command_line_adds_shows_and_explains_a_conflict(profile_dir, capsys):
@@ -137,9 +141,9 @@ def test_the_command_line_adds_shows_and_explains_a_conflict(profile_dir, capsys
         captured = capsys.readouterr()
         return code, captured.out + captured.err
 
-    assert run("add", "user", "lives_in", "Porto") == (0, "Known: user — lives_in — Porto (#1).\n")
+    assert run("add", "user", "lives_in", "Porto") == (0, "Known: User — lives_in — Porto (#1).\n")
     code, out = run("add", "user", "lives in", "Lyon", "--since", "2026-10-15")
-    assert code == 1 and "user — lives_in — Porto" in out and "--replace" in out
+    assert code == 1 and "User — lives_in — Porto" in out and "--replace" in out
     assert run("add", "user", "lives_in", "Lyon", "--since", "2026-10-15", "--replace")[0] == 0
     code, out = run("show", "user")
     assert "Lyon (since 2026-10-15)" in out and "Porto" not in out
@@ -158,3 +162,165 @@ def test_find_matches_names_by_their_text_and_an_underscore_is_no_wildcard(mnemo
     mnemo.knowledge.entity("projax")
     assert [e.name for e in mnemo.knowledge.find("proj_")] == ["proj_x"]
     assert {e.name for e in mnemo.knowledge.find("proj")} == {"proj_x", "projax"}
+
+
+# -- the model's functions -----------------------------------------------------------------------
+
+
+def _agent(mnemo, *steps):
+    model = ScriptedModel(context_length=8192, max_step_tokens=64)
+    model.enqueue(list(steps))
+    return Agent(mnemo, model)
+
+
+def test_the_model_adds_facts_and_a_contradiction_waits_for_the_user_with_both_side_by_side(mnemo):
+    agent = _agent(
+        mnemo,
+        call(
+            "knowledge_add",
+            subject="user",
+            relation="lives_in",
+            object="Porto",
+            request_heartbeat=True,
+        ),
+        say("Noted: you live in Porto."),
+        call(
+            "knowledge_add",
+            subject="me",
+            relation="lives in",
+            object="Lyon",
+            valid_from="2026-10-01",
+            request_heartbeat=True,
+        ),
+        say("I will remember Lyon once you confirm."),
+        call("knowledge_search", entity="User", request_heartbeat=True),
+        say("You live in Porto."),
+    )
+    agent.send("I live in Porto.")
+    (porto,) = mnemo.knowledge.facts("user")
+    assert (porto.sentence(), porto.asserted_by, porto.source_kind) == (
+        "User lives in Porto",
+        "model",
+        "message",
+    )
+    call_row = mnemo.recall.get(int(porto.source_ref))  # provenance: the exact call
+    assert call_row.role == "function_call" and "knowledge_add" in call_row.text
+
+    events = Recorder()
+    agent.send("I moved to Lyon this October.", on_event=events)
+    (created,) = events.of(ProposalCreated)
+    proposal = created.proposal
+    assert proposal.kind == "fact" and proposal.action == "replace"
+    assert mnemo.proposals.preview(proposal.id) == (
+        "User lives in Porto",
+        "User lives in Lyon (since 2026-10-01)",
+    )
+    assert [f.object for f in mnemo.knowledge.facts("user")] == ["Porto"]  # not before approval
+
+    agent.send("Where do I live?")
+    result = mnemo.recall.recent(3)[1]
+    assert "[fact " in result.text and "User lives in Porto" in result.text
+    assert "said by you in message" in result.text
+
+    mnemo.proposals.approve(proposal.id)
+    assert [f.object for f in mnemo.knowledge.facts("user")] == ["Lyon"]
+    old, new = mnemo.knowledge.history("user")
+    assert (old.status, old.superseded_by, f"{old.valid_to:%Y-%m-%d}") == (
+        "superseded",
+        new.id,
+        "2026-10-01",
+    )
+    assert mnemo.proposals.get(proposal.id).status == "approved"
+    assert "approved your change to facts about User" in mnemo.recall.recent(1)[0].text
+
+
+def test_a_fact_read_from_a_document_waits_for_the_user_even_without_a_contradiction(mnemo):
+    mnemo.archival.insert(
+        "Ana works at the Lisbon City Council.", source="notes/ana.txt", origin="document"
+    )
+    agent = _agent(
+        mnemo,
+        search("Ana work"),
+        call(
+            "knowledge_add",
+            subject="Ana",
+            relation="works_at",
+            object="Lisbon City Council",
+            request_heartbeat=True,
+        ),
+        say("Ana works at the Lisbon City Council."),
+    )
+    agent.send("Where does Ana work?")
+    (proposal,) = mnemo.proposals.pending()
+    assert proposal.kind == "fact" and proposal.action == "append" and not proposal.trusted
+    assert mnemo.knowledge.resolve("Ana") is None  # nothing stored yet, not even the entity
+    mnemo.proposals.approve(proposal.id, "Lisbon City Council (culture department)")
+    assert [f.object for f in mnemo.knowledge.facts("Ana")] == [
+        "Lisbon City Council (culture department)"
+    ]
+
+
+def test_the_model_corrects_and_deletes_its_notes_but_not_a_documents_text(mnemo):
+    note = mnemo.archival.insert("Wifi password: tulip42.", origin="user")
+    other = mnemo.archival.insert("Parking spot: B12.", origin="user")
+    document = mnemo.archival.insert("Chapter 1.", source="book.txt", origin="document")
+    agent = _agent(
+        mnemo,
+        call(
+            "archival_memory_update",
+            passage_id=note[:8],
+            content="Wifi password: rose77.",
+            request_heartbeat=True,
+        ),
+        say("Updated."),
+        call("archival_memory_delete", passage_id=other[:8], request_heartbeat=True),
+        say("Deleted."),
+        call("archival_memory_delete", passage_id=document[:8], request_heartbeat=True),
+        say("I cannot delete that."),
+    )
+    agent.send("The wifi password changed to rose77.")
+    assert mnemo.archival.get(note).text == "Wifi password: rose77."
+    agent.send("Forget the parking spot.")
+    with pytest.raises(NotFoundError):
+        mnemo.archival.get(other)
+    agent.send("Delete chapter 1.")
+    assert "comes from the document book.txt" in mnemo.recall.recent(3)[1].text
+    assert mnemo.archival.get(document).text == "Chapter 1."
+
+
+def test_after_reading_search_results_a_note_change_waits_for_the_user(mnemo):
+    note = mnemo.archival.insert("Dentist on Friday.", origin="model")
+    agent = _agent(
+        mnemo,
+        search("dentist"),
+        call(
+            "archival_memory_update",
+            passage_id=note[:8],
+            content="Dentist on Monday.",
+            request_heartbeat=True,
+        ),
+        say("I proposed the change."),
+    )
+    agent.send("The dentist moved to Monday.")
+    (proposal,) = mnemo.proposals.pending()
+    assert (proposal.kind, proposal.old_content, proposal.new_content) == (
+        "passage",
+        "Dentist on Friday.",
+        "Dentist on Monday.",
+    )
+    assert mnemo.archival.get(note).text == "Dentist on Friday."
+    mnemo.proposals.approve(proposal.id)
+    assert mnemo.archival.get(note).text == "Dentist on Monday."
+
+
+def test_entities_named_in_a_message_are_found_by_name_alias_and_first_person(mnemo):
+    knowledge = mnemo.knowledge
+    knowledge.add("user", "lives_in", "Porto")
+    knowledge.add("Ana Sousa", "works_at", "Lisbon City Council")
+    knowledge.add_alias("Ana Sousa", "my sister")
+    found = knowledge.mentioned(
+        "When is my sister's birthday, and does Lisbon City Council pay well?"
+    )
+    assert [entity.name for entity in found] == ["Ana Sousa", "Lisbon City Council", "User"]
+    assert [e.name for e in knowledge.mentioned("Where do I live?")] == ["User"]
+    assert knowledge.mentioned("What is the weather like?") == []

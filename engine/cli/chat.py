@@ -123,8 +123,8 @@ def describe_proposal(mnemo: Mnemo, proposal: Proposal) -> list[str]:
         lines.append(f"  caution: {proposal.untrusted_reason}")
     try:
         before, after = mnemo.proposals.preview(proposal.id)
-        lines.append(f"  {proposal.label} now:   {one_line(before) or '(empty)'}")
-        lines.append(f"  {proposal.label} after: {one_line(after) or '(empty)'}")
+        lines.append(f"  {proposal.target} now:   {one_line(before) or '(empty)'}")
+        lines.append(f"  {proposal.target} after: {one_line(after) or '(empty)'}")
     except MnemoError as error:
         lines.append(f"  it no longer applies: {error}")
     return lines
@@ -145,13 +145,13 @@ def review_proposals(
             try:
                 if answer in ("a", "approve"):
                     mnemo.proposals.approve(proposal.id)
-                    out.write(f"  approved; {proposal.label} updated.\n")
+                    out.write(f"  approved; {proposal.target} updated.\n")
                 elif answer in ("e", "edit"):
                     text = ask("  new text: ").strip()
                     if not text:
                         continue
                     mnemo.proposals.approve(proposal.id, text)
-                    out.write(f"  approved with your text; {proposal.label} updated.\n")
+                    out.write(f"  approved with your text; {proposal.target} updated.\n")
                 elif answer in ("r", "reject"):
                     mnemo.proposals.reject(proposal.id)
                     out.write("  rejected; core memory unchanged.\n")

@@ -109,7 +109,7 @@ def cmd_memory_proposals(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print_json(proposals)
         return 0
     if not proposals:
-        print("No core-memory edits are waiting for approval.")
+        print("No memory changes are waiting for approval.")
         return 0
     for proposal in proposals:
         if proposal.status == "pending":
@@ -126,14 +126,19 @@ def cmd_memory_proposals(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def cmd_memory_approve(mnemo: Mnemo, args: argparse.Namespace) -> int:
     proposal = mnemo.proposals.approve(args.id, args.text)
-    block = mnemo.core.block(proposal.label)
-    print(f"Approved proposal {proposal.id}; {block.label} now has {len(block.value)} characters.")
+    if proposal.kind == "core":
+        block = mnemo.core.block(proposal.label)
+        print(
+            f"Approved proposal {proposal.id}; {block.label} now has {len(block.value)} characters."
+        )
+    else:
+        print(f"Approved proposal {proposal.id}; {proposal.target} updated.")
     return 0
 
 
 def cmd_memory_reject(mnemo: Mnemo, args: argparse.Namespace) -> int:
     proposal = mnemo.proposals.reject(args.id)
-    print(f"Rejected proposal {proposal.id}; {proposal.label} is unchanged.")
+    print(f"Rejected proposal {proposal.id}; {proposal.target} is unchanged.")
     return 0
 
 

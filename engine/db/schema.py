@@ -218,6 +218,16 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX entity_alias_entity ON entity_alias (entity_id);
         """,
     ),
+    (
+        "proposal_kinds",
+        # A proposal now changes core memory (``core``), knowledge memory (``fact``: add or
+        # supersede a fact) or an archival note (``passage``: correct or delete it); ``payload``
+        # holds what approval needs beyond the texts shown (JSON).
+        """
+        ALTER TABLE proposal ADD COLUMN kind TEXT NOT NULL DEFAULT 'core';
+        ALTER TABLE proposal ADD COLUMN payload TEXT;
+        """,
+    ),
 ]
 
 
@@ -302,6 +312,8 @@ class ProposalRow(SQLModel, table=True):
     decided_by: str | None = None
     created_at: float
     decided_at: float | None = None
+    kind: str = "core"  # core, fact or passage
+    payload: str | None = None  # JSON: what approving a fact or passage proposal needs
 
 
 class DocumentRow(SQLModel, table=True):

@@ -7,6 +7,7 @@ two are untrusted input) and which embedder made its vector. Search fuses BM25 a
 
 from __future__ import annotations
 
+import re
 import time as time_module
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -273,6 +274,20 @@ class ArchivalStore:
 
     def get(self, passage_id: str) -> Passage:
         return _passage(self._raw(passage_id))
+
+    def by_short_id(self, short_id: str) -> Passage:
+        """The passage whose id starts with ``short_id`` (the model sees 8 characters)."""
+        key = short_id.strip().casefold()
+        if not re.fullmatch(r"[0-9a-f-]{6,36}", key):
+            raise NotFoundError(
+                f"{short_id!r} is not a passage id; use the id shown in search results."
+            )
+        rows = self._vectors.rows(f"id LIKE {quote_sql(key + '%')}", _COLUMNS, limit=2)
+        if not rows:
+            raise NotFoundError(f"There is no archival passage with id {short_id}.")
+        if len(rows) > 1:
+            raise NotFoundError(f"Several passages start with {short_id}; give more of the id.")
+        return _passage(rows[0])
 
     def count(self) -> int:
         return self._vectors.count()

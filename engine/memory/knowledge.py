@@ -21,7 +21,7 @@ from datetime import date, datetime
 from typing import Literal
 
 from sqlalchemy import Engine, or_
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
 from engine.errors import InputError, NotFoundError
@@ -44,14 +44,25 @@ NAME_CHARS = 200
 
 _ARTICLE = re.compile(r"^(the|a|an)\s+")
 _NOT_WORD = re.compile(r"[^\w]+")
+# The person using Mnemo: one entity, whatever they or the model call it.
+USER = "User"
+USER_KEY = "user"
+_USER_WORDS = frozenset({"i", "me", "myself", "user", "human", "the user", "the human"})
+MENTION_WORDS = 4  # the longest name looked for in a message, in words
 
 
 def name_key(name: str) -> str:
-    """A name as compared: accents, case, punctuation and a leading article do not count."""
+    """A name as compared: accents, case, punctuation and a leading article do not count, and
+    "I", "me" and "the user" are all the user."""
     text = unicodedata.normalize("NFKD", name)
     text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
     text = _NOT_WORD.sub(" ", text).strip()
-    return _ARTICLE.sub("", text)
+    return USER_KEY if text in _USER_WORDS else _ARTICLE.sub("", text)
+
+
+def relation_words(predicate: str) -> str:
+    """``lives_in`` as people read it: "lives in"."""
+    return predicate.replace("_", " ")
 
 
 def predicate_key(predicate: str) -> str:
@@ -91,6 +102,10 @@ class Fact:
         """The fact in one line, as the model and the window show it."""
         since = f" (since {self.valid_from:%Y-%m-%d})" if self.valid_from else ""
         return f"{self.subject} — {self.predicate} — {self.object}{since}"
+
+    def sentence(self) -> str:
+        """ "User lives in Lyon": the form a small model reads and repeats best."""
+        return f"{self.subject} {relation_words(self.predicate)} {self.object}"
 
 
 @dataclass(frozen=True)
@@ -231,62 +246,169 @@ class KnowledgeStore:
         A different value of a single-valued relation is a ``Conflict`` unless ``supersede``
         (the user agreed): the current facts are then superseded by the new one.
         """
+        with Session(self._engine) as session:
+            result = self.add_in(
+                session,
+                subject,
+                predicate,
+                obj,
+                valid_from=valid_from,
+                source_kind=source_kind,
+                source_ref=source_ref,
+                asserted_by=asserted_by,
+                literal=literal,
+                supersede=supersede,
+            )
+            session.commit()
+            return result
+
+    def add_in(
+        self,
+        session: Session,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        valid_from: datetime | date | str | None = None,
+        source_kind: SourceKind = "user",
+        source_ref: str | None = None,
+        asserted_by: Author = "user",
+        literal: bool | None = None,
+        supersede: bool = False,
+    ) -> Fact | Conflict:
+        """``add`` inside the caller's transaction (a step, or a proposal's approval): nothing
+        is committed here, and a fact not stored leaves no entity behind either."""
         relation = predicate_key(predicate)
         value = _clean(obj, "what the fact says")
         is_literal = relation in LITERAL_VALUED if literal is None else literal
         started = to_timestamp(valid_from) if valid_from is not None else None
+        # Read before writing: a fact that is known or contradicted creates no entity.
+        subject_row = self._resolve_row(session, subject)
+        object_row = None if is_literal else self._resolve_row(session, value)
+        current = self._current(session, subject_row.id, relation) if subject_row else []  # type: ignore[arg-type]
+        for row in current:
+            same_object = (
+                row.object_id == object_row.id
+                if object_row is not None
+                else row.object_id is None and name_key(row.value or "") == name_key(value)
+            )
+            if same_object and (is_literal or object_row is not None):
+                return self._fact(session, row)
+        contradicted = current if relation in SINGLE_VALUED else []
+        if contradicted and not supersede:
+            assert subject_row is not None
+            return Conflict(
+                subject_row.name,
+                relation,
+                object_row.name if object_row else value,
+                tuple(self._fact(session, row) for row in contradicted),
+            )
+        subject_row = subject_row or self._entity_row(session, subject)
+        if not is_literal:
+            object_row = object_row or self._entity_row(session, value)
+        now = time.time()
+        new = RelationRow(
+            subject_id=subject_row.id,  # type: ignore[arg-type]
+            predicate=relation,
+            object_id=object_row.id if object_row else None,
+            value=None if object_row else value,
+            valid_from=started,
+            learned_at=now,
+            source_kind=source_kind,
+            source_ref=source_ref,
+            asserted_by=asserted_by,
+        )
+        session.add(new)
+        session.flush()
+        for row in contradicted:
+            self._supersede(session, row, new, started if started is not None else now)
+        return self._fact(session, new)
+
+    def correct(self, fact_id: int, obj: str) -> Fact:
+        """Put right what a fact says (the user edited it): the new fact supersedes the old
+        one, which stays in the history."""
         with Session(self._engine) as session:
-            subject_row = self._entity_row(session, subject)
-            object_row = None if is_literal else self._entity_row(session, value)
-            current = self._current(session, subject_row.id, relation)  # type: ignore[arg-type]
-            for row in current:
-                same_object = (
-                    row.object_id == object_row.id
-                    if object_row is not None
-                    else row.object_id is None and name_key(row.value or "") == name_key(value)
-                )
-                if same_object:
-                    known = self._fact(session, row)
-                    session.rollback()  # entities created on the way are not kept either
-                    return known
-            contradicted = current if relation in SINGLE_VALUED else []
-            if contradicted and not supersede:
-                conflict = Conflict(
-                    subject_row.name,
-                    relation,
-                    object_row.name if object_row else value,
-                    tuple(self._fact(session, row) for row in contradicted),
-                )
-                session.rollback()
-                return conflict
-            now = time.time()
+            row = self._relation(session, fact_id)
+            if row.status != "current":
+                raise InputError(f"Fact {fact_id} is {row.status}; only a current fact is edited.")
+            subject = session.get(EntityRow, row.subject_id)
+            assert subject is not None
+            literal = row.object_id is None
+            value = _clean(obj, "what the fact says")
+            object_row = None if literal else self._entity_row(session, value)
             new = RelationRow(
-                subject_id=subject_row.id,  # type: ignore[arg-type]
-                predicate=relation,
+                subject_id=row.subject_id,
+                predicate=row.predicate,
                 object_id=object_row.id if object_row else None,
-                value=None if object_row else value,
-                valid_from=started,
-                learned_at=now,
-                source_kind=source_kind,
-                source_ref=source_ref,
-                asserted_by=asserted_by,
+                value=value if literal else None,
+                valid_from=row.valid_from,
+                learned_at=time.time(),
+                source_kind="user",
+                asserted_by="user",
             )
             session.add(new)
             session.flush()
-            for row in contradicted:
-                row.status = "superseded"
-                row.superseded_by = new.id
-                row.valid_to = started if started is not None else now
-                session.add(row)
+            self._supersede(session, row, new, row.valid_to)
             session.commit()
             return self._fact(session, new)
+
+    def fact(self, fact_id: int) -> Fact:
+        with Session(self._engine) as session:
+            return self._fact(session, self._relation(session, fact_id))
+
+    def mentioned(self, text: str, limit: int = 3) -> list[Entity]:
+        """The entities a text names (by name or alias, up to ``MENTION_WORDS`` words; "I" and
+        "my" name the user), in the order they first appear: whose facts to recall."""
+        words = name_key(text.replace("'s ", " ")).split()
+        spans = {
+            " ".join(words[start : start + size]): start
+            for size in range(MENTION_WORDS, 0, -1)
+            for start in range(len(words) - size + 1)
+        }
+        if {"i", "my", "me", "mine", "myself"} & set(words):
+            spans.setdefault(USER_KEY, len(words))  # after anyone named: less specific
+        if not spans:
+            return []
+        keys = list(spans)
+        with Session(self._engine) as session:
+            found = [
+                *session.exec(
+                    select(EntityRow.key, EntityRow.id).where(col(EntityRow.key).in_(keys))
+                ),
+                *session.exec(
+                    select(EntityAliasRow.key, EntityAliasRow.entity_id).where(
+                        col(EntityAliasRow.key).in_(keys)
+                    )
+                ),
+            ]
+            found.sort(key=lambda pair: spans[pair[0]])
+            ids = list(dict.fromkeys(self._final_id(session, int(i)) for _, i in found))
+            rows = [session.get(EntityRow, i) for i in ids[:limit]]
+            return [self._entity(session, row) for row in rows if row is not None]
+
+    def entities(self, limit: int = 500) -> list[tuple[Entity, int]]:
+        """Every entity with its number of current facts (as subject), the user first, then by
+        name: the People & things page's list."""
+        with Session(self._engine) as session:
+            counts = dict(
+                session.exec(
+                    select(RelationRow.subject_id, func.count())
+                    .where(RelationRow.status == "current")
+                    .group_by(col(RelationRow.subject_id))
+                ).all()
+            )
+            rows = session.exec(
+                select(EntityRow)
+                .where(col(EntityRow.merged_into).is_(None))
+                .order_by(col(EntityRow.key) != USER_KEY, col(EntityRow.key))
+                .limit(limit)
+            ).all()
+            return [(self._entity(session, row), int(counts.get(row.id or 0, 0))) for row in rows]
 
     def retract(self, fact_id: int) -> Fact:
         """Mark a wrong fact retracted (kept in the history, gone from current facts)."""
         with Session(self._engine) as session:
-            row = session.get(RelationRow, fact_id)
-            if row is None:
-                raise NotFoundError(f"There is no fact {fact_id} in knowledge memory.")
+            row = self._relation(session, fact_id)
             row.status = "retracted"
             session.add(row)
             session.commit()
@@ -323,6 +445,22 @@ class KnowledgeStore:
             return [self._fact(session, r) for r in rows]
 
     # -- rows ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _relation(session: Session, fact_id: int) -> RelationRow:
+        row = session.get(RelationRow, fact_id)
+        if row is None:
+            raise NotFoundError(f"There is no fact {fact_id} in knowledge memory.")
+        return row
+
+    @staticmethod
+    def _supersede(
+        session: Session, old: RelationRow, new: RelationRow, ended: float | None
+    ) -> None:
+        old.status = "superseded"
+        old.superseded_by = new.id
+        old.valid_to = ended
+        session.add(old)
 
     def _current(self, session: Session, subject_id: int, predicate: str) -> list[RelationRow]:
         return list(
@@ -366,7 +504,10 @@ class KnowledgeStore:
         if kind not in KINDS:
             raise InputError(f"{kind!r} is not a kind of entity; use one of {', '.join(KINDS)}.")
         clean = _clean(name, "a name")
-        row = EntityRow(name=clean, key=name_key(clean), kind=kind, created_at=time.time())
+        key = name_key(clean)
+        if key == USER_KEY:
+            clean, kind = USER, "person"
+        row = EntityRow(name=clean, key=key, kind=kind, created_at=time.time())
         if not row.key:
             raise InputError(f"{name!r} is not a name: it has no letters or digits.")
         session.add(row)
@@ -424,6 +565,8 @@ __all__ = [
     "Entity",
     "Fact",
     "KnowledgeStore",
+    "USER",
     "name_key",
     "predicate_key",
+    "relation_words",
 ]

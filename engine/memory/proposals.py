@@ -1,26 +1,38 @@
-"""Proposals: the model's edits to core memory, waiting for the user's approval.
+"""Proposals: the model's edits to memory, waiting for the user's approval.
 
 Core memory is always in the model's context, so a wrong or injected line there steers every later
 answer. The model therefore never writes it directly: its ``core_memory_append``/``replace`` calls
 become proposals that the user approves (as they are or edited) or rejects. Only approval changes
 the block, as a version whose provenance names the proposal, and the proposal names the function
 call that made it. The conversation gets a short system note of each decision so the model knows.
+
+Two more kinds share the same panel and the same rules: a ``fact`` for knowledge memory (a
+contradiction of a current fact, or a fact from text the user did not write) and a ``passage``
+(the model correcting or deleting an archival note after reading untrusted text).
 """
 
 from __future__ import annotations
 
+import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
 from engine.db.schema import ProposalRow
-from engine.errors import CoreMemoryError, NotFoundError
+from engine.errors import CoreMemoryError, MnemoError, NotFoundError
 from engine.memory.core import CoreMemory, EditAction
+from engine.memory.knowledge import Fact, KnowledgeStore, relation_words
 from engine.memory.recall import RecallStore
 from engine.memory.search import from_timestamp
+
+if TYPE_CHECKING:
+    from engine.memory.archival import ArchivalStore
+
+ProposalKind = Literal["core", "fact", "passage"]
 
 
 @dataclass(frozen=True)
@@ -40,13 +52,39 @@ class Proposal:
     decided_by: str | None
     created_at: datetime
     decided_at: datetime | None
+    kind: str = "core"
+    payload: dict[str, Any] = field(default_factory=dict)
 
     @property
     def trusted(self) -> bool:
         """False when the model wrote it after reading documents or search results."""
         return self.untrusted_reason is None
 
+    @property
+    def target(self) -> str:
+        """What it changes, as the user reads it: "the human block", "facts about Ana"."""
+        if self.kind == "fact":
+            return f"facts about {self.label}"
+        if self.kind == "passage":
+            return f"archival note {self.label[:8]}"
+        return f"the {self.label} block"
+
+    def new_fact(self, obj: str | None = None) -> str:
+        """A fact proposal's fact as a sentence (with ``obj`` when the user edited it)."""
+        payload = self.payload
+        return f"{self.label} {relation_words(payload['predicate'])} {obj or self.new_content}" + (
+            f" (since {payload['valid_from']})" if payload.get("valid_from") else ""
+        )
+
     def describe(self) -> str:
+        if self.kind == "fact":
+            if self.old_content:
+                return f"{self.new_fact()}, instead of: {self.old_content}"
+            return f"remember that {self.new_fact()}"
+        if self.kind == "passage":
+            if not self.new_content:
+                return f"delete archival note {self.label[:8]}: {self.old_content!r}"
+            return f"correct archival note {self.label[:8]} to {self.new_content!r}"
         if self.action == "append":
             return f"add to {self.label}: {self.new_content!r}"
         return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
@@ -70,14 +108,25 @@ def _proposal(row: ProposalRow) -> Proposal:
         decided_by=row.decided_by,
         created_at=from_timestamp(row.created_at),
         decided_at=from_timestamp(row.decided_at) if row.decided_at else None,
+        kind=row.kind,
+        payload=json.loads(row.payload) if row.payload else {},
     )
 
 
 class ProposalStore:
-    def __init__(self, engine: Engine, core: CoreMemory, recall: RecallStore) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        core: CoreMemory,
+        recall: RecallStore,
+        knowledge: KnowledgeStore,
+        archival: ArchivalStore,
+    ) -> None:
         self._engine = engine
         self._core = core
         self._recall = recall
+        self._knowledge = knowledge
+        self._archival = archival
 
     def create_in(
         self,
@@ -129,6 +178,82 @@ class ProposalStore:
             session.add(row)
         return _proposal(row)
 
+    def create_fact_in(
+        self,
+        session: Session,
+        *,
+        conversation_id: str,
+        subject: str,
+        predicate: str,
+        obj: str,
+        current: tuple[Fact, ...] = (),
+        valid_from: str | None = None,
+        source_kind: str = "message",
+        source_ref: str | None = None,
+        asserted_by: str = "model",
+        untrusted_reason: str | None = None,
+        auto_approve: bool = False,
+    ) -> Proposal:
+        """A fact for knowledge memory that waits for the user: it contradicts ``current``
+        facts (shown side by side with it), or it comes from text the user did not write. With
+        ``auto_approve`` (the user's policy) a trusted one is stored at once."""
+        payload = {
+            "predicate": predicate,
+            "valid_from": valid_from,
+            "source_kind": source_kind,
+            "source_ref": source_ref,
+            "asserted_by": asserted_by,
+        }
+        row = ProposalRow(
+            conversation_id=conversation_id,
+            kind="fact",
+            label=subject,
+            action="replace" if current else "append",
+            old_content="; ".join(fact.sentence() for fact in current) or None,
+            new_content=obj,
+            payload=json.dumps(payload),
+            cause_kind=source_kind,
+            cause_ref=source_ref,
+            untrusted_reason=untrusted_reason,
+            created_at=time.time(),
+        )
+        session.add(row)
+        session.flush()
+        if auto_approve and untrusted_reason is None:
+            self._store_fact(session, row, obj)
+            self._decide(row, "approved", "policy", obj, None)
+            session.add(row)
+        return _proposal(row)
+
+    def create_passage_in(
+        self,
+        session: Session,
+        *,
+        conversation_id: str,
+        passage_id: str,
+        old_text: str,
+        new_text: str,
+        cause_ref: str | None,
+        untrusted_reason: str | None,
+    ) -> Proposal:
+        """The model's correction of an archival note (``new_text`` empty: its deletion),
+        waiting for the user because the model wrote it after reading untrusted text."""
+        row = ProposalRow(
+            conversation_id=conversation_id,
+            kind="passage",
+            label=passage_id,
+            action="replace",
+            old_content=old_text,
+            new_content=new_text,
+            cause_kind="message",
+            cause_ref=cause_ref,
+            untrusted_reason=untrusted_reason,
+            created_at=time.time(),
+        )
+        session.add(row)
+        session.flush()
+        return _proposal(row)
+
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, proposal_id: int) -> Proposal:
@@ -158,8 +283,13 @@ class ProposalStore:
             return [_proposal(row) for row in session.exec(query)]
 
     def preview(self, proposal_id: int, content: str | None = None) -> tuple[str, str]:
-        """The block's text now and as it would be after approval (with ``content`` if edited)."""
+        """The text now and as it would be after approval (with ``content`` if edited): the
+        block, the facts about the subject, or the note."""
         proposal = self.get(proposal_id)
+        if proposal.kind == "fact":
+            return proposal.old_content or "", proposal.new_fact(content)
+        if proposal.kind == "passage":
+            return proposal.old_content or "", proposal.new_content if content is None else content
         return self._core.preview(
             proposal.label,
             proposal.action,  # type: ignore[arg-type]
@@ -172,37 +302,75 @@ class ProposalStore:
     def approve(self, proposal_id: int, content: str | None = None) -> Proposal:
         """Apply a proposal (``content`` replaces the proposed text when the user edited it).
 
-        The block's new version, the proposal's status and the note to the model commit together.
+        The change, the proposal's status and the note to the model commit together (an
+        archival note, kept in LanceDB, changes first: if that fails, nothing is decided).
         """
         with self._recall.transaction() as tx:
             row = self._pending_row(tx.session, proposal_id)
             edited = content is not None and content != row.new_content
             applied = row.new_content if content is None else content
-            try:
-                version_id = self._core.apply_in(
-                    tx.session,
-                    row.label,
-                    row.action,  # type: ignore[arg-type]
-                    applied,
-                    row.old_content,
-                    author="user" if edited else "model",
-                    cause_kind="proposal",
-                    cause_ref=str(proposal_id),
-                )
-            except CoreMemoryError as error:
-                raise CoreMemoryError(
-                    f"Proposal {proposal_id} no longer fits the {row.label} block: {error} "
-                    "Edit it or reject it."
-                ) from error
+            version_id = None
+            if row.kind == "fact":
+                self._store_fact(tx.session, row, applied)
+            elif row.kind == "passage":
+                self._change_passage(row, applied)
+            else:
+                version_id = self._apply_core(tx.session, row, applied, edited)
             self._decide(row, "approved", "user", applied, version_id)
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
             tx.add(
                 "system",
-                f"The user {how} your change to the {row.label} block (proposal {row.id}).",
+                f"The user {how} your change to {_proposal(row).target} (proposal {row.id}).",
                 conversation_id=row.conversation_id,
             )
             return _proposal(row)
+
+    def _apply_core(
+        self, session: Session, row: ProposalRow, applied: str, edited: bool
+    ) -> int | None:
+        try:
+            return self._core.apply_in(
+                session,
+                row.label,
+                row.action,  # type: ignore[arg-type]
+                applied,
+                row.old_content,
+                author="user" if edited else "model",
+                cause_kind="proposal",
+                cause_ref=str(row.id),
+            )
+        except CoreMemoryError as error:
+            raise CoreMemoryError(
+                f"Proposal {row.id} no longer fits the {row.label} block: {error} "
+                "Edit it or reject it."
+            ) from error
+
+    def _store_fact(self, session: Session, row: ProposalRow, obj: str) -> None:
+        """Store an approved fact, superseding the facts it contradicts."""
+        payload = json.loads(row.payload or "{}")
+        self._knowledge.add_in(
+            session,
+            row.label,
+            payload["predicate"],
+            obj,
+            valid_from=payload.get("valid_from"),
+            source_kind=payload.get("source_kind", "message"),
+            source_ref=payload.get("source_ref"),
+            asserted_by=payload.get("asserted_by", "model"),
+            supersede=True,
+        )
+
+    def _change_passage(self, row: ProposalRow, text: str) -> None:
+        try:
+            if text.strip():
+                self._archival.update(row.label, text)
+            else:
+                self._archival.delete(row.label)
+        except MnemoError as error:
+            raise CoreMemoryError(
+                f"Proposal {row.id} no longer applies: {error} Reject it."
+            ) from error
 
     def reject(self, proposal_id: int) -> Proposal:
         with self._recall.transaction() as tx:
@@ -211,7 +379,7 @@ class ProposalStore:
             tx.session.add(row)
             tx.add(
                 "system",
-                f"The user rejected your change to the {row.label} block (proposal {row.id}); "
+                f"The user rejected your change to {_proposal(row).target} (proposal {row.id}); "
                 "do not propose it again unless they ask.",
                 conversation_id=row.conversation_id,
             )
