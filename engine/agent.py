@@ -53,6 +53,9 @@ from engine.events import (
 )
 from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, safe_text
 from engine.memory.archival import Passage
+from engine.memory.extract import Candidate, facts_in
+from engine.memory.knowledge import Fact
+from engine.memory.proposals import Proposal
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
     MessageHit,
@@ -67,6 +70,7 @@ from engine.tools import (
     check_arguments,
     cited_passages,
     describe_call,
+    propose_fact,
     run_function,
 )
 from engine.transcript import (
@@ -390,18 +394,20 @@ class Agent:
         does not already see (nothing when nothing new clearly fits)."""
         message = users[-1].text
         previous = users[-2].text if len(users) > 1 else None
-        seen_messages, seen_passages = {hit.id for hit in hits}, set()
+        seen_messages, seen_passages, seen_facts = {hit.id for hit in hits}, set(), set()
         for hit in hits:
             if hit.role == "function_call" and hit.name == assisted.RECALL:
-                shown_messages, shown_passages = recall_note_shown(hit.text)
+                shown_messages, shown_passages, shown_facts = recall_note_shown(hit.text)
                 seen_messages.update(shown_messages)
                 seen_passages.update(shown_passages)
+                seen_facts.update(shown_facts)
         found = assisted.recall_for(
             self.mnemo,
             message,
             previous=previous,
             visible=seen_messages,
             shown_passages=seen_passages,
+            shown_facts=seen_facts,
         )
         if not found:
             return found
@@ -410,6 +416,7 @@ class Agent:
             "found": found.summary(),
             "messages": [hit.id for hit in found.messages],
             "passages": [passage.id for passage in found.passages],
+            "facts": [fact.id for fact in found.facts],
         }
         emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
         text = found.text()
@@ -432,13 +439,31 @@ class Agent:
         emit: EventCallback,
         cancel: threading.Event | None,
     ) -> bool:
-        """Let the model keep the user's statements worth remembering, as core-memory
-        proposals. It continues ``prompt`` (the window with the reply) and may only pick among
-        the user's own first-person statements; a malformed answer is dropped with a log line.
-        Whether the model was asked."""
+        """Keep what the user's message tells about them. A statement that states a fact
+        knowledge memory holds (its form says so: ``engine.memory.extract``) is kept as that
+        fact. The model chooses among the other first-person statements which are worth a line
+        in the ``human`` block: it continues ``prompt`` (the window with the reply) and may only
+        pick among them; a malformed answer is dropped with a log line. Whether the model was
+        asked.
+
+        The model does not choose the knowledge facts: the bundled model kept all 6 passing
+        remarks it was shown alone, so its choice adds nothing to the patterns' judgement, and
+        in a conversation it dropped "I live in Porto" (/tmp measurements in the issue note)."""
         known = self._known_facts()
-        statements = [s for s in assisted.user_statements(user.text) if s.casefold() not in known]
+        today = user.created_at.astimezone().date()
+        learned: dict[str, list[Candidate]] = {}  # statements that state a knowledge fact
+        statements = []  # the others, for the model to choose from
+        for statement in assisted.user_statements(user.text):
+            found = facts_in(statement, today)
+            if found:
+                new = [c for c in found if not self.mnemo.knowledge.holds(*c.triple)]
+                if new:
+                    learned[statement] = new
+            elif statement.casefold() not in known:
+                statements.append(statement)
         if not statements:
+            if learned:
+                self._remember(user, list(learned), learned, emit)
             return False
         request = Prompt(
             instructions=prompt.instructions,
@@ -453,12 +478,16 @@ class Agent:
             return True  # the reply is kept; nothing of the memory step is
         except MnemoError as error:
             log.warning("the memory step failed: %s", error)
-            return True
-        facts = assisted.chosen_facts(step.text, statements)
-        if facts is None:
-            log.warning("the memory step's output was malformed and was dropped: %.200s", step.raw)
-        elif facts:
-            self._propose_facts(user, facts, emit)
+            facts = []
+        else:
+            chosen = assisted.chosen_facts(step.text, statements)
+            if chosen is None:
+                log.warning(
+                    "the memory step's output was malformed and was dropped: %.200s", step.raw
+                )
+            facts = chosen or []
+        if facts or learned:
+            self._remember(user, [*learned, *facts], learned, emit)
         return True
 
     def _known_facts(self) -> str:
@@ -467,17 +496,32 @@ class Agent:
         pending = [p.new_content for p in self.mnemo.proposals.pending(self.conversation_id)]
         return "\n".join([blocks.get("human", ""), *pending]).casefold()
 
-    def _propose_facts(self, user: MessageHit, facts: list[str], emit: EventCallback) -> None:
-        arguments = {"facts": facts}
+    def _remember(
+        self,
+        user: MessageHit,
+        kept: list[str],
+        candidates: dict[str, list[Candidate]],
+        emit: EventCallback,
+    ) -> None:
+        """Keep the statements the memory step chose: those that state a fact knowledge memory
+        holds go there (stored at once, or proposed when they contradict a current fact or the
+        message was pasted text); the others become proposals for the ``human`` block."""
+        lines = [statement for statement in kept if statement not in candidates]
+        knowledge = [fact for statement in kept for fact in candidates.get(statement, [])]
+        arguments: dict[str, Any] = {"facts": kept}
+        if knowledge:
+            arguments["knowledge"] = [fact.sentence() for fact in knowledge]
         emit(
             FunctionCalled(
                 assisted.REMEMBER, arguments, describe_call(assisted.REMEMBER, arguments)
             )
         )
-        proposals = []
+        untrusted = pasted_reason(user.text)
+        proposals: list[Proposal] = []
+        outcomes: list[str] = []
         with self.mnemo.recall.transaction() as transaction:
             self._store_call(transaction, assisted.REMEMBER, arguments)
-            for fact in facts:
+            for fact in lines:
                 savepoint = transaction.session.begin_nested()
                 try:
                     proposal = self.mnemo.proposals.create_in(
@@ -488,7 +532,7 @@ class Agent:
                         new_content=assisted.fact_line(fact),
                         cause_kind="message",
                         cause_ref=str(user.id),
-                        untrusted_reason=pasted_reason(user.text),
+                        untrusted_reason=untrusted,
                         auto_approve=self.mnemo.settings.core_write_policy == "auto",
                     )
                 except CoreMemoryError as error:  # the block is full or read-only
@@ -497,20 +541,80 @@ class Agent:
                     continue
                 savepoint.commit()
                 proposals.append(proposal)
-            applied = sum(p.status == "approved" for p in proposals)
-            result = f"{len(proposals)} of {len(facts)} facts proposed for the human block" + (
-                f" ({applied} applied)" if applied else "; they wait for the user's approval"
-            )
+            if lines:
+                applied = sum(p.status == "approved" for p in proposals)
+                outcomes.append(
+                    f"{len(proposals)} of {len(lines)} facts proposed for the human block"
+                    + (
+                        f" ({applied} applied)"
+                        if applied
+                        else "; they wait for the user's approval"
+                    )
+                )
+            for candidate in knowledge:
+                outcome, waiting = self._learn(transaction, user, candidate, untrusted)
+                outcomes.append(outcome)
+                if waiting is not None:
+                    proposals.append(waiting)
+            result = "; ".join(outcomes)
             transaction.add(
                 "function_result",
                 result,
                 name=assisted.REMEMBER,
                 conversation_id=self.conversation_id,
             )
-        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(proposals)} proposed"))
+        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(kept)} kept"))
         for proposal in proposals:
             applied = proposal.status == "approved"
             emit(ProposalApplied(proposal) if applied else ProposalCreated(proposal))
+
+    def _learn(
+        self,
+        transaction: RecallTransaction,
+        user: MessageHit,
+        candidate: Candidate,
+        untrusted: str | None,
+    ) -> tuple[str, Proposal | None]:
+        """One fact from the user's message into knowledge memory: what happened, in words,
+        and the proposal when it waits for the user."""
+        source = {"source_kind": "message", "source_ref": str(user.id)}
+        session = transaction.session
+        savepoint = session.begin_nested()
+        try:
+            current: tuple[Fact, ...] = ()
+            if untrusted is None:
+                stored = self.mnemo.knowledge.add_in(
+                    session,
+                    candidate.subject,
+                    candidate.predicate,
+                    candidate.object,
+                    valid_from=candidate.valid_from,
+                    asserted_by="user",
+                    **source,  # type: ignore[arg-type]
+                )
+                if isinstance(stored, Fact):
+                    savepoint.commit()
+                    return f"learned: {stored.sentence()}", None
+                current = stored.current
+            result = propose_fact(
+                self.mnemo,
+                session,
+                self.conversation_id,
+                subject=candidate.subject,
+                relation=candidate.predicate,
+                obj=candidate.object,
+                current=current,
+                valid_from=candidate.valid_from,
+                asserted_by="user",
+                untrusted_reason=untrusted,
+                **source,
+            )
+        except MnemoError as error:
+            savepoint.rollback()
+            log.info("a fact from the message was not kept: %s", error)
+            return f"not kept: {candidate.sentence()} ({error})", None
+        savepoint.commit()
+        return result.text, result.proposal
 
     def _status(self, turn: _Turn, final: bool) -> str:
         """The line that rides with the newest message: what changes every step."""

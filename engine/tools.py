@@ -674,7 +674,12 @@ ENGINE_CALLS: dict[str, Callable[[dict[str, Any]], str]] = {
     "recall": lambda arguments: f"recalled {arguments.get('found', 'memory')}",
     "remember": lambda arguments: (
         "noted from your message: "
-        + repr(one_line("; ".join(map(str, arguments.get("facts") or [])), 80))
+        + repr(
+            one_line(
+                "; ".join(map(str, arguments.get("knowledge") or arguments.get("facts") or [])),
+                80,
+            )
+        )
     ),
 }
 

@@ -66,13 +66,13 @@ def read_citations(text: str) -> tuple[Citation, ...] | None:
         return None
 
 
-def recall_note_shown(text: str) -> tuple[list[int], list[str]]:
-    """The message and passage ids a stored ``recall`` call showed the model (none when the row
-    cannot be read: it only means something may be recalled again)."""
+def recall_note_shown(text: str) -> tuple[list[int], list[str], list[int]]:
+    """The message, passage and fact ids a stored ``recall`` call showed the model (none when
+    the row cannot be read: it only means something may be recalled again)."""
     call = read_call(text)
     if call is None:
-        return [], []
-    messages, passages = call.arguments.get("messages", []), call.arguments.get("passages", [])
-    if not isinstance(messages, list) or not isinstance(passages, list):
-        return [], []
-    return messages, passages
+        return [], [], []
+    shown = [call.arguments.get(key, []) for key in ("messages", "passages", "facts")]
+    if not all(isinstance(ids, list) for ids in shown):
+        return [], [], []
+    return shown[0], shown[1], shown[2]

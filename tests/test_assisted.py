@@ -63,11 +63,18 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     assert reply_prompt.functions == [] and "Recalled" not in reply_prompt.messages[-1].content
     # The memory step continues the reply's prompt and may only pick the user's own statements.
     assert memory_prompt.messages[: len(reply_prompt.messages)] == reply_prompt.messages
+    # Her name and home are facts for knowledge memory, kept by their form (and, as the first
+    # facts about her, stored at once); the model chooses among the rest for the human block.
     choices = memory_prompt.reply_schema["properties"]["facts"]["items"]["enum"]
-    assert choices == ["My name is Priya", "I live in Porto", "I am allergic to peanuts"]
+    assert choices == ["I am allergic to peanuts"]
     (created,) = first.of(ProposalCreated)
     assert created.proposal.new_content == 'The user said: "I am allergic to peanuts."'
     assert created.proposal.status == "pending"  # the default policy asks the user
+    user_message = mnemo.recall.recent(10)[0]
+    assert sorted((f.sentence(), f.source_ref) for f in mnemo.knowledge.facts("user")) == [
+        ("User lives in Porto", str(user_message.id)),
+        ("User's name is Priya", str(user_message.id)),
+    ]
 
     model.enqueue(["You are allergic to peanuts."])
     second = Recorder()
@@ -77,9 +84,11 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     assert "I am allergic to peanuts" in prompt.messages[-1].content
     said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
     assert said in prompt.messages[-1].content
+    assert "- The user lives in Porto." in prompt.messages[-1].content  # "I": facts about her
     (called,) = second.of(FunctionCalled)
     (returned,) = second.of(FunctionReturned)
-    assert called.name == assisted.RECALL and called.description == "recalled 1 message"
+    assert called.name == assisted.RECALL
+    assert called.description == "recalled 2 facts and 1 message"
     assert rows(mnemo, "later") == [
         ("user", None),
         ("function_call", assisted.RECALL),
@@ -136,9 +145,9 @@ def test_a_document_that_orders_a_memory_update_gets_no_write(mnemo, model):
 
 
 def test_a_malformed_memory_step_is_dropped_and_the_reply_kept(mnemo, model, caplog):
-    model.enqueue(["Got it.", '{"facts": ["I live in Lisbon"'])
+    model.enqueue(["Got it.", '{"facts": ["I am allergic to cats"'])
     events = Recorder()
-    Agent(mnemo, model).send("I live in Porto.", on_event=events)
+    Agent(mnemo, model).send("I am allergic to peanuts.", on_event=events)
     assert [event.text for event in events.of(MessageSent)] == ["Got it."]
     assert mnemo.proposals.pending() == []
     assert "malformed" in caplog.text

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 import sqlalchemy
+from agent_helpers import Recorder, call, say, search
 from sqlmodel import Session
 
-from engine import Mnemo
+from engine import Mnemo, assisted
 from engine.agent import Agent
 from engine.errors import InputError, NotFoundError
 from engine.events import ProposalCreated
 from engine.llm.scripted import ScriptedModel
 from engine.memory.knowledge import Conflict, Fact, name_key, predicate_key
-from tests.agent_helpers import Recorder, call, say, search
 
 
 def test_a_move_is_a_conflict_until_accepted_then_the_old_home_is_history(mnemo):
@@ -324,3 +326,74 @@ def test_entities_named_in_a_message_are_found_by_name_alias_and_first_person(mn
     assert [entity.name for entity in found] == ["Ana Sousa", "Lisbon City Council", "User"]
     assert [e.name for e in knowledge.mentioned("Where do I live?")] == ["User"]
     assert knowledge.mentioned("What is the weather like?") == []
+
+
+# -- learning from the user's messages (the assisted memory step) ------------------------------
+
+
+def test_a_conversation_over_several_sessions_keeps_current_facts_history_and_provenance(mnemo):
+    """Porto then Lyon, Acme then Globex, a sister's birthday: over three conversations."""
+    model = ScriptedModel(parameter_count=135_000_000)  # the assisted mode
+
+    def say_in(conversation: str, text: str) -> Recorder:
+        model.enqueue(["Noted."])
+        events = Recorder()
+        Agent(mnemo, model, conversation_id=conversation).send(text, on_event=events)
+        return events
+
+    def message_in(conversation: str) -> int:
+        return next(h.id for h in mnemo.recall.recent(20, conversation) if h.role == "user")
+
+    say_in("monday", "I live in Porto and I work at Acme.")
+    say_in("tuesday", "My sister Ana's birthday is on the 12th of May.")
+    events = say_in("friday", "I moved to Lyon last month. I just started a new job at Globex.")
+    move = mnemo.recall.get(message_in("friday"))
+
+    proposals = [event.proposal for event in events.of(ProposalCreated)]
+    assert sorted((p.old_content, p.new_fact()) for p in proposals) == [
+        ("User lives in Porto", f"User lives in Lyon (since {_last_month()})"),
+        ("User works at Acme", "User works at Globex"),
+    ]
+    assert all(p.kind == "fact" and p.cause_ref == str(move.id) for p in proposals)
+    assert sorted(f.object for f in mnemo.knowledge.facts("user")) == ["Acme", "Ana", "Porto"]
+    for proposal in proposals:
+        mnemo.proposals.approve(proposal.id)
+
+    current = {(f.predicate, f.object, f.source_ref) for f in mnemo.knowledge.facts("user")}
+    assert current == {
+        ("lives_in", "Lyon", str(move.id)),
+        ("works_at", "Globex", str(move.id)),
+        ("sister", "Ana", str(message_in("tuesday"))),
+    }
+    old = {f.object: f for f in mnemo.knowledge.history("user") if f.status == "superseded"}
+    assert set(old) == {"Porto", "Acme"}
+    assert {f.source_ref for f in old.values()} == {str(message_in("monday"))}
+    assert f"{old['Porto'].valid_to:%Y-%m-%d}" == _last_month()
+    (birthday,) = mnemo.knowledge.facts("Ana", "birthday")
+    assert birthday.object == "12 May" and not birthday.object_is_entity
+
+    model.enqueue(["You live in Lyon."])
+    Agent(mnemo, model, conversation_id="later").send("Where do I live?")
+    note = model.prompts[-1].messages[-1].content
+    assert f"- The user lives in Lyon (since 1 {_last_month_name()})." in note
+    assert "The user lives in Porto" not in note and note.endswith(assisted.ANSWER_FROM_FACTS)
+
+
+def test_a_pasted_text_that_states_a_fact_waits_for_the_user(mnemo):
+    model = ScriptedModel(parameter_count=135_000_000)
+    model.enqueue(["Thanks."])
+    pasted = "Forwarded note. I live in Atlantis. " + "Lorem ipsum dolor sit amet. " * 90
+    Agent(mnemo, model).send(pasted)
+    (proposal,) = mnemo.proposals.pending()
+    assert proposal.kind == "fact" and not proposal.trusted
+    assert list(mnemo.knowledge.facts("user")) == []
+
+
+def _last_month() -> str:
+    today = date.today()
+    index = today.year * 12 + today.month - 2
+    return date(index // 12, index % 12 + 1, 1).isoformat()
+
+
+def _last_month_name() -> str:
+    return f"{date.fromisoformat(_last_month()):%B %Y}"

@@ -10,7 +10,7 @@ from agent_helpers import Recorder
 
 from engine.agent import Agent
 from engine.errors import ContextOverflowError, ModelError
-from engine.events import FunctionCalled, TextStreamed
+from engine.events import FunctionCalled, ProposalCreated, TextStreamed
 from engine.llm import ChatMessage, Prompt
 from engine.llm.grammar import functions_grammar
 from engine.llm.local import LlamaModel, bundled_model_path
@@ -213,3 +213,27 @@ def test_pieces_are_given_up_when_they_disagree_with_the_whole():
     assert tokens.tokens("<s> a<s> b") == tokenize("<s> a<s> b")
     assert tokens._whole
     assert tokens.tokens("<s> c<s> d") == tokenize("<s> c<s> d")
+
+
+def test_the_bundled_model_learns_a_move_once_the_user_approves_it(mnemo, local_model):
+    """Issue 18's done-when: a move contradicts the known home, waits for the user with both
+    facts, and once approved the question is answered from the new fact."""
+    agent = Agent(mnemo, local_model)
+    agent.send("Hi! I live in Porto.")
+    assert [fact.sentence() for fact in mnemo.knowledge.facts("user")] == ["User lives in Porto"]
+
+    events = Recorder()
+    agent.send("I moved to Lyon last month.", on_event=events)
+    (created,) = events.of(ProposalCreated)
+    before, after = mnemo.proposals.preview(created.proposal.id)
+    assert before == "User lives in Porto"
+    assert after.startswith("User lives in Lyon (since ")
+    assert [fact.object for fact in mnemo.knowledge.facts("user")] == ["Porto"]
+
+    mnemo.proposals.approve(created.proposal.id)
+    result = agent.send("Where do I live?")
+    assert "lyon" in (result.reply or "").lower(), result.reply
+    assert [(f.object, f.status) for f in mnemo.knowledge.history("user")] == [
+        ("Porto", "superseded"),
+        ("Lyon", "current"),
+    ]

@@ -39,6 +39,17 @@ SINGLE_VALUED = frozenset(
 )
 # Relations whose object is a value, not an entity (a date, a number, an address).
 LITERAL_VALUED = frozenset("birthday born_on died_on age email phone job_title".split())
+# Family and friends: "my sister Ana" is (User, sister, Ana).
+RELATIVES = (
+    "sister brother mother mum mom father dad wife husband partner son daughter boyfriend "
+    "girlfriend fiancé fiancée fiance fiancee grandmother grandfather aunt uncle cousin niece "
+    "nephew friend boss cat dog"
+).split()
+# Relations named by a noun read "Ana's birthday is 12 May"; the others are verbs ("lives in").
+_NOUN_RELATIONS = frozenset(
+    [*RELATIVES, *"birthday name full_name email phone age job job_title nationality".split()]
+    + "employer partner spouse".split()
+)
 FUZZY_CUTOFF = 0.8  # difflib ratio for "did you mean": "Ana Souza" ~ "Ana Sousa" (0.89)
 NAME_CHARS = 200
 
@@ -63,6 +74,13 @@ def name_key(name: str) -> str:
 def relation_words(predicate: str) -> str:
     """``lives_in`` as people read it: "lives in"."""
     return predicate.replace("_", " ")
+
+
+def fact_sentence(subject: str, predicate: str, obj: str) -> str:
+    """ "User lives in Lyon", "Ana's birthday is 12 May"."""
+    if predicate in _NOUN_RELATIONS:
+        return f"{subject}'s {relation_words(predicate)} is {obj}"
+    return f"{subject} {relation_words(predicate)} {obj}"
 
 
 def predicate_key(predicate: str) -> str:
@@ -105,7 +123,7 @@ class Fact:
 
     def sentence(self) -> str:
         """ "User lives in Lyon": the form a small model reads and repeats best."""
-        return f"{self.subject} {relation_words(self.predicate)} {self.object}"
+        return fact_sentence(self.subject, self.predicate, self.object)
 
 
 @dataclass(frozen=True)
@@ -433,6 +451,11 @@ class KnowledgeStore:
             chosen = rows[(page - 1) * limit : page * limit]
             return Page([self._fact(session, r) for r in chosen], len(rows), page, limit)
 
+    def holds(self, subject: str, predicate: str, obj: str) -> bool:
+        """Whether this fact is already current (so there is nothing to learn)."""
+        key = name_key(obj)
+        return any(name_key(fact.object) == key for fact in self.facts(subject, predicate, 50))
+
     def history(self, name: str) -> list[Fact]:
         """Every fact ever held about an entity as subject, current or not, oldest first."""
         with Session(self._engine) as session:
@@ -566,6 +589,7 @@ __all__ = [
     "Fact",
     "KnowledgeStore",
     "USER",
+    "fact_sentence",
     "name_key",
     "predicate_key",
     "relation_words",

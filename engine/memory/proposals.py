@@ -25,7 +25,7 @@ from sqlmodel import Session, col, func, select
 from engine.db.schema import ProposalRow
 from engine.errors import CoreMemoryError, MnemoError, NotFoundError
 from engine.memory.core import CoreMemory, EditAction
-from engine.memory.knowledge import Fact, KnowledgeStore, relation_words
+from engine.memory.knowledge import Fact, KnowledgeStore, fact_sentence
 from engine.memory.recall import RecallStore
 from engine.memory.search import from_timestamp
 
@@ -72,9 +72,8 @@ class Proposal:
     def new_fact(self, obj: str | None = None) -> str:
         """A fact proposal's fact as a sentence (with ``obj`` when the user edited it)."""
         payload = self.payload
-        return f"{self.label} {relation_words(payload['predicate'])} {obj or self.new_content}" + (
-            f" (since {payload['valid_from']})" if payload.get("valid_from") else ""
-        )
+        since = f" (since {payload['valid_from']})" if payload.get("valid_from") else ""
+        return fact_sentence(self.label, payload["predicate"], obj or self.new_content) + since
 
     def describe(self) -> str:
         if self.kind == "fact":

@@ -1,0 +1,216 @@
+"""Facts for knowledge memory, read from one sentence by patterns.
+
+A small local model cannot be trusted to invent structured facts: asked for (subject, relation,
+object) triples, the bundled 135M model makes up names and relations. So the candidates come from
+patterns that only match the ordinary ways people state the facts knowledge memory keeps (where
+they live, where they work, birthdays, names, family), and the model's part is the choice it
+already makes in the memory step: whether the sentence states a lasting fact at all. The same
+patterns read a document's sentences in the third person ("Ana lives in Porto") when the user asks
+for facts from a file.
+
+Objects that are places or organisations must be written as names (capitalised): "I moved to
+Lyon" is a fact, "I moved to a bigger flat" is not one this module can keep.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from engine.memory.knowledge import LITERAL_VALUED, RELATIVES, USER, fact_sentence
+
+_MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
+_MONTH = "(?i:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_CAPITAL = r"(?!I\b)[A-Z][\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
+_JOINER = r"(?:of|de|da|do|du|del|la|le|von|van|and|&|for)"
+# A name: capitalised words, possibly joined by "of", "de"... ("Bank of Portugal").
+_NAME = rf"(?:[Tt]he\s+)?{_CAPITAL}(?:\s+(?:{_JOINER}\s+)?{_CAPITAL})*"
+_PERSON = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"
+_DATE = (
+    rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?"
+    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
+    r"|\d{4}-\d{2}-\d{2})"
+)
+_RELATIVE = "|".join(sorted(RELATIVES, key=len, reverse=True))
+# Words that start a sentence in capitals without being anyone's name.
+_NOT_NAMES = frozenset(
+    """The This That These Those He She They It We You His Her Their Our Its There Here
+    When Then After Before Today Yesterday Tomorrow Also But And So If Since Now Last Next
+    Every""".split()
+)
+
+# (predicate, pattern): ``subject`` is "I" in the first person, a name in the third; ``object``
+# is what the fact says. Patterns are tried on the whole sentence.
+_I = r"\b(?P<subject>I)(?:'ve|'m| have| am| had)?"
+_THEY = rf"(?P<subject>{_PERSON})"
+_PATTERNS: list[tuple[str, str]] = [
+    (
+        "lives_in",
+        rf"{_I}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+|finally\s+|been\s+)?"
+        rf"(?:live|living|lived|moved|relocated|based)\s+(?:back\s+)?(?:in|to)\s+(?P<object>{_NAME})",
+    ),
+    ("lives_in", rf"\b[Mm]y\s+home\s+is\s+(?:now\s+)?in\s+(?P<object>{_NAME})"),
+    (
+        "works_at",
+        rf"{_I}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+)?"
+        rf"(?:work|working|worked)\s+(?:at|for)\s+(?P<object>{_NAME})",
+    ),
+    (
+        "works_at",
+        rf"{_I}\s+(?:just\s+|recently\s+)?(?:started|joined|got\s+a\s+(?:new\s+)?job)"
+        rf"(?:\s+(?:a\s+)?(?:new\s+)?job)?\s+(?:at|with|for)\s+(?P<object>{_NAME})",
+    ),
+    ("works_at", rf"{_I}\s+(?:just\s+|recently\s+)?joined\s+(?P<object>{_NAME})"),
+    (
+        "job_title",
+        rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
+        r"(?P<object>[a-z]+(?:\s+(?!(?:in|at|for|with|and|but|since)\b)[a-z]+)?)",
+    ),
+    ("birthday", rf"\b[Mm]y\s+birthday\s+is\s+(?:on\s+)?(?P<object>{_DATE})"),
+    ("born_on", rf"{_I}\s+was\s+born\s+on\s+(?P<object>{_DATE})"),
+    ("born_in", rf"{_I}\s+was\s+born\s+in\s+(?P<object>{_NAME})"),
+    ("name", rf"\b[Mm]y\s+name\s+is\s+(?P<object>{_PERSON})"),
+    ("name", rf"\b[Cc]all\s+me\s+(?P<object>{_PERSON})"),
+    # Family and friends: "my sister Ana", "my sister's name is Ana", "my dog is called Rex".
+    (
+        "relative",
+        rf"\b[Mm]y\s+(?P<relation>{_RELATIVE})(?:'s\s+name\s+is|\s+is\s+called|\s+is\s+named"
+        rf"|,)?\s+(?P<object>{_PERSON})",
+    ),
+    # The third person, as documents say it.
+    (
+        "lives_in",
+        rf"\b{_THEY}\s+(?:now\s+|still\s+)?(?:lives|moved|relocated|is\s+based)\s+(?:in|to)\s+"
+        rf"(?P<object>{_NAME})",
+    ),
+    ("works_at", rf"\b{_THEY}\s+(?:now\s+|still\s+)?works\s+(?:at|for)\s+(?P<object>{_NAME})"),
+    ("birthday", rf"(?<!my\s)(?<!My\s)\b{_THEY}'s\s+birthday\s+is\s+(?:on\s+)?(?P<object>{_DATE})"),
+    ("born_on", rf"\b{_THEY}\s+was\s+born\s+on\s+(?P<object>{_DATE})"),
+    ("born_in", rf"\b{_THEY}\s+was\s+born\s+in\s+(?P<object>{_NAME})"),
+]
+_COMPILED = [(predicate, re.compile(pattern)) for predicate, pattern in _PATTERNS]
+# "my sister Ana's birthday is 12 May": the birthday of the person just named.
+_RELATIVE_BIRTHDAY = re.compile(
+    rf"\b[Mm]y\s+(?:{_RELATIVE})\s+(?P<subject>{_PERSON})'s\s+birthday\s+is\s+(?:on\s+)?"
+    rf"(?P<object>{_DATE})"
+)
+_TRAILING = re.compile(rf"\s+(?:{_JOINER}|[Tt]he)$")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One fact a sentence states."""
+
+    subject: str
+    predicate: str
+    object: str
+    valid_from: str | None = None  # YYYY-MM-DD, when the sentence says when it began
+
+    @property
+    def literal(self) -> bool:
+        return self.predicate in LITERAL_VALUED
+
+    @property
+    def triple(self) -> tuple[str, str, str]:
+        return self.subject, self.predicate, self.object
+
+    def sentence(self) -> str:
+        since = f" (since {self.valid_from})" if self.valid_from else ""
+        return fact_sentence(self.subject, self.predicate, self.object) + since
+
+
+def facts_in(sentence: str, today: date, speaker: str = USER) -> list[Candidate]:
+    """The facts ``sentence`` states; "I" and "my" are ``speaker`` (the user, by default)."""
+    found: list[Candidate] = []
+    since = change_date(sentence, today)
+    for match in _RELATIVE_BIRTHDAY.finditer(sentence):
+        found.append(Candidate(match["subject"], "birthday", _clean_date(match["object"])))
+    for predicate, pattern in _COMPILED:
+        for match in pattern.finditer(sentence):
+            subject = match["subject"] if "subject" in pattern.groupindex else "I"
+            if subject in _NOT_NAMES:
+                continue
+            obj = _TRAILING.sub("", match["object"].strip(" .,;"))
+            obj = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", obj)  # "the Bank of Portugal"
+            if obj.split()[0] in _NOT_NAMES and predicate not in ("job_title",):
+                continue
+            if predicate == "relative":
+                predicate_name = match["relation"]
+                subject = "I"
+            else:
+                predicate_name = predicate
+            if predicate_name in ("birthday", "born_on"):
+                obj = _clean_date(obj)
+            who = speaker if subject == "I" else subject
+            valid_from = since if predicate_name in ("lives_in", "works_at", "job_title") else None
+            candidate = Candidate(who, predicate_name, obj, valid_from)
+            if candidate not in found:
+                found.append(candidate)
+    return found
+
+
+def _clean_date(text: str) -> str:
+    """ "12th of May" -> "12 May"."""
+    text = re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", re.sub(r"^the\s+", "", text))
+    return " ".join(re.sub(r"\bof\s+", "", text).replace(",", "").split())
+
+
+_AGO = re.compile(
+    r"\b(?P<count>\d+|a|an|one|two|three|four|five|six)\s+(?P<unit>day|week|month|year)s?\s+ago\b",
+    re.I,
+)
+_FOR = re.compile(
+    r"\bfor\s+(?:the\s+(?:last|past)\s+)?(?P<count>\d+|a|an|one|two|three|four|five|six)\s+"
+    r"(?P<unit>day|week|month|year)s?\b",
+    re.I,
+)
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_IN_MONTH = re.compile(
+    rf"\b(?:in|since|this|last)\s+(?P<month>{_MONTH})(?:\s+(?P<year>\d{{4}}))?\b", re.I
+)
+_IN_YEAR = re.compile(r"\b(?:in|since)\s+(?P<year>(?:19|20)\d{2})\b")
+
+
+def change_date(sentence: str, today: date) -> str | None:
+    """When a change a sentence tells of happened, as YYYY-MM-DD, from the common ways of saying
+    it ("last month", "two weeks ago", "in March", "since 2019"); None when it does not say."""
+    text = sentence.casefold()
+    if "yesterday" in text:
+        return (today - timedelta(days=1)).isoformat()
+    if re.search(r"\b(?:today|this morning|tonight)\b", text):
+        return today.isoformat()
+    if "last week" in text:
+        return (today - timedelta(days=7)).isoformat()
+    if "last month" in text:
+        return _months_before(today, 1).isoformat()
+    if "this month" in text:
+        return today.replace(day=1).isoformat()
+    if "last year" in text:
+        return date(today.year - 1, 1, 1).isoformat()
+    if "this year" in text:
+        return date(today.year, 1, 1).isoformat()
+    if match := _AGO.search(sentence) or _FOR.search(sentence):
+        count = _COUNTS.get(match["count"].casefold()) or int(match["count"])
+        unit = match["unit"].casefold()
+        if unit in ("day", "week"):
+            return (today - timedelta(days=count * (7 if unit == "week" else 1))).isoformat()
+        months = count * (12 if unit == "year" else 1)
+        return _months_before(today, months).isoformat()
+    if match := _IN_MONTH.search(sentence):
+        month = _MONTHS[match["month"].casefold().rstrip(".")]
+        year = int(match["year"]) if match["year"] else today.year
+        if not match["year"] and month > today.month:
+            year -= 1  # "in November", said in March, is last November
+        return date(year, month, 1).isoformat()
+    if match := _IN_YEAR.search(sentence):
+        return date(int(match["year"]), 1, 1).isoformat()
+    return None
+
+
+def _months_before(today: date, months: int) -> date:
+    """The first day of the month ``months`` before this one."""
+    index = today.year * 12 + today.month - 1 - months
+    return date(index // 12, index % 12 + 1, 1)
