@@ -26,6 +26,9 @@ from engine.events import (
 from engine.ingest.ingestor import FileResult
 
 # Each event and the signal that carries it (TextStreamed carries only its text).
+# The calls after which knowledge memory may hold new facts.
+KNOWLEDGE_WRITERS = frozenset({"remember", "knowledge_add"})
+
 SIGNALS: dict[type[Event], str] = {
     FunctionCalled: "function_called",
     FunctionReturned: "function_returned",
@@ -53,6 +56,7 @@ class EngineBridge(QObject):
         notice(Notice): something about the turn the user should read.
         turn_finished(TurnFinished): the turn is over, for whatever reason.
         core_changed(): core memory changed (a decision, an edit, an auto-approved proposal).
+        knowledge_changed(): a turn may have stored or proposed facts (knowledge memory).
         document_changed(FileResult): the folder watcher indexed or dropped a file.
     """
 
@@ -68,6 +72,7 @@ class EngineBridge(QObject):
     notice = Signal(object)
     turn_finished = Signal(object)
     core_changed = Signal()
+    knowledge_changed = Signal()
     document_changed = Signal(object)
 
     def __call__(self, event: Event) -> None:
@@ -79,6 +84,8 @@ class EngineBridge(QObject):
             getattr(self, signal).emit(event)
         if isinstance(event, ProposalApplied):
             self.core_changed.emit()
+        if isinstance(event, FunctionReturned) and event.name in KNOWLEDGE_WRITERS:
+            self.knowledge_changed.emit()
 
     def file_done(self, result: FileResult) -> None:
         """The folder watcher's ``on_result``."""

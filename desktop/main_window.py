@@ -1,4 +1,5 @@
-"""The main window: pages on the left (chat, memory, browser, documents, context, settings), the
+"""The main window: pages on the left (chat, core memory, people & things, browser, documents,
+context, models, settings), the
 model, pending proposals and work in progress always visible in the status bar."""
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from desktop.chat import RESTORED_MESSAGES, ChatView
 from desktop.context_view import ContextView
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
+from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage
 from desktop.threads import (
     CORE,
     FOLDERS,
+    KNOWLEDGE,
     MESSAGES,
     PROPOSALS,
     GuiThreadCollector,
@@ -100,6 +103,7 @@ class MainWindow(QMainWindow):
         self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES))
         self.proposals.refresh()
         self.core.refresh()
+        self.knowledge.refresh()
         self.documents.refresh()
         self._threads = [
             start_thread(self.chat_worker, "mnemo-chat"),
@@ -116,6 +120,7 @@ class MainWindow(QMainWindow):
         self.chat = ChatView()
         self.proposals = ProposalPanel(mnemo, tasks)
         self.core = CoreMemoryPage(mnemo, tasks)
+        self.knowledge = KnowledgePage(mnemo, tasks)
         self.browser = MemoryBrowser(mnemo, tasks)
         self.documents = DocumentsPage(mnemo, tasks)
         self.context = ContextView()
@@ -139,6 +144,7 @@ class MainWindow(QMainWindow):
         for page in (
             chat_page,
             self.core,
+            self.knowledge,
             self.browser,
             self.documents,
             self.context,
@@ -217,6 +223,7 @@ class MainWindow(QMainWindow):
         bridge.context_evicted.connect(self._evicted)
         bridge.notice.connect(self._notice)
         bridge.core_changed.connect(lambda: self.tasks.announce(CORE))
+        bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
 
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)
@@ -268,13 +275,14 @@ class MainWindow(QMainWindow):
 
     def _proposal_created(self, event: ProposalCreated) -> None:
         self.chat.add_notice(
-            f"The assistant proposes a change to core memory ({event.proposal.label}); "
+            f"The assistant proposes a change to {event.proposal.target}; "
             "it waits for you on the right."
         )
         self.tasks.announce(PROPOSALS)
 
     def _proposal_applied(self, event: ProposalApplied) -> None:
-        self.chat.add_notice(f"Core memory updated: {one_line(event.proposal.describe(), 120)}")
+        what = "Core memory" if event.proposal.kind == "core" else "Memory"
+        self.chat.add_notice(f"{what} updated: {one_line(event.proposal.describe(), 120)}")
 
     def _memory_pressure(self, event: MemoryPressure) -> None:
         self.chat.add_notice(

@@ -19,6 +19,7 @@ from desktop.ui import PAGES, STYLE, app_settings
 WAITING = {
     "Chat": "your conversation",
     "Core memory": "your core memory",
+    "People & things": "the people, places and things Mnemo knows",
     "Browse memory": "your messages and passages",
     "Documents": "your documents and watched folders",
     "Context": "what the model sees",

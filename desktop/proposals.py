@@ -1,4 +1,5 @@
-"""The model's proposed core-memory edits, each with a diff, its source and Approve/Edit/Reject.
+"""The model's proposed memory changes (core-memory edits, facts for knowledge memory, changes
+to archival notes), each with a diff, its source and Approve/Edit/Reject.
 
 The panel sits beside the chat, so the conversation goes on while a proposal waits.
 """
@@ -16,11 +17,32 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.threads import CORE, PROPOSALS, Tasks
+from desktop.threads import CORE, KNOWLEDGE, PASSAGES, PROPOSALS, Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
 from engine.errors import MnemoError
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
+
+
+def title(proposal: Proposal) -> str:
+    """What the assistant wants, in the card's heading."""
+    if proposal.kind == "fact":
+        if proposal.old_content:
+            return f"The assistant learned something new about “{proposal.label}”"
+        return f"The assistant wants to remember a fact about “{proposal.label}”"
+    if proposal.kind == "passage":
+        verb = "delete" if not proposal.new_content else "correct"
+        return f"The assistant wants to {verb} a note in archival memory"
+    verb = "add to" if proposal.action == "append" else "change"
+    return f"The assistant wants to {verb} “{proposal.label}”"
+
+
+# What approving or rejecting a proposal of each kind changes, for the pages that show it.
+CHANGES = {
+    "core": (PROPOSALS, CORE),
+    "fact": (PROPOSALS, KNOWLEDGE),
+    "passage": (PROPOSALS, PASSAGES),
+}
 
 
 class ProposalCard(QFrame):
@@ -35,8 +57,7 @@ class ProposalCard(QFrame):
         self.proposal = proposal
         self.setObjectName("proposal")
         layout = QVBoxLayout(self)
-        verb = "add to" if proposal.action == "append" else "change"
-        layout.addWidget(label(f"The assistant wants to {verb} “{proposal.label}”", "title"))
+        layout.addWidget(label(title(proposal), "title"))
         when = proposal.created_at.strftime("%Y-%m-%d %H:%M")
         source = f"Proposed during the conversation, {when}"
         if proposal.cause_ref:
@@ -58,7 +79,9 @@ class ProposalCard(QFrame):
             self.diff.setText(f"It no longer applies: {problem}")
         layout.addWidget(self.diff)
         what = (
-            f"Text to add to {proposal.label}:"
+            "The value to keep:"
+            if proposal.kind == "fact"
+            else f"Text to add to {proposal.label}:"
             if proposal.action == "append"
             else f"Text to put in place of “{proposal.old_content}”:"
         )
@@ -151,9 +174,9 @@ class ProposalPanel(QWidget):
             self.cards.insertWidget(position, card)
         self.count = len(pending)
         self.heading.setText(
-            f"{self.count} core-memory change{'s' if self.count != 1 else ''} waiting for you"
+            f"{self.count} memory change{'s' if self.count != 1 else ''} waiting for you"
             if self.count
-            else "No core-memory changes are waiting."
+            else "No memory changes are waiting."
         )
         self.count_changed.emit(self.count)
 
@@ -177,4 +200,4 @@ class ProposalPanel(QWidget):
             card.setEnabled(True)
             card.show_error(message)
 
-        self._tasks.submit(work, failed=failed, changes=(PROPOSALS, CORE))
+        self._tasks.submit(work, failed=failed, changes=CHANGES[card.proposal.kind])

@@ -3,10 +3,11 @@ garbage collection kept on the GUI thread.
 
 Which store calls may run on the GUI thread: those that read or write a handful of SQLite rows
 by key, well under a millisecond each: a setting, the core blocks and one block's history, the
-pending proposals with their previews, and the conversation's last messages when the window
-opens. Everything else (searches, pages of passages or messages, deletions, ingestion, anything
-that embeds or touches LanceDB, model loads) goes through ``Tasks`` or a worker, so that the
-window never waits on a disk, a lock or the embedder.
+pending proposals with their previews, the conversation's last messages when the window
+opens, and knowledge memory's entity list and one entity's facts. Everything else (searches,
+pages of passages or messages, deletions, ingestion, anything that embeds or touches LanceDB,
+model loads) goes through ``Tasks`` or a worker, so that the window never waits on a disk, a
+lock or the embedder.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class GuiThreadCollector(QObject):
 # so does the engine through the bridge; each page listens to ``Tasks.changed`` for the kinds it
 # shows and refreshes itself. Nothing else needs to know who shows what.
 CORE = "core"  # core memory blocks and their history
-PROPOSALS = "proposals"  # the model's core-memory edits waiting for the user
+PROPOSALS = "proposals"  # the model's memory changes waiting for the user
+KNOWLEDGE = "knowledge"  # knowledge memory's entities and facts
 MESSAGES = "messages"  # stored conversation messages
 PASSAGES = "passages"  # archival passages
 FOLDERS = "folders"  # the watched folders

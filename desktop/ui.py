@@ -21,7 +21,16 @@ from PySide6.QtWidgets import (
 
 # The window's pages, in the sidebar's order (the window that shows while the profile opens has
 # the same sidebar).
-PAGES = ("Chat", "Core memory", "Browse memory", "Documents", "Context", "Models", "Settings")
+PAGES = (
+    "Chat",
+    "Core memory",
+    "People & things",
+    "Browse memory",
+    "Documents",
+    "Context",
+    "Models",
+    "Settings",
+)
 PROFILE_SETTING = "profile"
 
 

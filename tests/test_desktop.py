@@ -345,6 +345,80 @@ def test_add_and_remove_a_block(qtbot, mnemo, window, monkeypatch):
     assert "projects" not in [block.label for block in mnemo.core.blocks()]
 
 
+# -- people & things ---------------------------------------------------------------------------
+
+
+def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_history(
+    qtbot, mnemo, monkeypatch
+):
+    model = ScriptedModel(parameter_count=135_000_000)  # the assisted mode: facts from messages
+    window = open_window(qtbot, mnemo, model)
+    page = window.knowledge
+    model.enqueue(["Nice!"])
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        send(qtbot, window, "I live in Porto.")
+    assert page.entities.item(0).text() == "You · 1 fact"
+
+    model.enqueue(["Lyon is lovely."])
+    send(qtbot, window, "I moved to Lyon last month.")
+    qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
+    (proposal,) = mnemo.proposals.pending()
+    card = window.proposals.card(proposal.id)
+    assert "learned something new about “User”" in card.findChild(QLabel, "title").text()
+    assert "line-through\">Porto" in card.diff.text() and "Lyon" in card.diff.text()
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+
+    window.show_page("People & things")
+    assert page.heading.text() == "You"
+    assert [page.facts.item(0, column).text() for column in range(2)] == ["lives in", "Lyon"]
+    assert "you said: “I moved to Lyon last month.”" == page.facts.item(0, 3).text()
+    assert "<s>User lives in Porto</s> <i>(superseded)</i>" in page.history.text()
+
+    page.facts.selectRow(0)
+    monkeypatch.setattr(
+        "desktop.knowledge_page.QInputDialog.getText", lambda *_a, **_k: ("Lyon 7e", True)
+    )
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        qtbot.mouseClick(page.edit_button, Qt.MouseButton.LeftButton)
+    assert page.facts.item(0, 1).text() == "Lyon 7e"
+    assert [f.object for f in mnemo.knowledge.facts("user")] == ["Lyon 7e"]
+
+    def fill(dialog):
+        dialog.subject.setText("Ana Sousa")
+        dialog.relation.setCurrentText("works_at")
+        dialog.value.setText("Lisbon City Council")
+        return True
+
+    monkeypatch.setattr("desktop.knowledge_page.AddFactDialog.exec", fill)
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        page._add()
+    mnemo.knowledge.add("Ana Souza", "birthday", "12 May")
+    page.refresh()
+    names = [page.entities.item(row).text() for row in range(page.entities.count())]
+    assert names[0] == "You · 1 fact" and "Ana Sousa · 1 fact" in names
+
+    page.entities.setCurrentRow(names.index("Ana Sousa · 1 fact"))
+    monkeypatch.setattr(
+        "desktop.knowledge_page.QInputDialog.getItem", lambda *args: (args[3][0], True)
+    )
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        qtbot.mouseClick(page.merge_button, Qt.MouseButton.LeftButton)  # the closest name first
+    assert sorted(f.predicate for f in mnemo.knowledge.facts("Ana Souza")) == [
+        "birthday",
+        "works_at",
+    ]
+
+    page.facts.selectRow(0)
+    retracted = page._shown[0]
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        qtbot.mouseClick(page.retract_button, Qt.MouseButton.LeftButton)
+    assert mnemo.knowledge.fact(retracted.id).status == "retracted"
+    assert "(retracted)" in page.history.text()
+    window.shutdown()
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 

@@ -405,23 +405,24 @@ class KnowledgeStore:
             return [self._entity(session, row) for row in rows if row is not None]
 
     def entities(self, limit: int = 500) -> list[tuple[Entity, int]]:
-        """Every entity with its number of current facts (as subject), the user first, then by
-        name: the People & things page's list."""
+        """Every entity with its number of current facts (about it, or with it as the value),
+        the user first, then by name: the People & things page's list."""
+        counts: dict[int, int] = {}
         with Session(self._engine) as session:
-            counts = dict(
-                session.exec(
-                    select(RelationRow.subject_id, func.count())
-                    .where(RelationRow.status == "current")
-                    .group_by(col(RelationRow.subject_id))
-                ).all()
-            )
+            for column in (col(RelationRow.subject_id), col(RelationRow.object_id)):
+                for entity_id, count in session.exec(
+                    select(column, func.count())
+                    .where(RelationRow.status == "current", column.is_not(None))
+                    .group_by(column)
+                ):
+                    counts[int(entity_id or 0)] = counts.get(int(entity_id or 0), 0) + count
             rows = session.exec(
                 select(EntityRow)
                 .where(col(EntityRow.merged_into).is_(None))
                 .order_by(col(EntityRow.key) != USER_KEY, col(EntityRow.key))
                 .limit(limit)
             ).all()
-            return [(self._entity(session, row), int(counts.get(row.id or 0, 0))) for row in rows]
+            return [(self._entity(session, row), counts.get(row.id or 0, 0)) for row in rows]
 
     def retract(self, fact_id: int) -> Fact:
         """Mark a wrong fact retracted (kept in the history, gone from current facts)."""

@@ -1,0 +1,317 @@
+"""People & things: what knowledge memory holds about each person, place and thing.
+
+The list on the left holds every entity with its number of current facts; the right side shows
+the chosen one's current facts, to edit, retract or add to, and its whole history, superseded and
+retracted facts struck through, each with its dates and the message it came from. Changes the
+model proposes wait in the chat's proposal panel, with core-memory edits.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QHBoxLayout,
+    QInputDialog,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop import ui
+from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
+from desktop.ui import cell, label, table
+from engine.memory.knowledge import USER, Conflict, Fact, relation_words
+from engine.mnemo import Mnemo
+
+COMMON_RELATIONS = ["lives_in", "works_at", "birthday", "job_title", "sister", "brother", "likes"]
+
+
+def fact_source(mnemo: Mnemo, fact: Fact) -> str:
+    """Where a fact came from, for a person: "you said: “I live in Porto”"."""
+    who = {"user": "you", "model": "the assistant", "document": "a document"}.get(
+        fact.asserted_by, fact.asserted_by
+    )
+    if fact.source_kind == "message" and fact.source_ref and fact.source_ref.isdigit():
+        try:
+            message = mnemo.recall.get(int(fact.source_ref))
+        except Exception:  # the message was deleted since: the fact stays
+            return f"{who}, in a deleted message"
+        if message.role == "user":
+            return f"you said: “{message.text[:120]}”"
+        return f"{who}, in message {message.id}"
+    if fact.source_kind == "document" and fact.source_ref:
+        return f"{who}: {fact.source_ref}"
+    return "you, by hand" if fact.source_kind == "user" else who
+
+
+class AddFactDialog(QDialog):
+    def __init__(self, parent: QWidget, subject: str) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Add a fact")
+        form = QFormLayout(self)
+        self.subject = QLineEdit(subject)
+        self.relation = QComboBox()
+        self.relation.setEditable(True)
+        self.relation.addItems(COMMON_RELATIONS)
+        self.value = QLineEdit()
+        self.value.setPlaceholderText("Lyon, Lisbon City Council, 12 May…")
+        self.since = QLineEdit()
+        self.since.setPlaceholderText("YYYY-MM-DD (optional)")
+        form.addRow("Who or what", self.subject)
+        form.addRow("Relation", self.relation)
+        form.addRow("Value", self.value)
+        form.addRow("Since", self.since)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+
+class KnowledgePage(QWidget):
+    """Refreshes itself when ``tasks.changed`` says knowledge changed; its own edits run as
+    tasks that announce it."""
+
+    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__()
+        self._mnemo = mnemo
+        self._tasks = tasks
+        tasks.changed.connect(lambda kind: self.refresh() if kind == KNOWLEDGE else None)
+        layout = QVBoxLayout(self)
+        layout.addWidget(label("People & things", "title"))
+        layout.addWidget(
+            label(
+                "What Mnemo knows about the people, places and things in your life. A change "
+                "the assistant proposes waits for you in the chat's proposal panel.",
+                "muted",
+            )
+        )
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 0, 0)
+        self.filter = QLineEdit()
+        self.filter.setPlaceholderText("Find a name…")
+        self.filter.textChanged.connect(self._filter)
+        self.entities = QListWidget()
+        self.entities.currentItemChanged.connect(lambda *_: self._show_current())
+        add = QPushButton("Add a fact…")
+        add.clicked.connect(self._add)
+        left_layout.addWidget(self.filter)
+        left_layout.addWidget(self.entities, 1)
+        left_layout.addWidget(add)
+
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(0, 0, 0, 0)
+        self.heading = label("", "title")
+        self.facts = table(["Relation", "Value", "Since", "Came from"])
+        self.facts.itemSelectionChanged.connect(self._enable)
+        buttons = QHBoxLayout()
+        self.edit_button = QPushButton("Edit…")
+        self.retract_button = QPushButton("Retract")
+        self.merge_button = QPushButton("Merge with…")
+        self.edit_button.clicked.connect(self._edit)
+        self.retract_button.clicked.connect(self._retract)
+        self.merge_button.clicked.connect(self._merge)
+        for button in (self.edit_button, self.retract_button, self.merge_button):
+            buttons.addWidget(button)
+        buttons.addStretch(1)
+        self.error = label("", "notice_error")
+        self.error.setVisible(False)
+        self.history = label()
+        self.history.setTextFormat(Qt.TextFormat.RichText)
+        self.history.setAlignment(Qt.AlignmentFlag.AlignTop)
+        right_layout.addWidget(self.heading)
+        right_layout.addWidget(self.facts, 2)
+        right_layout.addLayout(buttons)
+        right_layout.addWidget(self.error)
+        right_layout.addWidget(label("History", "title"))
+        right_layout.addWidget(self.history, 1)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setSizes([260, 640])
+        layout.addWidget(splitter, 1)
+        self._shown: list[Fact] = []
+        self._enable()
+
+    # -- reading (a few SQLite rows by key: on the GUI thread) -------------------------------
+
+    def refresh(self) -> None:
+        chosen = self.current_entity()
+        self.entities.blockSignals(True)
+        self.entities.clear()
+        for entity, count in self._mnemo.knowledge.entities():
+            shown = "You" if entity.name == USER else entity.name
+            item = QListWidgetItem(f"{shown} · {count} fact{'s' * (count != 1)}")
+            item.setData(Qt.ItemDataRole.UserRole, entity.name)
+            item.setToolTip(
+                f"{entity.kind}"
+                + (f"; also called {', '.join(entity.aliases)}" if entity.aliases else "")
+            )
+            self.entities.addItem(item)
+            if entity.name == chosen:
+                self.entities.setCurrentItem(item)
+        self.entities.blockSignals(False)
+        if self.entities.currentItem() is None and self.entities.count():
+            self.entities.setCurrentRow(0)
+        self._filter(self.filter.text())
+        self._show_current()
+
+    def current_entity(self) -> str | None:
+        item = self.entities.currentItem()
+        return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
+
+    def _filter(self, text: str) -> None:
+        needle = text.strip().casefold()
+        for row in range(self.entities.count()):
+            item = self.entities.item(row)
+            item.setHidden(bool(needle) and needle not in item.text().casefold())
+
+    def _show_current(self) -> None:
+        name = self.current_entity()
+        self.error.setVisible(False)
+        self.facts.setRowCount(0)
+        self._shown = []
+        if name is None:
+            self.heading.setText("Nothing known yet")
+            self.history.setText(
+                "Tell the assistant where you live or work, or add a fact by hand."
+            )
+            self._enable()
+            return
+        knowledge = self._mnemo.knowledge
+        self.heading.setText("You" if name == USER else name)
+        self._shown = list(knowledge.facts(name, limit=200))
+        for fact in self._shown:
+            row = self.facts.rowCount()
+            self.facts.insertRow(row)
+            relation, value = relation_words(fact.predicate), fact.object
+            if fact.subject != name:  # a fact about someone else, with this one as its value
+                relation, value = f"{fact.subject} {relation}", fact.object
+            since = f"{fact.valid_from:%Y-%m-%d}" if fact.valid_from else ""
+            for column, text in enumerate((relation, value, since, fact_source(self._mnemo, fact))):
+                self.facts.setItem(row, column, cell(text))
+        self.facts.resizeColumnsToContents()
+        self.history.setText(self._history_html(knowledge.history(name)))
+        self._enable()
+
+    def _history_html(self, facts: list[Fact]) -> str:
+        lines = []
+        for fact in reversed(facts):  # newest first
+            text = html.escape(fact.sentence())
+            if fact.status != "current":
+                text = f"<s>{text}</s> <i>({fact.status})</i>"
+            held = ""
+            if fact.valid_from or fact.valid_to:
+                start = f"from {fact.valid_from:%Y-%m-%d} " if fact.valid_from else ""
+                end = f"until {fact.valid_to:%Y-%m-%d}" if fact.valid_to else "until now"
+                held = f" · held {start}{end}"
+            source = html.escape(fact_source(self._mnemo, fact))
+            lines.append(
+                f"{text}<br><span style='color:#6b7280'>learned {fact.learned_at:%Y-%m-%d}"
+                f"{held} · {source}</span>"
+            )
+        return "<br><br>".join(lines) or "No facts yet."
+
+    def _selected(self) -> Fact | None:
+        rows = {index.row() for index in self.facts.selectedIndexes()}
+        return self._shown[min(rows)] if rows else None
+
+    def _enable(self) -> None:
+        chosen = self._selected() is not None
+        self.edit_button.setEnabled(chosen)
+        self.retract_button.setEnabled(chosen)
+        self.merge_button.setEnabled(self.current_entity() is not None)
+
+    # -- changing (as tasks) -------------------------------------------------------------------
+
+    def _run(self, work: Callable[[], Any], done: Callable[[Any], None] | None = None) -> None:
+        def failed(message: str) -> None:
+            self.error.setText(message)
+            self.error.setVisible(True)
+
+        self._tasks.submit(work, done, failed, changes=(KNOWLEDGE, PROPOSALS))
+
+    def _edit(self) -> None:
+        fact = self._selected()
+        if fact is None:
+            return
+        value, accepted = QInputDialog.getText(
+            self,
+            "Edit fact",
+            f"{fact.subject} {relation_words(fact.predicate)}… (the old value stays in history)",
+            text=fact.object,
+        )
+        if accepted and value.strip() and value.strip() != fact.object:
+            self._run(lambda: self._mnemo.knowledge.correct(fact.id, value.strip()))
+
+    def _retract(self) -> None:
+        fact = self._selected()
+        if fact is not None and ui.confirm(
+            self,
+            "Retract fact",
+            f"Retract “{fact.sentence()}”? The assistant will no longer use it; it stays in the "
+            "history.",
+        ):
+            self._run(lambda: self._mnemo.knowledge.retract(fact.id))
+
+    def _merge(self) -> None:
+        keep = self.current_entity()
+        if keep is None:
+            return
+        knowledge = self._mnemo.knowledge
+        close = [entity.name for entity, _ in knowledge.similar(keep, 10) if entity.name != keep]
+        others = [entity.name for entity, _ in knowledge.entities() if entity.name != keep]
+        choices = close + [name for name in others if name not in close]
+        if not choices:
+            self.error.setText("There is no one and nothing else to merge with.")
+            self.error.setVisible(True)
+            return
+        other, accepted = QInputDialog.getItem(
+            self, "Merge", f"Which entry is the same as {keep}?", choices, 0, False
+        )
+        if accepted and ui.confirm(
+            self,
+            "Merge",
+            f"Merge “{other}” into “{keep}”? Its facts move over and its name becomes another "
+            f"name for {keep}.",
+        ):
+            self._run(lambda: knowledge.merge(keep, other))
+
+    def _add(self) -> None:
+        dialog = AddFactDialog(self, self.current_entity() or USER)
+        if not dialog.exec():
+            return
+        subject, relation = dialog.subject.text().strip(), dialog.relation.currentText().strip()
+        value, since = dialog.value.text().strip(), dialog.since.text().strip() or None
+        knowledge = self._mnemo.knowledge
+
+        def add(supersede: bool = False) -> Fact | Conflict:
+            return knowledge.add(subject, relation, value, valid_from=since, supersede=supersede)
+
+        def done(result: Fact | Conflict) -> None:
+            if isinstance(result, Conflict):
+                current = "; ".join(fact.sentence() for fact in result.current)
+                if ui.confirm(
+                    self,
+                    "Replace a fact",
+                    f"Mnemo knows: {current}. Replace it with “{value}”? The old fact stays in "
+                    "the history.",
+                ):
+                    self._run(lambda: add(supersede=True))
+
+        self._run(add, done)
