@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QInputDialog,
@@ -32,7 +34,9 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, table
+from engine.ingest.facts import propose_facts_from
 from engine.memory.knowledge import USER, Conflict, Fact, relation_words
+from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 
 COMMON_RELATIONS = ["lives_in", "works_at", "birthday", "job_title", "sister", "brother", "likes"]
@@ -110,9 +114,17 @@ class KnowledgePage(QWidget):
         self.entities.currentItemChanged.connect(lambda *_: self._show_current())
         add = QPushButton("Add a fact…")
         add.clicked.connect(self._add)
+        from_file = QPushButton("Facts from a file…")
+        from_file.setToolTip(
+            "Read a document for facts about people, places and things; each waits for you"
+        )
+        from_file.clicked.connect(self._from_file)
+        self.notice = label("", "muted")
         left_layout.addWidget(self.filter)
         left_layout.addWidget(self.entities, 1)
         left_layout.addWidget(add)
+        left_layout.addWidget(from_file)
+        left_layout.addWidget(self.notice)
 
         right = QWidget()
         right_layout = QVBoxLayout(right)
@@ -291,6 +303,28 @@ class KnowledgePage(QWidget):
             f"name for {keep}.",
         ):
             self._run(lambda: knowledge.merge(keep, other))
+
+    def _from_file(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(self, "Facts from a file")
+        if path:
+            self.extract_from(Path(path))
+
+    def extract_from(self, path: Path) -> None:
+        """Propose the facts a document states; they wait in the chat's proposal panel."""
+        self.notice.setText(f"Reading {path.name} for facts…")
+
+        def done(result: tuple[list[Proposal], int]) -> None:
+            proposals, more = result
+            if not proposals:
+                self.notice.setText(f"No new facts were found in {path.name}.")
+                return
+            self.notice.setText(
+                f"{len(proposals)} facts from {path.name} wait for you in the chat's proposal "
+                "panel"
+                + (f" ({more} more were found; extract again after reviewing)." if more else ".")
+            )
+
+        self._run(lambda: propose_facts_from(self._mnemo, path), done)
 
     def _add(self) -> None:
         dialog = AddFactDialog(self, self.current_entity() or USER)

@@ -66,8 +66,8 @@ class ProposalCard(QFrame):
         if not proposal.trusted:
             layout.addWidget(
                 label(
-                    f"Caution: written after reading {proposal.untrusted_reason}; text from "
-                    "documents or searches can carry instructions you did not give. Check it.",
+                    f"Caution: {proposal.untrusted_reason}; text from documents or searches "
+                    "can carry instructions you did not give. Check it.",
                     "caution",
                 )
             )

@@ -365,14 +365,14 @@ def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_hist
     (proposal,) = mnemo.proposals.pending()
     card = window.proposals.card(proposal.id)
     assert "learned something new about “User”" in card.findChild(QLabel, "title").text()
-    assert "line-through\">Porto" in card.diff.text() and "Lyon" in card.diff.text()
+    assert 'line-through">Porto' in card.diff.text() and "Lyon" in card.diff.text()
     with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
         qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
 
     window.show_page("People & things")
     assert page.heading.text() == "You"
     assert [page.facts.item(0, column).text() for column in range(2)] == ["lives in", "Lyon"]
-    assert "you said: “I moved to Lyon last month.”" == page.facts.item(0, 3).text()
+    assert page.facts.item(0, 3).text() == "you said: “I moved to Lyon last month.”"
     assert "<s>User lives in Porto</s> <i>(superseded)</i>" in page.history.text()
 
     page.facts.selectRow(0)
@@ -417,6 +417,19 @@ def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_hist
     assert mnemo.knowledge.fact(retracted.id).status == "retracted"
     assert "(retracted)" in page.history.text()
     window.shutdown()
+
+
+def test_facts_from_a_file_wait_in_the_proposal_panel(qtbot, mnemo, window, tmp_path):
+    letter = tmp_path / "letter.txt"
+    letter.write_text("Ana lives in Porto. Rui works at Acme Labs.", encoding="utf-8")
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("proposals")):
+        window.knowledge.extract_from(letter)
+    qtbot.waitUntil(lambda: window.proposals.count == 2, timeout=TIMEOUT_MS)
+    assert window.knowledge.notice.text().startswith("2 facts from letter.txt wait for you")
+    (first, _second) = mnemo.proposals.pending()
+    card = window.proposals.card(first.id)
+    caution = card.findChild(QLabel, "caution").text()
+    assert caution.startswith("Caution: taken from the document letter.txt; text from")
 
 
 # -- the memory browser ----------------------------------------------------------------------------

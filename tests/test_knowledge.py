@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import pytest
@@ -11,8 +12,10 @@ from sqlmodel import Session
 
 from engine import Mnemo, assisted
 from engine.agent import Agent
+from engine.cli import main
 from engine.errors import InputError, NotFoundError
 from engine.events import ProposalCreated
+from engine.ingest.facts import propose_facts_from
 from engine.llm.scripted import ScriptedModel
 from engine.memory.knowledge import Conflict, Fact, name_key, predicate_key
 
@@ -134,10 +137,6 @@ def test_facts_survive_a_restart(profile_dir, embedder):
 
 
 def test_the_command_line_adds_shows_and_explains_a_conflict(profile_dir, capsys):
-    import json
-
-    from engine.cli import main
-
     def run(*args: str) -> tuple[int, str]:
         code = main(["--profile", str(profile_dir), "kg", *args])
         captured = capsys.readouterr()
@@ -397,3 +396,48 @@ def _last_month() -> str:
 
 def _last_month_name() -> str:
     return f"{date.fromisoformat(_last_month()):%B %Y}"
+
+
+# -- facts from a document, on request ---------------------------------------------------------
+
+
+def test_facts_from_a_document_wait_for_the_user_and_a_contradiction_shows_both(mnemo, tmp_path):
+    mnemo.knowledge.add("Ana", "lives_in", "Lisbon")
+    letter = tmp_path / "letter.md"
+    letter.write_text(
+        "# News\n\nI moved to Paris.\n\nAna lives in Porto now. Rui works at Acme Labs.\n\n"
+        "Ana lives in Porto now.\n",
+        encoding="utf-8",
+    )
+    proposals, more = propose_facts_from(mnemo, letter)
+    assert more == 0
+    assert sorted(p.describe() for p in proposals) == [
+        "Ana lives in Porto, instead of: Ana lives in Lisbon",
+        "remember that Rui works at Acme Labs",
+    ]  # the author's "I moved to Paris" is not the user's move
+    assert {p.untrusted_reason for p in proposals} == {"taken from the document letter.md"}
+    assert all(p.payload["source_kind"] == "document" for p in proposals)
+    assert [f.object for f in mnemo.knowledge.facts("Ana")] == ["Lisbon"]  # nothing yet
+    assert mnemo.knowledge.resolve("Rui") is None
+    assert propose_facts_from(mnemo, letter) == ([], 0)  # asked again: nothing twice
+
+    move = next(p for p in proposals if p.label == "Ana")
+    mnemo.proposals.approve(move.id)
+    (fact,) = mnemo.knowledge.facts("Ana")
+    assert (fact.object, fact.asserted_by, fact.source_kind, fact.source_ref) == (
+        "Porto",
+        "document",
+        "document",
+        "letter.md, News",
+    )
+
+
+def test_mnemo_kg_extract_lists_what_waits(tmp_path, capsys, profile_dir):
+    note = tmp_path / "note.txt"
+    note.write_text("Rui works at Acme Labs.", encoding="utf-8")
+    assert main(["--profile", str(profile_dir), "kg", "extract", str(note)]) == 0
+    out = capsys.readouterr().out
+    assert "Proposal 1: remember that Rui works at Acme Labs" in out
+    assert "mnemo memory approve ID" in out
+    assert main(["--profile", str(profile_dir), "kg", "extract", str(note)]) == 0
+    assert "No new facts" in capsys.readouterr().out

@@ -93,3 +93,24 @@ def cmd_kg_history(mnemo: Mnemo, args: argparse.Namespace) -> int:
     for fact in facts:
         print(_line(fact))
     return 0
+
+
+def cmd_kg_extract(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    from engine.ingest.facts import MAX_PROPOSALS, propose_facts_from
+
+    proposals, skipped = propose_facts_from(mnemo, args.file)
+    if args.json:
+        print_json({"proposals": proposals, "not_proposed": skipped})
+        return 0
+    for proposal in proposals:
+        print(f"Proposal {proposal.id}: {proposal.describe()}")
+    if skipped:
+        print(f"{skipped} more facts were found; only the first {MAX_PROPOSALS} were proposed.")
+    if not proposals:
+        print(f"No new facts about people, places or things were found in {args.file.name}.")
+        return 0
+    print(
+        "They wait for you: `mnemo memory proposals` lists them, `mnemo memory approve ID` "
+        "keeps one."
+    )
+    return 0

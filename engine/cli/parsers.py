@@ -9,6 +9,7 @@ command runs (``engine.cli.main``).
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import __version__, keys
@@ -250,3 +251,9 @@ def _knowledge(commands: Commands) -> None:
     history.add_argument("entity")
     history.add_argument("--json", action="store_true")
     history.set_defaults(handler="knowledge:cmd_kg_history")
+    extract = kg_commands.add_parser(
+        "extract", help="propose the facts a document states (you review them)"
+    )
+    extract.add_argument("file", type=Path)
+    extract.add_argument("--json", action="store_true")
+    extract.set_defaults(handler="knowledge:cmd_kg_extract")

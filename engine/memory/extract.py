@@ -122,8 +122,9 @@ class Candidate:
         return fact_sentence(self.subject, self.predicate, self.object) + since
 
 
-def facts_in(sentence: str, today: date, speaker: str = USER) -> list[Candidate]:
-    """The facts ``sentence`` states; "I" and "my" are ``speaker`` (the user, by default)."""
+def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Candidate]:
+    """The facts ``sentence`` states; "I" and "my" are ``speaker`` (the user, by default; None
+    for a document, whose "I" is its author: only what it says of others is read)."""
     found: list[Candidate] = []
     since = change_date(sentence, today)
     for match in _RELATIVE_BIRTHDAY.finditer(sentence):
@@ -144,7 +145,9 @@ def facts_in(sentence: str, today: date, speaker: str = USER) -> list[Candidate]
                 predicate_name = predicate
             if predicate_name in ("birthday", "born_on"):
                 obj = _clean_date(obj)
-            who = speaker if subject == "I" else subject
+            if subject == "I" and speaker is None:
+                continue
+            who = speaker if subject == "I" and speaker is not None else subject
             valid_from = since if predicate_name in ("lives_in", "works_at", "job_title") else None
             candidate = Candidate(who, predicate_name, obj, valid_from)
             if candidate not in found:

@@ -1,0 +1,76 @@
+"""Facts from a document, on the user's request ("extract facts from this file"), never from
+every document: each becomes a proposal the user reviews, since a document is text the user did
+not write (the trusted-write rule), and one that contradicts a current fact shows both."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from engine.ingest.loaders import load
+from engine.memory.extract import facts_in
+from engine.memory.knowledge import SINGLE_VALUED, name_key, predicate_key
+from engine.memory.proposals import Proposal
+from engine.memory.recall import DEFAULT_CONVERSATION
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+MAX_PROPOSALS = 50  # per file: more would bury the proposal panel; the rest is said, not lost
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n{2,}")
+
+
+def propose_facts_from(
+    mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_CONVERSATION
+) -> tuple[list[Proposal], int]:
+    """Propose the facts ``path`` states about people, places and things (in the third person:
+    "Ana lives in Porto"). Returns the proposals and how many more facts were found than
+    ``MAX_PROPOSALS`` allowed."""
+    today, knowledge = date.today(), mnemo.knowledge
+    seen = {  # facts already proposed and waiting: extracting twice proposes nothing twice
+        _key(p.label, p.payload["predicate"], p.new_content)
+        for p in mnemo.proposals.pending()
+        if p.kind == "fact"
+    }
+    proposals: list[Proposal] = []
+    skipped = 0
+    with mnemo.recall.transaction() as transaction:
+        for section in load(path):
+            for sentence in _SENTENCE.split(section.text):
+                for candidate in facts_in(" ".join(sentence.split()), today, speaker=None):
+                    key = _key(*candidate.triple)
+                    if key in seen or knowledge.holds(*candidate.triple):
+                        continue
+                    seen.add(key)
+                    if len(proposals) >= MAX_PROPOSALS:
+                        skipped += 1
+                        continue
+                    predicate = predicate_key(candidate.predicate)
+                    current = (
+                        tuple(knowledge.facts(candidate.subject, predicate, 20))
+                        if predicate in SINGLE_VALUED
+                        else ()
+                    )
+                    where = f"{path.name}, {section.label}" if section.label else path.name
+                    proposals.append(
+                        mnemo.proposals.create_fact_in(
+                            transaction.session,
+                            conversation_id=conversation_id,
+                            subject=candidate.subject,
+                            predicate=predicate,
+                            obj=candidate.object,
+                            current=current,
+                            valid_from=candidate.valid_from,
+                            source_kind="document",
+                            source_ref=where,
+                            asserted_by="document",
+                            untrusted_reason=f"taken from the document {path.name}",
+                        )
+                    )
+    return proposals, skipped
+
+
+def _key(subject: str, predicate: str, obj: str) -> tuple[str, str, str]:
+    return name_key(subject), predicate_key(predicate), name_key(obj)
