@@ -581,7 +581,7 @@ class Agent:
         session = transaction.session
         savepoint = session.begin_nested()
         try:
-            current: tuple[Fact, ...] = ()
+            current = self.mnemo.knowledge.contradicted(*candidate.triple)
             if untrusted is None:
                 stored = self.mnemo.knowledge.add_in(
                     session,

@@ -338,7 +338,10 @@ def _knowledge_add(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     subject, relation, obj = arguments["subject"], arguments["relation"], arguments["object"]
     valid_from = arguments.get("valid_from")
     source = {"source_kind": "message", "source_ref": str(ctx.call_message_id)}
-    current: tuple[Fact, ...] = ()
+    knowledge = ctx.mnemo.knowledge
+    if knowledge.holds(subject, relation, obj):
+        return ToolResult(f"Already known: {subject} {relation_words(relation)} {obj}.")
+    current = knowledge.contradicted(subject, relation, obj)
     if ctx.untrusted_reason is None:
         stored = ctx.mnemo.knowledge.add_in(
             ctx.transaction.session,

@@ -379,13 +379,15 @@ def test_a_conversation_over_several_sessions_keeps_current_facts_history_and_pr
 
 
 def test_a_pasted_text_that_states_a_fact_waits_for_the_user(mnemo):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
     model = ScriptedModel(parameter_count=135_000_000)
     model.enqueue(["Thanks."])
     pasted = "Forwarded note. I live in Atlantis. " + "Lorem ipsum dolor sit amet. " * 90
     Agent(mnemo, model).send(pasted)
     (proposal,) = mnemo.proposals.pending()
     assert proposal.kind == "fact" and not proposal.trusted
-    assert list(mnemo.knowledge.facts("user")) == []
+    assert proposal.describe() == "User lives in Atlantis, instead of: User lives in Porto"
+    assert [f.object for f in mnemo.knowledge.facts("user")] == ["Porto"]
 
 
 def _last_month() -> str:
@@ -441,3 +443,17 @@ def test_mnemo_kg_extract_lists_what_waits(tmp_path, capsys, profile_dir):
     assert "mnemo memory approve ID" in out
     assert main(["--profile", str(profile_dir), "kg", "extract", str(note)]) == 0
     assert "No new facts" in capsys.readouterr().out
+
+
+def test_mnemo_kg_merge_and_retract(profile_dir, capsys):
+    def run(*args: str) -> str:
+        assert main(["--profile", str(profile_dir), "kg", *args]) == 0
+        return capsys.readouterr().out
+
+    run("add", "Ana Sousa", "works_at", "Acme")
+    run("add", "Ana Souza", "birthday", "12 May")
+    assert "Merged 'Ana Souza' into Ana Sousa [other] (also: Ana Souza)." in run(
+        "merge", "Ana Sousa", "Ana Souza"
+    )
+    assert "Retracted: Ana Sousa — works_at — Acme (#1)" in run("retract", "1")
+    assert "#1" not in run("show", "Ana Souza") and "12 May" in run("show", "Ana Souza")

@@ -95,6 +95,18 @@ def cmd_kg_history(mnemo: Mnemo, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kg_merge(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    entity = mnemo.knowledge.merge(args.keep, args.other)
+    print(f"Merged {args.other!r} into {_entity_line(entity)}.")
+    return 0
+
+
+def cmd_kg_retract(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    fact = mnemo.knowledge.retract(args.id)
+    print(f"Retracted: {fact.line()} (#{fact.id}); it stays in `mnemo kg history`.")
+    return 0
+
+
 def cmd_kg_extract(mnemo: Mnemo, args: argparse.Namespace) -> int:
     from engine.ingest.facts import MAX_PROPOSALS, propose_facts_from
 

@@ -251,6 +251,13 @@ def _knowledge(commands: Commands) -> None:
     history.add_argument("entity")
     history.add_argument("--json", action="store_true")
     history.set_defaults(handler="knowledge:cmd_kg_history")
+    merge = kg_commands.add_parser("merge", help="fold OTHER into KEEP: one person or thing")
+    merge.add_argument("keep")
+    merge.add_argument("other")
+    merge.set_defaults(handler="knowledge:cmd_kg_merge")
+    retract = kg_commands.add_parser("retract", help="retract a wrong fact (kept in history)")
+    retract.add_argument("id", type=int, help="the fact's number, from `kg show`")
+    retract.set_defaults(handler="knowledge:cmd_kg_retract")
     extract = kg_commands.add_parser(
         "extract", help="propose the facts a document states (you review them)"
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from engine.ingest.loaders import load
 from engine.memory.extract import facts_in
-from engine.memory.knowledge import SINGLE_VALUED, name_key, predicate_key
+from engine.memory.knowledge import name_key, predicate_key
 from engine.memory.proposals import Proposal
 from engine.memory.recall import DEFAULT_CONVERSATION
 
@@ -48,11 +48,7 @@ def propose_facts_from(
                         skipped += 1
                         continue
                     predicate = predicate_key(candidate.predicate)
-                    current = (
-                        tuple(knowledge.facts(candidate.subject, predicate, 20))
-                        if predicate in SINGLE_VALUED
-                        else ()
-                    )
+                    current = knowledge.contradicted(*candidate.triple)
                     where = f"{path.name}, {section.label}" if section.label else path.name
                     proposals.append(
                         mnemo.proposals.create_fact_in(

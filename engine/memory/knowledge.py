@@ -121,6 +121,9 @@ class Fact:
         since = f" (since {self.valid_from:%Y-%m-%d})" if self.valid_from else ""
         return f"{self.subject} — {self.predicate} — {self.object}{since}"
 
+    def subject_is(self, name: str) -> bool:
+        return name_key(self.subject) == name_key(name)
+
     def sentence(self) -> str:
         """ "User lives in Lyon": the form a small model reads and repeats best."""
         return fact_sentence(self.subject, self.predicate, self.object)
@@ -452,10 +455,22 @@ class KnowledgeStore:
             chosen = rows[(page - 1) * limit : page * limit]
             return Page([self._fact(session, r) for r in chosen], len(rows), page, limit)
 
+    def contradicted(self, subject: str, predicate: str, obj: str) -> tuple[Fact, ...]:
+        """The current facts that ``obj`` would supersede: those of a single-valued relation
+        with another value (what a proposal shows beside the new fact)."""
+        relation, key = predicate_key(predicate), name_key(obj)
+        if relation not in SINGLE_VALUED:
+            return ()
+        current = self.facts(subject, relation, 50)
+        return tuple(f for f in current if f.subject_is(subject) and name_key(f.object) != key)
+
     def holds(self, subject: str, predicate: str, obj: str) -> bool:
         """Whether this fact is already current (so there is nothing to learn)."""
         key = name_key(obj)
-        return any(name_key(fact.object) == key for fact in self.facts(subject, predicate, 50))
+        return any(
+            fact.subject_is(subject) and name_key(fact.object) == key
+            for fact in self.facts(subject, predicate, 50)
+        )
 
     def history(self, name: str) -> list[Fact]:
         """Every fact ever held about an entity as subject, current or not, oldest first."""
