@@ -448,7 +448,7 @@ class Agent:
 
         The model does not choose the knowledge facts: the bundled model kept all 6 passing
         remarks it was shown alone, so its choice adds nothing to the patterns' judgement, and
-        in a conversation it dropped "I live in Porto" (/tmp measurements in the issue note)."""
+        in a conversation it dropped "I live in Porto"."""
         known = self._known_facts()
         today = user.created_at.astimezone().date()
         learned: dict[str, list[Candidate]] = {}  # statements that state a knowledge fact
@@ -456,7 +456,12 @@ class Agent:
         for statement in assisted.user_statements(user.text):
             found = facts_in(statement, today)
             if found:
-                new = [c for c in found if not self.mnemo.knowledge.holds(*c.triple)]
+                new = [
+                    c
+                    for c in found
+                    if not self.mnemo.knowledge.holds(*c.triple)
+                    and c.sentence().casefold() not in known  # said again before approval
+                ]
                 if new:
                     learned[statement] = new
             elif statement.casefold() not in known:
@@ -491,9 +496,13 @@ class Agent:
         return True
 
     def _known_facts(self) -> str:
-        """The human block and pending additions, casefolded (to skip what is already known)."""
+        """The human block and pending additions and facts, casefolded (to skip what is
+        already known or already waits for the user)."""
         blocks = {block.label: block.value for block in self.mnemo.core.blocks()}
-        pending = [p.new_content for p in self.mnemo.proposals.pending(self.conversation_id)]
+        pending = [
+            p.new_fact() if p.kind == "fact" else p.new_content
+            for p in self.mnemo.proposals.pending(self.conversation_id)
+        ]
         return "\n".join([blocks.get("human", ""), *pending]).casefold()
 
     def _remember(

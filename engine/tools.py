@@ -39,11 +39,9 @@ PASSAGE_CHARS = 1000
 QUERY_CHARS = 200
 SEARCHED_ROLES = ("user", "assistant")
 
-_HEARTBEAT = {
-    "type": "boolean",
-    "description": "true to act again right after this returns (e.g. to answer after a search); "
-    "false to wait for the user",
-}
+# What it means is said once, in the system prompt; repeated in all ten functions it cost ~240
+# tokens of every prompt.
+_HEARTBEAT = {"type": "boolean", "description": "true: act again after this returns"}
 _PAGE = {"type": "integer", "minimum": 1, "description": "results page, from 1"}
 
 

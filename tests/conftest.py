@@ -96,7 +96,9 @@ def llama_server() -> Iterator[str]:
             "--port",
             str(port),
             "--n_ctx",
-            "4096",
+            # The server's chatml-function-calling template writes the eleven memory functions
+            # out at length: with 4,096 tokens, a turn's third step no longer fit.
+            "8192",
             "--chat_format",
             "chatml-function-calling",
         ],

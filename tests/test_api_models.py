@@ -207,7 +207,7 @@ def test_openai_backend_against_llama_cpp_server(mnemo, llama_server):
     # The 135M model behind the server samples (temperature 0.3) and now and then spends three
     # steps searching before it replies; five leave room for that while still ending the turn.
     mnemo.settings.set("agent.step_limit", 5)
-    model = OpenAIModel("smollm2", base_url=llama_server, context_length=4096)
+    model = OpenAIModel("smollm2", base_url=llama_server, context_length=8192)
     assert model.check().startswith("reachable")
     events = Recorder()
     result = Agent(mnemo, model).send("hello", on_event=events)
@@ -216,7 +216,7 @@ def test_openai_backend_against_llama_cpp_server(mnemo, llama_server):
 
 
 def test_openai_native_tool_call_streams_send_message(llama_server):
-    model = OpenAIModel("smollm2", base_url=llama_server, context_length=4096)
+    model = OpenAIModel("smollm2", base_url=llama_server, context_length=8192)
     pieces: list[str] = []
     forced = prompt()
     forced.allowed = frozenset({"send_message"})

@@ -739,15 +739,15 @@ def test_settings_switch_to_an_openai_compatible_server(qtbot, mnemo, llama_serv
         page.backend.setCurrentIndex(page.backend.findData("openai"))
         page.model_name.setText("smollm2")
         page.base_url.setText(llama_server)  # a local server needs no key
-        page.context.setValue(4096)
+        page.context.setValue(8192)
         with qtbot.waitSignal(
             on_gui_thread(window, window.chat_worker.loaded), timeout=60_000
         ) as loaded:
             qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
-        assert loaded.args == [("openai:smollm2", 4096, None)]
+        assert loaded.args == [("openai:smollm2", 8192, None)]
         assert window.mode_label.text() == "self-managed memory"  # an API model's own
         assert "self-managed" in page.mode_status.text()
-        assert "4,096-token context" in window.model_label.text()
+        assert "8,192-token context" in window.model_label.text()
         assert window.model_label.text().startswith("openai:smollm2")
         pieces: list[str] = []
         window.bridge.text_streamed.connect(pieces.append)

@@ -457,3 +457,14 @@ def test_mnemo_kg_merge_and_retract(profile_dir, capsys):
     )
     assert "Retracted: Ana Sousa — works_at — Acme (#1)" in run("retract", "1")
     assert "#1" not in run("show", "Ana Souza") and "12 May" in run("show", "Ana Souza")
+
+
+def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+    model = ScriptedModel(parameter_count=135_000_000)
+    agent = Agent(mnemo, model)
+    for _ in range(2):
+        model.enqueue(["Noted."])
+        agent.send("I moved to Lyon last month.")
+    (proposal,) = mnemo.proposals.pending()
+    assert proposal.describe().startswith("User lives in Lyon (since ")
