@@ -112,8 +112,12 @@ def run(argv: Sequence[str]) -> int:
         window.chat_ready.connect(lambda: trace("ready"))
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)
-        return int(app.exec())
-    return 1  # not reached: the block returns
+        code = int(app.exec())
+        if not window.restart_requested:
+            return code
+    # A snapshot was restored: start again on it, now that the profile is let go.
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    return 1  # not reached
 
 
 def open_behind(profile: Profile) -> tuple[Mnemo, ModelLoader]:

@@ -32,6 +32,7 @@ from desktop.ui import cell, label, table
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line
+from engine.memory.snapshots import BULK_DELETE
 from engine.mnemo import Mnemo
 
 BROWSE_LIMIT = 200
@@ -45,6 +46,7 @@ ROLES = {"user": "you", "assistant": "Mnemo", "function_call": "call", "function
 
 
 def delete_in_background(
+    mnemo: Mnemo,
     tasks: Tasks,
     status: QLabel,
     delete: Callable[[Any], None],
@@ -53,10 +55,13 @@ def delete_in_background(
     refresh: Callable[[str], None],
     kind: str,
 ) -> None:
-    """Delete items one by one on the tasks thread, then show the list again with a note, and
-    announce that ``kind`` changed."""
+    """Delete items one by one on the tasks thread (after a snapshot, when there are more
+    than ``BULK_DELETE``), then show the list again with a note, and announce that ``kind``
+    changed."""
 
     def work() -> int:
+        if len(keys) > BULK_DELETE:
+            mnemo.snapshot_before(f"deleting {len(keys)} {noun}s")
         for key in keys:
             delete(key)
         return len(keys)
@@ -228,10 +233,16 @@ class ArchivalBrowser(QWidget):
         if len(chosen) > 1 and not ui.confirm(
             self,
             "Delete passages",
-            f"Delete {len(chosen)} passages from archival memory? This cannot be undone.",
+            f"Delete {len(chosen)} passages from archival memory?"
+            + (
+                " A snapshot is taken first."
+                if len(chosen) > BULK_DELETE
+                else " This cannot be undone."
+            ),
         ):
             return
         delete_in_background(
+            self._mnemo,
             self._tasks,
             self.status,
             self._mnemo.archival.delete,
@@ -338,10 +349,12 @@ class ConversationBrowser(QWidget):
             self,
             "Delete messages",
             f"Delete {count} message{'s' if count != 1 else ''} from the conversation history? "
-            "Mnemo will no longer find or see them. This cannot be undone.",
+            "Mnemo will no longer find or see them."
+            + (" A snapshot is taken first." if count > BULK_DELETE else " This cannot be undone."),
         ):
             return
         delete_in_background(
+            self._mnemo,
             self._tasks,
             self.status,
             self._mnemo.recall.delete,

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
     QMainWindow,
+    QMessageBox,
     QProgressBar,
     QPushButton,
     QSplitter,
@@ -31,6 +32,7 @@ from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
 from desktop.settings_page import SettingsPage
+from desktop.snapshots_view import SnapshotsView
 from desktop.threads import (
     CORE,
     FOLDERS,
@@ -44,6 +46,7 @@ from desktop.threads import (
 from desktop.ui import PAGES, STYLE, app_settings, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine.context.window import ContextStats
+from engine.errors import MnemoError
 from engine.events import (
     ContextEvicted,
     MemoryPressure,
@@ -86,6 +89,8 @@ class MainWindow(QMainWindow):
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.collector = GuiThreadCollector(self)  # before any worker thread starts
         self.mnemo = mnemo
+        self._restore_on_close: str | None = None
+        self.restart_requested = False  # a snapshot was restored: start again on it
         self.setWindowTitle(f"Mnemo — {mnemo.profile.root}")
         self.resize(1180, 760)
         self.setStyleSheet(STYLE)
@@ -126,7 +131,8 @@ class MainWindow(QMainWindow):
         self.context = ContextView()
         self.models = ModelsPage(mnemo, tasks)
         self.settings_watched = WatchedFoldersList(mnemo, tasks)
-        self.settings = SettingsPage(mnemo, self.settings_watched)
+        self.snapshots = SnapshotsView(mnemo, tasks)
+        self.settings = SettingsPage(mnemo, self.settings_watched, self.snapshots)
 
         chat_page = QSplitter(Qt.Orientation.Horizontal)
         chat_page.addWidget(self.chat)
@@ -224,6 +230,7 @@ class MainWindow(QMainWindow):
         bridge.notice.connect(self._notice)
         bridge.core_changed.connect(lambda: self.tasks.announce(CORE))
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
+        self.snapshots.restore_requested.connect(self.restore_and_restart)
 
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)
@@ -454,9 +461,22 @@ class MainWindow(QMainWindow):
         if page in PAGES:
             self.show_page(str(page))
 
+    def restore_and_restart(self, snapshot_id: str) -> None:
+        """Restore a snapshot while the window closes, then start again on it (``app.run``
+        starts the new window once this one has let go of the profile)."""
+        self._restore_on_close = snapshot_id
+        self.close()
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 (Qt's name)
         stored = app_settings()
         stored.setValue("window/geometry", self.saveGeometry())
         stored.setValue("window/page", PAGES[self.nav.currentRow()])
         self.shutdown()
+        if self._restore_on_close:  # every worker has stopped: nothing writes meanwhile
+            self.setCursor(Qt.CursorShape.WaitCursor)
+            try:
+                self.mnemo.snapshots.restore(self._restore_on_close)
+                self.restart_requested = True
+            except MnemoError as error:
+                QMessageBox.critical(self, "Restore failed", str(error))
         super().closeEvent(event)

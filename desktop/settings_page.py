@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from desktop import ui
 from desktop.documents import WatchedFoldersList
+from desktop.snapshots_view import SnapshotsView
 from desktop.ui import PROFILE_SETTING, app_settings, label
 from engine import keys
 from engine.errors import MnemoError
@@ -60,7 +61,7 @@ class SettingsPage(QWidget):
     policy_changed = Signal()
     models_requested = Signal()
 
-    def __init__(self, mnemo: Mnemo, watched: WatchedFoldersList) -> None:
+    def __init__(self, mnemo: Mnemo, watched: WatchedFoldersList, snapshots: SnapshotsView) -> None:
         super().__init__()
         self._mnemo = mnemo
         outer = QVBoxLayout(self)
@@ -76,6 +77,9 @@ class SettingsPage(QWidget):
         folders = QGroupBox("Watched folders")
         QVBoxLayout(folders).addWidget(watched)
         layout.addWidget(folders)
+        snapshots_group = QGroupBox("Snapshots")
+        QVBoxLayout(snapshots_group).addWidget(snapshots)
+        layout.addWidget(snapshots_group)
         layout.addWidget(self._profile_group())
         layout.addStretch(1)
         self.load()

@@ -20,6 +20,7 @@ from engine.memory.knowledge import KnowledgeStore
 from engine.memory.lance import lancedb
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
+from engine.memory.snapshots import Snapshot, SnapshotStore
 from engine.memory.vectors import VectorTable
 from engine.profile import Profile
 from engine.settings import Settings
@@ -54,6 +55,9 @@ class Mnemo:
             self._engine, self.core, self.recall, self.knowledge, self.archival
         )
         self.settings = Settings(self._engine)
+        self.snapshots = SnapshotStore(
+            profile.root, profile.database_path, [self._message_vectors, self._passage_vectors]
+        )
 
     @property
     def database(self) -> Engine:
@@ -73,11 +77,21 @@ class Mnemo:
         """Set when stored vectors come from another embedder; ``reembed()`` fixes it."""
         return self.archival.embedder_mismatch or self.recall.embedder_mismatch
 
+    def snapshot_before(self, what: str) -> Snapshot | None:
+        """An automatic snapshot before a risky operation ("re-embedding"), so that it can be
+        undone; none on a read-only profile, where nothing can change."""
+        if self.read_only:
+            return None
+        return self.snapshots.create(f"before {what}", automatic=True)
+
     def reembed(self, progress: Callable[[str, int, int], None] | None = None) -> int:
         """Re-embed archival passages and messages with the current embedder; return the count.
 
-        It can take minutes on a large profile, so callers ask the user before calling it.
+        It can take minutes on a large profile, so callers ask the user before calling it. A
+        snapshot taken first brings the old vectors back.
         """
+        if self.embedder_mismatch:
+            self.snapshot_before("re-embedding")
         count = 0
         for name, store in (("archival", self.archival), ("recall", self.recall)):
             if store.embedder_mismatch:

@@ -194,6 +194,8 @@ def test_a_different_embedder_is_detected_and_reembed_needs_consent(profile_dir,
         assert m.recall.embedder_mismatch
         assert m.reembed() == len(FACTS) + 1
         assert m.embedder_mismatch is None
+        (snapshot,) = m.snapshots.all()  # taken first: the old vectors can come back
+        assert snapshot.note == "before re-embedding" and snapshot.automatic
         assert m.recall.search("I like jazz", mode="semantic")[0].text == "I like jazz"
         assert (
             m.archival.get(m.archival.search("insurance", mode="keyword")[0].id).embedder
@@ -202,6 +204,10 @@ def test_a_different_embedder_is_detected_and_reembed_needs_consent(profile_dir,
     with Mnemo.open(profile_dir, embedder=OtherEmbedder()) as m:
         assert m.archival.embedder_mismatch is None
         assert m.archival.count() == len(FACTS)
+        m.snapshots.restore(snapshot.id)
+    with Mnemo.open(profile_dir, embedder=embedder) as m:  # the re-embed undone
+        assert m.embedder_mismatch is None
+        assert m.archival.search("insurance policy", mode="semantic")[0].text == FACTS[4]
 
 
 def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, monkeypatch, caplog):

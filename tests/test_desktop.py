@@ -432,6 +432,49 @@ def test_facts_from_a_file_wait_in_the_proposal_panel(qtbot, mnemo, window, tmp_
     assert caution.startswith("Caution: taken from the document letter.txt; text from")
 
 
+# -- snapshots ---------------------------------------------------------------------------------
+
+
+def test_a_snapshot_taken_in_settings_is_restored_while_the_window_closes(
+    qtbot, mnemo, monkeypatch
+):
+    window = open_window(qtbot, mnemo, ScriptedModel())
+    mnemo.core.set("human", "Name: Ada.")
+    view = window.snapshots
+    monkeypatch.setattr(
+        "desktop.snapshots_view.QInputDialog.getText", lambda *_a, **_k: ("before a test", True)
+    )
+    qtbot.mouseClick(view.create_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: view.list.count() == 1, timeout=TIMEOUT_MS)
+    assert "yours" in view.list.item(0).text() and "before a test" in view.list.item(0).text()
+
+    mnemo.core.set("human", "Nothing.")
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    view.list.setCurrentRow(0)
+    qtbot.mouseClick(view.restore_button, Qt.MouseButton.LeftButton)
+    assert not window.isVisible() and window.restart_requested  # app.run starts it again
+    assert mnemo.core.get("human") == "Name: Ada."
+    assert [s.automatic for s in mnemo.snapshots.all()] == [True, False]  # the undo, then yours
+
+
+def test_deleting_more_than_twenty_passages_takes_a_snapshot_first(
+    qtbot, mnemo, window, monkeypatch
+):
+    mnemo.archival.insert_many([f"Receipt {i} for the garden." for i in range(25)])
+    browser = window.browser.archival
+    browser.refresh()
+    qtbot.waitUntil(lambda: len(browser.passages) == 25, timeout=TIMEOUT_MS)
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    browser.table.selectAll()
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("passages")):
+        browser.delete_selected()
+    assert mnemo.archival.count() == 0
+    (snapshot,) = mnemo.snapshots.all()
+    assert snapshot.note == "before deleting 25 passages"
+    mnemo.snapshots.restore(snapshot.id)
+    assert mnemo.archival.count() == 25
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 
@@ -643,8 +686,9 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
 
     from desktop.documents import WatchedFoldersList
     from desktop.settings_page import SettingsPage
+    from desktop.snapshots_view import SnapshotsView
 
-    again = SettingsPage(mnemo, WatchedFoldersList(mnemo))
+    again = SettingsPage(mnemo, WatchedFoldersList(mnemo), SnapshotsView(mnemo, window.tasks))
     qtbot.addWidget(again)
     assert again.backend.currentData() == "openai"
     assert (again.model_name.text(), again.base_url.text()) == (

@@ -30,7 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(handler="memory:cmd_status")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for group in (_memory, _chat, _models, _keys, _doctor, _ingest, _archival, _knowledge):
+    for group in (
+        _memory,
+        _chat,
+        _models,
+        _keys,
+        _doctor,
+        _ingest,
+        _archival,
+        _knowledge,
+        _snapshots,
+    ):
         group(commands)
     return parser
 
@@ -264,3 +274,21 @@ def _knowledge(commands: Commands) -> None:
     extract.add_argument("file", type=Path)
     extract.add_argument("--json", action="store_true")
     extract.set_defaults(handler="knowledge:cmd_kg_extract")
+
+
+def _snapshots(commands: Commands) -> None:
+    snapshot = commands.add_parser("snapshot", help="snapshots of the whole memory, to roll back")
+    actions = snapshot.add_subparsers(metavar="ACTION", required=True)
+    create = actions.add_parser("create", help="take a snapshot now")
+    create.add_argument("--note", default="", help="what it is for")
+    create.set_defaults(handler="snapshots:cmd_snapshot_create")
+    listing = actions.add_parser("list", help="every snapshot, newest first")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler="snapshots:cmd_snapshot_list")
+    restore = actions.add_parser("restore", help="bring the memory back to a snapshot")
+    restore.add_argument("id")
+    restore.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    restore.set_defaults(handler="snapshots:cmd_snapshot_restore")
+    delete = actions.add_parser("delete", help="delete a snapshot")
+    delete.add_argument("id")
+    delete.set_defaults(handler="snapshots:cmd_snapshot_delete")

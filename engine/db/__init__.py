@@ -93,6 +93,8 @@ def _migrate(path: Path) -> str | None:
     try:
         version = _schema_version(connection, path)
         connection.execute("PRAGMA journal_mode = WAL")
+        if 0 < version < len(MIGRATIONS):
+            _snapshot_before_upgrade(path, version)
         for number, (name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
             log.info("applying migration %d (%s) to %s", number, name, path)
             # executescript commits first; BEGIN..COMMIT makes each migration all-or-nothing.
@@ -108,6 +110,16 @@ def _migrate(path: Path) -> str | None:
     finally:
         connection.close()
     return None
+
+
+def _snapshot_before_upgrade(path: Path, version: int) -> None:
+    """A migration rewrites tables: keep the database as it was (archival is not touched)."""
+    from engine.memory.snapshots import SnapshotStore
+
+    SnapshotStore(path.parent, path, []).create(
+        f"before upgrading the database from schema {version} to {len(MIGRATIONS)}",
+        automatic=True,
+    )
 
 
 def _schema_version(connection: sqlite3.Connection, path: Path) -> int:

@@ -450,7 +450,10 @@ class Ingestor:
         rows = [row.path for row in self.index.all(under=path)]
         if self.index.get(path) is not None:
             rows.append(path)
-        for key in dict.fromkeys(rows):
+        keys = list(dict.fromkeys(rows))
+        if len(keys) > 1:  # a folder, not one file the watcher saw go
+            self._mnemo.snapshot_before(f"removing {path} and its passages")
+        for key in keys:
             removed += self._mnemo.archival.delete_by_source(key)
             self.index.delete(key)
         return removed

@@ -162,11 +162,16 @@ class VectorTable:
     def _create(self, embedder: Embedder, data: pa.Table | None = None) -> Any:
         schema = self._schema_for(embedder)
         table = self._connection.create_table(self.name, data=data, schema=schema, mode="overwrite")
-        if self._fts_column:
-            table.create_index(self._fts_column, config=lancedb().index.FTS(with_position=False))
-        if self._key_column:  # lookups by id (get, update, fetching search hits) stay fast
-            table.create_index(self._key_column, config=lancedb().index.BTree())
+        self._create_indexes(table)
         return table
+
+    def _create_indexes(self, table: Any) -> None:
+        if self._fts_column:
+            table.create_index(
+                self._fts_column, config=lancedb().index.FTS(with_position=False), replace=True
+            )
+        if self._key_column:  # lookups by id (get, update, fetching search hits) stay fast
+            table.create_index(self._key_column, config=lancedb().index.BTree(), replace=True)
 
     @property
     def stored_embedder(self) -> tuple[str, int]:
@@ -192,14 +197,45 @@ class VectorTable:
             raise EmbedderMismatchError(self.mismatch)
 
     def replace_all(self, rows: list[dict[str, Any]]) -> None:
-        """Rewrite the table with vectors of the current embedder (after the user agreed)."""
+        """Rewrite the table with vectors of the current embedder (after the user agreed), as a
+        new version of the same table: a snapshot taken before can still bring the old back."""
         schema = self._schema_for(self._embedder)
+        self.wait_for_maintenance()
         with self._write_lock:
-            self.wait_for_maintenance()
-            self.table = self._create(self._embedder, pa.Table.from_pylist(rows, schema=schema))
+            self.table.add(pa.Table.from_pylist(rows, schema=schema), mode="overwrite")
+            self._create_indexes(self.table)
             self.mismatch = None
             self._rows_seen = -1
         self._schedule_maintenance()
+
+    # -- snapshots (engine.memory.snapshots) --------------------------------------------------
+
+    def tag(self, name: str) -> int:
+        """Keep the table's current version under ``name`` (upkeep never prunes it)."""
+        with self._write_lock:
+            self.table.checkout_latest()
+            self.table.tags.create(name, self.table.version)
+            return int(self.table.version)
+
+    def restore_tag(self, name: str) -> None:
+        """Make the version kept as ``name`` the newest one (later versions stay in history
+        until upkeep prunes them)."""
+        self.wait_for_maintenance()
+        with self._write_lock:
+            self.table.checkout(name)
+            self.table.restore()
+            self.table.checkout_latest()
+            self.mismatch = self._describe_mismatch()
+            self._rows_seen = -1
+        self._schedule_maintenance()
+
+    def has_tag(self, name: str) -> bool:
+        return name in self.table.tags.list()
+
+    def drop_tag(self, name: str) -> None:
+        with self._write_lock:
+            if self.has_tag(name):
+                self.table.tags.delete(name)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors to store. One text stored alone is usually the newest chat message, which the
@@ -394,10 +430,11 @@ class VectorTable:
         try:
             with self._write_lock:
                 self._writes_since_optimize = 0
-                if self._vector_index() is None:
+                if self._vector_index() is None and not self.table.tags.list():
                     # lancedb's own upkeep does the same without an ANN index (compact, add new
                     # rows to the keyword and key indexes, prune), and needs no pylance, whose
-                    # import keeps ~60 MB resident in the window for good.
+                    # import keeps ~60 MB resident in the window for good. It refuses to prune
+                    # past a snapshot's tagged version, which pylance's pruning skips instead.
                     self.table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
                 else:
                     self._optimize_keeping_segments()
@@ -409,21 +446,24 @@ class VectorTable:
             log.exception("maintenance of %s failed; it is retried after more writes", self.name)
 
     def _optimize_keeping_segments(self) -> None:
-        """The upkeep with an ANN index, through pylance: new rows get an index segment of their
-        own (see ANN_REBUILD_GROWTH), which lancedb's ``optimize`` cannot be told."""
+        """The upkeep through pylance: with an ANN index, new rows get an index segment of their
+        own (see ANN_REBUILD_GROWTH), which lancedb's ``optimize`` cannot be told; and pruning
+        keeps the versions snapshots tagged instead of failing on them."""
         self.table.to_lance().optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
         self.table.checkout_latest()  # later steps must build on the compacted version
         indexes = self.table.list_indices()
         vector = [index.name for index in indexes if "vector" in index.columns]
         others = [index.name for index in indexes if "vector" not in index.columns]
         dataset = self.table.to_lance()
-        stats = self.table.index_stats(vector[0])
+        stats = self.table.index_stats(vector[0]) if vector else None
         unindexed = stats.num_unindexed_rows if stats is not None else 0
         if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
             dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
         if others:
             dataset.optimize.optimize_indices(index_names=others)
-        dataset.cleanup_old_versions(older_than=KEEP_VERSIONS_FOR)
+        dataset.cleanup_old_versions(
+            older_than=KEEP_VERSIONS_FOR, error_if_tagged_old_versions=False
+        )
         self.table.checkout_latest()
 
     def _build_ann_index(self, rows: int) -> None:
