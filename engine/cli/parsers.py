@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         _archival,
         _knowledge,
         _snapshots,
+        _exchange,
     ):
         group(commands)
     return parser
@@ -292,3 +293,18 @@ def _snapshots(commands: Commands) -> None:
     delete = actions.add_parser("delete", help="delete a snapshot")
     delete.add_argument("id")
     delete.set_defaults(handler="snapshots:cmd_snapshot_delete")
+
+
+def _exchange(commands: Commands) -> None:
+    export = commands.add_parser("export", help="write the whole memory to one .mnemo archive")
+    export.add_argument("path", type=Path)
+    export.add_argument(
+        "--no-vectors", action="store_true", help="leave vectors out (smaller; re-embedded later)"
+    )
+    export.add_argument("--since", metavar="DATE", help="only messages and passages from DATE")
+    export.set_defaults(handler="exchange:cmd_export")
+    import_ = commands.add_parser(
+        "import", help="bring in a .mnemo archive (into this profile, never twice)"
+    )
+    import_.add_argument("path", type=Path)
+    import_.set_defaults(handler="exchange:cmd_import")

@@ -43,6 +43,7 @@ def cmd_snapshot_restore(mnemo: Mnemo, args: argparse.Namespace) -> int:
     # Not under a running window or chat: they would go on showing, and writing over, the old.
     with mnemo.profile.hold_assistant("mnemo snapshot restore"):
         before = mnemo.snapshots.restore(snapshot.id)
+    assert before is not None  # kept by default
     print(f"Restored {snapshot.id}. The state before it is snapshot {before.id}.")
     return 0
 

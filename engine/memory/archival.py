@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time as time_module
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any, Literal
@@ -108,6 +108,8 @@ class NewPassage:
     tags: Sequence[str] = field(default_factory=tuple)
     created_at: datetime | date | str | float | None = None
     origin: Origin = "user"
+    id: str | None = None  # an import keeps the id (so a second import finds it)
+    vector: Any = None  # and the vector, when the same embedder made it
 
 
 def _as_source(source: Source | str | int | None) -> Source:
@@ -182,11 +184,14 @@ class ArchivalStore:
         ids: list[str] = []
         now = time_module.time()
         for chunk in chunked(items, EMBED_CHUNK):
-            vectors = self._vectors.embed([item.text for item in chunk])
+            if all(item.vector is not None for item in chunk):
+                vectors = np.asarray([item.vector for item in chunk], dtype=np.float32)
+            else:
+                vectors = self._vectors.embed([item.text for item in chunk])
             rows = []
             for item, vector in zip(chunk, vectors, strict=True):
                 source = _as_source(item.source)
-                passage_id = uuid.uuid4().hex
+                passage_id = item.id or uuid.uuid4().hex
                 ids.append(passage_id)
                 rows.append(
                     {
@@ -274,6 +279,19 @@ class ArchivalStore:
 
     def get(self, passage_id: str) -> Passage:
         return _passage(self._raw(passage_id))
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored (an import skips them)."""
+        found: set[str] = set()
+        for chunk in chunked(list(ids), 500):
+            where = "id IN (" + ", ".join(quote_sql(i) for i in chunk) + ")"
+            found.update(row["id"] for row in self._vectors.rows(where, ["id"]))
+        return found
+
+    def rows_for_export(self, chunk: int = 2000) -> Iterator[dict[str, Any]]:
+        """Every passage with its vector, a chunk at a time (an export streams them out)."""
+        for offset in range(0, self.count(), chunk):
+            yield from self._vectors.rows(None, [*_COLUMNS, "vector"], chunk, offset)
 
     def by_short_id(self, short_id: str) -> Passage:
         """The passage whose id starts with ``short_id`` (the model sees 8 characters)."""

@@ -53,6 +53,12 @@ class NewMessage:
     created_at: datetime | date | str | float | None = None
     conversation_id: str = DEFAULT_CONVERSATION
     name: str | None = None
+    # An import keeps what it can: the id (into an empty profile, so that everything that
+    # points at a message still does), the reason it was untrusted, and its vector (made by the
+    # same embedder).
+    id: int | None = None
+    untrusted_reason: str | None = None
+    vector: Any = None
 
 
 def hit_from_row(row: Any, score: float | None = None, weak: bool = False) -> MessageHit:

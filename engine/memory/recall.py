@@ -51,8 +51,8 @@ __all__ = [
 log = logging.getLogger("mnemo.recall")
 
 _INSERT = (
-    "INSERT INTO message (conversation_id, role, name, text, created_at, search_text, "
-    "untrusted_reason) VALUES (:conversation_id, :role, :name, :text, :created_at, :text, "
+    "INSERT INTO message (id, conversation_id, role, name, text, created_at, search_text, "
+    "untrusted_reason) VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text, "
     ":untrusted_reason)"
 )
 
@@ -87,14 +87,19 @@ class RecallTransaction:
         for message in messages:
             check_role(message.role)
             row: dict[str, Any] = {
+                "id": message.id,
                 "conversation_id": message.conversation_id,
                 "role": message.role,
                 "name": message.name,
                 "text": message.text,
                 "created_at": to_timestamp(message.created_at) or now,
-                "untrusted_reason": untrusted_reason or pasted_for(message.role, message.text),
+                "untrusted_reason": untrusted_reason
+                or message.untrusted_reason
+                or pasted_for(message.role, message.text),
             }
             row["id"] = self.session.connection().execute(text(_INSERT), row).lastrowid
+            if message.vector is not None:
+                row["vector"] = message.vector
             added.append(row)
         firsts: dict[str, int] = {}
         for row in added:
@@ -142,6 +147,15 @@ class RecallStore:
             return []
         with self.transaction(embed_failure_raises=True) as transaction:
             return transaction.add_many(batch)
+
+    def vectors_of(self, ids: Sequence[int]) -> dict[int, Any]:
+        """The stored vectors of these messages (an export carries them)."""
+        if not ids:
+            return {}
+        where = f"id IN ({', '.join(str(int(i)) for i in ids)})"
+        return {
+            int(row["id"]): row["vector"] for row in self._vectors.rows(where, ["id", "vector"])
+        }
 
     @contextmanager
     def transaction(self, *, embed_failure_raises: bool = False) -> Iterator[RecallTransaction]:

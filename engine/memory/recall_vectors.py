@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine, text
 
@@ -102,7 +103,12 @@ class MessageVectors:
                 connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
 
     def _vector_rows(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-        vectors = self._vectors.embed([row["text"] for row in rows])
+        """The rows' vectors: those they bring (an import from the same embedder), else new."""
+        given = [row.get("vector") for row in rows]
+        if all(vector is not None for vector in given):
+            vectors = np.asarray(given, dtype=np.float32)
+        else:
+            vectors = self._vectors.embed([row["text"] for row in rows])
         return pa.table(
             {
                 "id": pa.array([row["id"] for row in rows], pa.int64()),

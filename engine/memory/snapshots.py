@@ -143,12 +143,15 @@ class SnapshotStore:
 
     # -- restoring and deleting ------------------------------------------------------------------
 
-    def restore(self, snapshot_id: str) -> Snapshot:
+    def restore(self, snapshot_id: str, *, keep_current: bool = True) -> Snapshot | None:
         """Bring the memory back to ``snapshot_id``, after taking a snapshot of the current
-        state (returned: it undoes the restore). Reopen the profile afterwards: what was read
-        before the restore (the window's pages, caches) shows the old state."""
+        state (returned: it undoes the restore; not taken when ``keep_current`` is False, as
+        when a failed import is undone). Reopen the profile afterwards: what was read before
+        the restore (the window's pages, caches) shows the old state."""
         snapshot = self.get(snapshot_id)
-        before = self.create(f"before restoring {snapshot.id}", automatic=True)
+        before = (
+            self.create(f"before restoring {snapshot.id}", automatic=True) if keep_current else None
+        )
         try:
             backup(self._folder / snapshot.id / DATABASE, self._database_path)
             for table in self._tables:
@@ -158,11 +161,11 @@ class SnapshotStore:
                 else:  # a snapshot from before the table existed: it held nothing then
                     log.info("snapshot %s has no version of %s", snapshot.id, table.name)
         except (OSError, sqlite3.Error) as error:
+            kept = f"; the state before it is in snapshot {before.id}" if before else ""
             raise SnapshotError(
-                f"Restoring snapshot {snapshot.id} failed ({error}); the state before it is in "
-                f"snapshot {before.id}."
+                f"Restoring snapshot {snapshot.id} failed ({error}){kept}."
             ) from error
-        log.info("restored snapshot %s (the state before it is %s)", snapshot.id, before.id)
+        log.info("restored snapshot %s", snapshot.id)
         return before
 
     def delete(self, snapshot_id: str) -> None:

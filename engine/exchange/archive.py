@@ -1,0 +1,555 @@
+"""The `.mnemo` archive: a whole memory in one zip, to keep, to move, or to read without Mnemo.
+
+Inside:
+- ``manifest.json``: the format and its version, when and by what it was made, the embedder,
+  and how many of each thing it holds;
+- ``data/<table>.jsonl``: every row of the profile's tables (core blocks and their versions,
+  messages of every conversation, proposals, knowledge memory, watched folders, settings, the
+  conversations' state), one JSON object per line, and ``data/passages.jsonl`` for archival
+  memory; messages and passages carry their vectors (base64 float32) unless ``vectors=False``;
+- a Markdown view for people: ``core/<block>.md``, ``conversations/<conversation>/<day>.md`` and
+  ``passages/<source>.md``.
+
+Importing into an empty profile restores it as it was, ids included, so the conversation goes
+on where it was. Importing into a profile in use merges: a message or passage already there is
+not stored twice, a core block that differs becomes a proposal, facts go through knowledge
+memory's own rules (a contradiction is a proposal), and what belongs to the other profile alone
+(its pending proposals, its conversations' window state, its settings) is left out and said so.
+Either way a snapshot is taken first and restored if anything fails: nothing is half-imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import logging
+import re
+import time
+import zipfile
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import text
+
+from engine import __version__
+from engine.errors import InputError, MnemoError
+from engine.memory.archival import NewPassage, Source
+from engine.memory.messages import NewMessage
+from engine.memory.search import from_timestamp, to_timestamp
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+log = logging.getLogger("mnemo.exchange")
+
+FORMAT = "mnemo-archive"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+# The tables exported as they are, in an order an import can write them in.
+TABLES = (
+    "core_block",
+    "core_block_version",
+    "setting",
+    "agent_state",
+    "proposal",
+    "entity",
+    "entity_alias",
+    "relation",
+    "watched_folder",
+    "document",
+)
+MESSAGE_COLUMNS = "id, conversation_id, role, name, text, created_at, untrusted_reason"
+CHUNK = 2000
+Progress = Callable[[str, int, int], None]  # what, done, total
+
+
+class ArchiveError(MnemoError):
+    """An archive that cannot be imported; the sentence says why, and nothing was changed."""
+
+
+@dataclass
+class ImportReport:
+    added: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    skipped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    notes: list[str] = field(default_factory=list)
+    snapshot: str | None = None  # taken before: restoring it undoes the import
+
+    def lines(self) -> list[str]:
+        lines = [
+            f"{what}: {count} added"
+            + (f", {self.skipped[what]} already there" if self.skipped[what] else "")
+            for what, count in self.added.items()
+        ]
+        lines += [
+            f"{what}: {count} already there"
+            for what, count in self.skipped.items()
+            if what not in self.added
+        ]
+        return lines + self.notes
+
+
+# -- export ---------------------------------------------------------------------------------------
+
+
+def export_archive(
+    mnemo: Mnemo,
+    path: Path,
+    *,
+    vectors: bool = True,
+    since: date | None = None,
+    progress: Progress | None = None,
+) -> dict[str, int]:
+    """Write the profile to ``path`` (a `.mnemo` zip); returns the counts in its manifest.
+    ``since`` keeps only messages and passages from that day on (everything else is whole)."""
+    report = progress or (lambda _what, _done, _total: None)
+    start = to_timestamp(since) if since else None
+    counts: dict[str, int] = {}
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            with mnemo.database.connect() as connection:
+                for table in TABLES:
+                    rows = (
+                        dict(row._mapping)
+                        for row in connection.execute(text(f"SELECT * FROM {table}"))
+                    )
+                    counts[table] = _write_jsonl(archive, f"data/{table}.jsonl", rows)
+                counts["message"] = _export_messages(
+                    mnemo, archive, connection, start, vectors, report
+                )
+                _write_core_view(archive, connection)
+                _write_conversation_view(archive, connection, start)
+            counts["passage"] = _export_passages(mnemo, archive, start, vectors, report)
+            manifest = {
+                "format": FORMAT,
+                "version": FORMAT_VERSION,
+                "created_at": time.time(),
+                "created_by": f"Mnemo {__version__}",
+                "embedder": {"name": mnemo.embedder.name, "dim": mnemo.embedder.dim},
+                "vectors": vectors,
+                "since": since.isoformat() if since else None,
+                "counts": counts,
+            }
+            archive.writestr(MANIFEST, json.dumps(manifest, indent=2))
+        partial.replace(path)
+    except OSError as error:
+        partial.unlink(missing_ok=True)
+        raise MnemoError(
+            f"Could not write the archive {path} ({error.strerror or error})."
+        ) from error
+    return counts
+
+
+def _write_jsonl(archive: zipfile.ZipFile, name: str, rows: Iterator[dict[str, Any]]) -> int:
+    count = 0
+    with archive.open(name, "w") as out:
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False).encode() + b"\n")
+            count += 1
+    return count
+
+
+def _vector_text(vector: Any) -> str:
+    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode()
+
+
+def _vector_of(value: str | None) -> np.ndarray | None:
+    return np.frombuffer(base64.b64decode(value), dtype=np.float32) if value else None
+
+
+def _export_messages(
+    mnemo: Mnemo,
+    archive: zipfile.ZipFile,
+    connection: Any,
+    start: float | None,
+    vectors: bool,
+    report: Progress,
+) -> int:
+    where = f" WHERE created_at >= {float(start)}" if start is not None else ""
+    total = connection.execute(text(f"SELECT count(*) FROM message{where}")).scalar()
+    rows = connection.execute(text(f"SELECT {MESSAGE_COLUMNS} FROM message{where} ORDER BY id"))
+
+    def with_vectors() -> Iterator[dict[str, Any]]:
+        done = 0
+        while chunk := [dict(row._mapping) for row in rows.fetchmany(CHUNK)]:
+            if vectors:
+                found = mnemo.recall.vectors_of([row["id"] for row in chunk])
+                for row in chunk:
+                    if row["id"] in found:
+                        row["vector"] = _vector_text(found[row["id"]])
+            yield from chunk
+            done += len(chunk)
+            report("messages", done, total)
+
+    return _write_jsonl(archive, "data/message.jsonl", with_vectors())
+
+
+def _export_passages(
+    mnemo: Mnemo, archive: zipfile.ZipFile, start: float | None, vectors: bool, report: Progress
+) -> int:
+    total = mnemo.archival.count()
+    by_source: dict[str, list[str]] = defaultdict(list)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for done, row in enumerate(mnemo.archival.rows_for_export(CHUNK), start=1):
+            vector = row.pop("vector", None)
+            if start is not None and row["created_at"] < start:
+                continue
+            if vectors and vector is not None:
+                row["vector"] = _vector_text(vector)
+            by_source[row["source_path"] or "notes"].append(row["text"])
+            yield row
+            if done % CHUNK == 0 or done == total:
+                report("passages", done, total)
+
+    count = _write_jsonl(archive, "data/passages.jsonl", rows())
+    for source, texts in by_source.items():
+        name = _file_name(Path(source).name if source != "notes" else "notes")
+        body = f"# {source}\n\n" + "\n\n---\n\n".join(texts) + "\n"
+        archive.writestr(f"passages/{name}.md", body)
+    return count
+
+
+def _write_core_view(archive: zipfile.ZipFile, connection: Any) -> None:
+    for label, description, value in connection.execute(
+        text("SELECT label, description, value FROM core_block ORDER BY position, label")
+    ):
+        archive.writestr(
+            f"core/{_file_name(label)}.md", f"# {label}\n\n_{description}_\n\n{value}\n"
+        )
+
+
+def _write_conversation_view(
+    archive: zipfile.ZipFile, connection: Any, start: float | None
+) -> None:
+    """One Markdown file per conversation and day: what was said, as a person reads it."""
+    where = f" AND created_at >= {float(start)}" if start is not None else ""
+    rows = connection.execute(
+        text(
+            "SELECT conversation_id, role, text, created_at FROM message "
+            f"WHERE role IN ('user', 'assistant'){where} ORDER BY conversation_id, created_at, id"
+        )
+    )
+    current: tuple[str, str] | None = None
+    out: IO[bytes] | None = None
+    for conversation_id, role, body, created_at in rows:
+        when = from_timestamp(created_at).astimezone()
+        key = (conversation_id, f"{when:%Y-%m-%d}")
+        if key != current:
+            if out is not None:
+                out.close()
+            current = key
+            out = archive.open(f"conversations/{_file_name(conversation_id)}/{key[1]}.md", "w")
+            out.write(f"# {conversation_id}, {key[1]}\n\n".encode())
+        assert out is not None
+        who = "You" if role == "user" else "Mnemo"
+        out.write(f"**{who}** ({when:%H:%M}): {body}\n\n".encode())
+    if out is not None:
+        out.close()
+
+
+def _file_name(name: str) -> str:
+    return re.sub(r"[^\w.-]+", "_", name).strip("._")[:80] or "untitled"
+
+
+# -- import ---------------------------------------------------------------------------------------
+
+
+def read_manifest(archive: zipfile.ZipFile, path: Path) -> dict[str, Any]:
+    """The manifest, after checking the archive is whole and in a format this Mnemo reads."""
+    try:
+        manifest = json.loads(archive.read(MANIFEST))
+    except (KeyError, ValueError) as error:
+        raise ArchiveError(
+            f"{path.name} is not a Mnemo archive: it has no readable manifest."
+        ) from error
+    if manifest.get("format") != FORMAT:
+        raise ArchiveError(
+            f"{path.name} is not a Mnemo archive (its format is {manifest.get('format')!r})."
+        )
+    version = manifest.get("version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ArchiveError(
+            f"{path.name} was made by a newer Mnemo (archive format {version}; this one reads up "
+            f"to {FORMAT_VERSION}); update Mnemo to import it."
+        )
+    damaged = archive.testzip()
+    if damaged is not None:
+        raise ArchiveError(
+            f"{path.name} is damaged ({damaged} does not match its checksum); nothing was imported."
+        )
+    return manifest
+
+
+def import_archive(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> ImportReport:
+    """Import a `.mnemo` archive (see the module's docstring); all of it or nothing."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except FileNotFoundError as error:
+        raise ArchiveError(f"There is no file {path}.") from error
+    except (zipfile.BadZipFile, OSError) as error:
+        raise ArchiveError(
+            f"{path.name} is damaged or not a zip archive; nothing was imported."
+        ) from error
+    with archive:
+        manifest = read_manifest(archive, path)
+        report = ImportReport()
+        snapshot = mnemo.snapshot_before(f"importing {path.name}")
+        report.snapshot = snapshot.id if snapshot else None
+        try:
+            _import(mnemo, archive, manifest, report, progress or (lambda *_args: None))
+        except Exception as error:
+            if snapshot is not None:
+                mnemo.snapshots.restore(snapshot.id, keep_current=False)
+            if isinstance(error, MnemoError):
+                raise ArchiveError(
+                    f"{path.name} could not be imported: {error} Nothing was changed."
+                ) from error
+            raise ArchiveError(
+                f"{path.name} could not be imported ({type(error).__name__}: {error}); nothing "
+                "was changed."
+            ) from error
+    return report
+
+
+def _lines(archive: zipfile.ZipFile, name: str) -> Iterator[dict[str, Any]]:
+    """The rows of one ``.jsonl`` member, read as a stream."""
+    try:
+        member = archive.open(name)
+    except KeyError:
+        return
+    with member:
+        for line in member:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _import(
+    mnemo: Mnemo,
+    archive: zipfile.ZipFile,
+    manifest: dict[str, Any],
+    report: ImportReport,
+    progress: Progress,
+) -> None:
+    same_embedder = manifest.get("embedder", {}).get("name") == mnemo.embedder.name
+    fresh = mnemo.recall.count() == 0 and mnemo.archival.count() == 0
+    total = int(manifest.get("counts", {}).get("message", 0))
+    with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
+        session = transaction.session
+        if fresh:
+            _restore_tables(session, archive, report)
+        else:
+            _merge_tables(mnemo, session, archive, report)
+        known = set() if fresh else _message_keys(mnemo)
+        batch: list[NewMessage] = []
+        done = 0
+        for row in _lines(archive, "data/message.jsonl"):
+            done += 1
+            if not fresh and _message_key(row) in known:
+                report.skipped["messages"] += 1
+                continue
+            known.add(_message_key(row))
+            batch.append(
+                NewMessage(
+                    row["role"],
+                    row["text"],
+                    row["created_at"],
+                    row["conversation_id"],
+                    row.get("name"),
+                    id=row["id"] if fresh else None,
+                    untrusted_reason=row.get("untrusted_reason"),
+                    vector=_vector_of(row.get("vector")) if same_embedder else None,
+                )
+            )
+            if len(batch) >= CHUNK:
+                transaction.add_many(batch)
+                report.added["messages"] += len(batch)
+                batch = []
+                progress("messages", done, total)
+        transaction.add_many(batch)
+        report.added["messages"] += len(batch)
+        progress("messages", done, total)
+    _import_passages(mnemo, archive, manifest, same_embedder, report, progress)
+    if not same_embedder:
+        report.notes.append(
+            f"The archive's vectors came from {manifest.get('embedder', {}).get('name')}; "
+            f"everything was embedded again with {mnemo.embedder.name}."
+        )
+
+
+def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport) -> None:
+    """Into an empty profile: every table as it was, ids and all. Its defaults give way, but
+    a setting made here already (the model on this computer) is kept."""
+    for table in TABLES:
+        rows = list(_lines(archive, f"data/{table}.jsonl"))
+        if not rows:
+            continue
+        if table != "setting":
+            session.execute(text(f"DELETE FROM {table}"))
+        columns = list(rows[0])
+        names = ", ".join(columns)
+        values = ", ".join(f":{column}" for column in columns)
+        verb = "INSERT OR IGNORE" if table == "setting" else "INSERT"
+        session.execute(text(f"{verb} INTO {table} ({names}) VALUES ({values})"), rows)
+        report.added[table.replace("_", " ")] += len(rows)
+
+
+def _merge_tables(
+    mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport
+) -> None:
+    """Into a profile in use: nothing of its own is overwritten."""
+    blocks = {block.label: block for block in mnemo.core.blocks()}
+    for row in _lines(archive, "data/core_block.jsonl"):
+        block = blocks.get(row["label"])
+        if block is None:
+            mnemo.core.add_block(
+                row["label"],
+                row["value"],
+                description=row["description"],
+                char_limit=row["char_limit"],
+            )
+            report.added["core blocks"] += 1
+        elif block.value.strip() != row["value"].strip() and row["value"].strip():
+            try:
+                mnemo.proposals.create_in(
+                    session,
+                    conversation_id="default",
+                    label=row["label"],
+                    action="replace" if block.value.strip() else "append",
+                    new_content=row["value"],
+                    old_content=block.value if block.value.strip() else None,
+                    cause_kind="import",
+                )
+                report.added["core block proposals"] += 1
+            except MnemoError as error:
+                report.notes.append(f"The {row['label']} block was not proposed: {error}")
+        else:
+            report.skipped["core blocks"] += 1
+    entities = {row["id"]: row["name"] for row in _lines(archive, "data/entity.jsonl")}
+    for row in _lines(archive, "data/relation.jsonl"):
+        if row["status"] != "current":
+            continue
+        subject = entities.get(row["subject_id"])
+        value = entities.get(row["object_id"]) if row["object_id"] is not None else row["value"]
+        if not subject or not value:
+            continue
+        current = mnemo.knowledge.contradicted(subject, row["predicate"], value)
+        if mnemo.knowledge.holds(subject, row["predicate"], value):
+            report.skipped["facts"] += 1
+        elif current:
+            mnemo.proposals.create_fact_in(
+                session,
+                conversation_id="default",
+                subject=subject,
+                predicate=row["predicate"],
+                obj=value,
+                current=current,
+                source_kind="import",
+                asserted_by=row["asserted_by"],
+            )
+            report.added["fact proposals"] += 1
+        else:
+            mnemo.knowledge.add_in(
+                session,
+                subject,
+                row["predicate"],
+                value,
+                valid_from=row["valid_from"],
+                source_kind=row["source_kind"],
+                source_ref=row["source_ref"],
+                asserted_by=row["asserted_by"],
+                literal=row["object_id"] is None,
+            )
+            report.added["facts"] += 1
+    watched = {path for (path,) in session.execute(text("SELECT path FROM watched_folder"))}
+    for row in _lines(archive, "data/watched_folder.jsonl"):
+        if row["path"] not in watched:
+            session.execute(
+                text(
+                    "INSERT INTO watched_folder (path, include, exclude, added_at) "
+                    "VALUES (:path, :include, :exclude, :added_at)"
+                ),
+                row,
+            )
+            report.added["watched folders"] += 1
+    report.notes.append(
+        "Merged into a profile in use: the archive's settings, pending proposals and "
+        "conversation windows were left out; its messages were added after yours."
+    )
+
+
+def _message_key(row: dict[str, Any]) -> str:
+    """What makes two messages the same one: where, who, when and what."""
+    parts = (row["conversation_id"], row["role"], f"{float(row['created_at']):.6f}", row["text"])
+    key = "\x1f".join(parts)
+    return hashlib.sha1(key.encode()).hexdigest()
+
+
+def _message_keys(mnemo: Mnemo) -> set[str]:
+    with mnemo.database.connect() as connection:
+        rows = connection.execute(
+            text("SELECT conversation_id, role, created_at, text FROM message")
+        )
+        return {_message_key(dict(row._mapping)) for row in rows}
+
+
+def _import_passages(
+    mnemo: Mnemo,
+    archive: zipfile.ZipFile,
+    manifest: dict[str, Any],
+    same_embedder: bool,
+    report: ImportReport,
+    progress: Progress,
+) -> None:
+    total = int(manifest.get("counts", {}).get("passage", 0))
+    done = 0
+    chunk: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        existing = mnemo.archival.existing_ids([row["id"] for row in chunk])
+        new = [row for row in chunk if row["id"] not in existing]
+        report.skipped["passages"] += len(chunk) - len(new)
+        mnemo.archival.insert_many(
+            NewPassage(
+                row["text"],
+                Source(
+                    row["source_path"],
+                    row["source_section"],
+                    row["source_chunk"],
+                    row["source_message_id"],
+                ),
+                tuple(row.get("tags") or ()),
+                row["created_at"],
+                row["origin"],
+                id=row["id"],
+                vector=_vector_of(row.get("vector")) if same_embedder else None,
+            )
+            for row in new
+        )
+        report.added["passages"] += len(new)
+        progress("passages", done, total)
+
+    for row in _lines(archive, "data/passages.jsonl"):
+        chunk.append(row)
+        done += 1
+        if len(chunk) >= CHUNK:
+            flush()
+            chunk = []
+    if chunk:
+        flush()
+
+
+def parse_since(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError as error:
+        raise InputError(f"--since takes a date written YYYY-MM-DD, not {value!r}.") from error
+
+
+__all__ = ["ArchiveError", "ImportReport", "export_archive", "import_archive", "parse_since"]

@@ -1,0 +1,188 @@
+"""The .mnemo archive: export, import into an empty profile and into one in use, bad input."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+
+from engine import Mnemo
+from engine.agent import Agent
+from engine.cli import main
+from engine.exchange.archive import ArchiveError, export_archive, import_archive
+from engine.llm.scripted import ScriptedModel
+
+QUERIES = ["garden shed", "where is the spare key", "boiler service"]
+
+
+def fill(m: Mnemo) -> None:
+    """A profile with a bit of everything: conversations, passages, versions, proposals, facts."""
+    for i in range(12):
+        m.recall.add("user", f"Day {i}: I painted the garden shed a new colour.")
+        m.recall.add("assistant", f"Lovely, the shed sounds nicer every day ({i}).")
+    m.recall.add("user", "Booked the boiler service for Friday.", conversation_id="house")
+    m.archival.insert("The spare key is under the blue pot.", tags=["home"])
+    m.archival.insert("Boiler service code 7731.", source="manual.pdf", origin="document")
+    m.core.set("human", "Name: Ada. Paints sheds.")
+    m.knowledge.add("user", "lives_in", "Porto")
+    m.knowledge.add("Ana", "birthday", "12 May")
+    with m.recall.transaction() as tx:
+        m.proposals.create_in(
+            tx.session,
+            conversation_id="default",
+            label="human",
+            action="append",
+            new_content="Likes tea.",
+        )
+
+
+def searches(m: Mnemo) -> list[list[str]]:
+    return [
+        [hit.text for hit in m.recall.search(query, limit=5)]
+        + [p.text for p in m.archival.search(query, limit=3)]
+        for query in QUERIES
+    ]
+
+
+def test_a_round_trip_into_an_empty_profile_gives_the_same_memory_and_a_second_import_adds_nothing(
+    tmp_path, embedder
+):
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        fill(old)
+        old.wait_for_background_work()
+        expected = searches(old)
+        history = [(v.action, v.new_value) for v in old.core.history("human")]
+        counts = export_archive(old, tmp_path / "memory.mnemo")
+    assert counts["message"] == 25 and counts["passage"] == 2 and counts["proposal"] == 1
+
+    with zipfile.ZipFile(tmp_path / "memory.mnemo") as archive:  # readable without Mnemo
+        names = archive.namelist()
+        assert "core/human.md" in names and "passages/manual.pdf.md" in names
+        day = next(n for n in names if n.startswith("conversations/default/"))
+        assert "**You**" in archive.read(day).decode()
+        assert json.loads(archive.read("manifest.json"))["counts"]["relation"] == 2
+
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        report = import_archive(new, tmp_path / "memory.mnemo")
+        assert report.added["messages"] == 25 and report.added["passages"] == 2
+        new.wait_for_background_work()
+        assert searches(new) == expected
+        assert new.core.get("human") == "Name: Ada. Paints sheds."
+        assert [(v.action, v.new_value) for v in new.core.history("human")] == history
+        assert [p.new_content for p in new.proposals.pending()] == ["Likes tea."]
+        assert [f.object for f in new.knowledge.facts("user")] == ["Porto"]
+        assert new.recall.recent(1, "house")[0].text == "Booked the boiler service for Friday."
+
+        again = import_archive(new, tmp_path / "memory.mnemo")
+        assert again.added["messages"] == 0 and again.skipped["messages"] == 25
+        assert again.skipped["passages"] == 2 and not again.added["passages"]
+        assert new.recall.count() == 25 and new.archival.count() == 2
+        assert len(new.proposals.pending()) == 1  # the human block is the same: no proposal
+
+
+def test_the_conversation_goes_on_where_it_was(tmp_path, embedder):
+    model = ScriptedModel(parameter_count=135_000_000)
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        for text in ("Hello!", "I painted the shed green."):
+            model.enqueue(["Nice."])
+            Agent(old, model).send(text)
+        old_window = [hit.id for hit in Agent(old, model).window.messages(_state(old))]
+        export_archive(old, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        import_archive(new, tmp_path / "memory.mnemo")
+        agent = Agent(new, model)
+        assert [hit.id for hit in agent.window.messages(_state(new))] == old_window
+        model.enqueue(["It is green."])
+        assert agent.send("What colour is the shed?").reply == "It is green."
+        assert "I painted the shed green." in str(model.prompts[-1].messages)
+
+
+def _state(m: Mnemo):
+    from engine.context.window import load_state
+
+    return load_state(m, "default")
+
+
+def test_merging_into_a_profile_in_use_proposes_what_differs_and_duplicates_nothing(
+    tmp_path, embedder
+):
+    with Mnemo.open(tmp_path / "laptop", embedder=embedder) as laptop:
+        fill(laptop)
+        export_archive(laptop, tmp_path / "laptop.mnemo")
+    with Mnemo.open(tmp_path / "desktop", embedder=embedder) as desktop:
+        desktop.recall.add("user", "I keep my bike in the hallway.")
+        desktop.core.set("human", "Name: Ada.")
+        desktop.knowledge.add("user", "lives_in", "Lyon")
+        report = import_archive(desktop, tmp_path / "laptop.mnemo")
+        assert desktop.recall.count() == 26
+        assert desktop.core.get("human") == "Name: Ada."  # never overwritten
+        kinds = sorted((p.kind, p.describe()) for p in desktop.proposals.pending())
+        assert kinds == [
+            ("core", "in human, replace 'Name: Ada.' with 'Name: Ada. Paints sheds.'"),
+            ("fact", "User lives in Porto, instead of: User lives in Lyon"),
+        ]
+        assert [f.object for f in desktop.knowledge.facts("Ana")] == ["12 May"]
+        assert any("left out" in note for note in report.notes)
+        import_archive(desktop, tmp_path / "laptop.mnemo")
+        assert desktop.recall.count() == 26 and desktop.archival.count() == 2
+
+
+def test_damaged_newer_and_foreign_archives_are_refused_and_nothing_changes(tmp_path, mnemo):
+    fill(mnemo)
+    good = tmp_path / "good.mnemo"
+    export_archive(mnemo, good)
+    before = (mnemo.recall.count(), mnemo.archival.count())
+
+    truncated = tmp_path / "truncated.mnemo"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(ArchiveError, match="damaged or not a zip"):
+        import_archive(mnemo, truncated)
+
+    newer = tmp_path / "newer.mnemo"
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(newer, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "manifest.json":
+                manifest = json.loads(data)
+                manifest["version"] = 99
+                data = json.dumps(manifest).encode()
+            target.writestr(item, data)
+    with pytest.raises(ArchiveError, match="newer Mnemo.*update Mnemo"):
+        import_archive(mnemo, newer)
+
+    foreign = tmp_path / "photos.zip"
+    with zipfile.ZipFile(foreign, "w") as archive:
+        archive.writestr("holiday.txt", "not memory")
+    with pytest.raises(ArchiveError, match="not a Mnemo archive"):
+        import_archive(mnemo, foreign)
+
+    broken = tmp_path / "broken.mnemo"  # a row that cannot be stored, half-way through
+    with zipfile.ZipFile(good) as source, zipfile.ZipFile(broken, "w") as target:
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "data/passages.jsonl":
+                data += b'{"id": "x", "text": ""}\n'
+            target.writestr(item, data)
+    fresh = Mnemo.open(tmp_path / "fresh", embedder=mnemo.embedder)
+    with fresh, pytest.raises(ArchiveError, match="Nothing was changed|nothing was changed"):
+        import_archive(fresh, broken)
+    with Mnemo.open(tmp_path / "fresh", embedder=mnemo.embedder) as again:
+        assert again.recall.count() == 0 and again.archival.count() == 0  # all rolled back
+    assert (mnemo.recall.count(), mnemo.archival.count()) == before
+
+
+def test_export_and_import_commands(tmp_path, capsys):
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    assert (
+        main(["--profile", old, "archival", "insert", "The spare key is under the blue pot."]) == 0
+    )
+    assert main(["--profile", old, "export", str(tmp_path / "backup"), "--no-vectors"]) == 0
+    out = capsys.readouterr().out
+    assert f"1 passages, 2 core blocks and 0 facts to {tmp_path / 'backup.mnemo'}" in out
+    assert main(["--profile", new, "import", str(tmp_path / "backup.mnemo")]) == 0
+    out = capsys.readouterr().out
+    assert "passages: 1 added" in out and "embedded again" not in out
+    assert "Undo it with `mnemo snapshot restore" in out
+    assert main(["--profile", new, "import", str(tmp_path / "nothing.mnemo")]) == 1
+    assert "There is no file" in capsys.readouterr().err
