@@ -28,6 +28,7 @@ from desktop.chat import RESTORED_MESSAGES, ChatView
 from desktop.context_view import ContextView
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
+from desktop.exchange_actions import ExchangeActions
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
@@ -231,6 +232,7 @@ class MainWindow(QMainWindow):
         bridge.core_changed.connect(lambda: self.tasks.announce(CORE))
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
         self.snapshots.restore_requested.connect(self.restore_and_restart)
+        self.exchange = ExchangeActions(self, self.mnemo, self.tasks)
 
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)

@@ -475,6 +475,34 @@ def test_deleting_more_than_twenty_passages_takes_a_snapshot_first(
     assert mnemo.archival.count() == 25
 
 
+def test_export_then_import_into_a_fresh_profile_and_the_chat_goes_on(qtbot, tmp_path, embedder):
+    from engine.exchange.archive import export_archive
+
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        old.recall.add("user", "I painted the shed green.")
+        old.recall.add("assistant", "Green suits a shed.")
+        export_archive(old, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        model = ScriptedModel()
+        window = open_window(qtbot, new, model)
+        with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+            window.exchange.import_from(tmp_path / "memory.mnemo")
+        assert finished.args[0].startswith("Imported memory.mnemo: messages: 2 added")
+        qtbot.waitUntil(
+            lambda: bubble_texts(window) == ["I painted the shed green.", "Green suits a shed."],
+            timeout=TIMEOUT_MS,
+        )
+        model.enqueue([say("It is green.")])
+        send(qtbot, window, "What colour is the shed?")
+        assert bubble_texts(window)[-1] == "It is green."
+        assert "I painted the shed green." in str(model.prompts[-1].messages)
+
+        with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+            window.exchange.export_to(tmp_path / "again.mnemo")
+        assert finished.args[0].startswith("Exported 4 messages and 0 passages")
+        window.shutdown()
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 

@@ -64,6 +64,18 @@ TABLES = (
     "watched_folder",
     "document",
 )
+TABLE_NAMES = {
+    "core_block": "core blocks",
+    "core_block_version": "core memory versions",
+    "setting": "settings",
+    "agent_state": "conversation states",
+    "proposal": "proposals",
+    "entity": "people and things",
+    "entity_alias": "other names",
+    "relation": "facts",
+    "watched_folder": "watched folders",
+    "document": "indexed documents",
+}
 MESSAGE_COLUMNS = "id, conversation_id, role, name, text, created_at, untrusted_reason"
 CHUNK = 2000
 Progress = Callable[[str, int, int], None]  # what, done, total
@@ -81,10 +93,13 @@ class ImportReport:
     snapshot: str | None = None  # taken before: restoring it undoes the import
 
     def lines(self) -> list[str]:
+        """What was added and skipped, messages and passages first."""
+        first = {"messages": 0, "passages": 1}
+        added = sorted(self.added.items(), key=lambda item: first.get(item[0], 2))
         lines = [
             f"{what}: {count} added"
             + (f", {self.skipped[what]} already there" if self.skipped[what] else "")
-            for what, count in self.added.items()
+            for what, count in added
         ]
         lines += [
             f"{what}: {count} already there"
@@ -397,7 +412,7 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
         values = ", ".join(f":{column}" for column in columns)
         verb = "INSERT OR IGNORE" if table == "setting" else "INSERT"
         session.execute(text(f"{verb} INTO {table} ({names}) VALUES ({values})"), rows)
-        report.added[table.replace("_", " ")] += len(rows)
+        report.added[TABLE_NAMES[table]] += len(rows)
 
 
 def _merge_tables(

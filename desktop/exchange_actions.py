@@ -1,0 +1,98 @@
+"""File → Export… and File → Import…: the whole memory out to a `.mnemo` archive and back in,
+on the tasks thread, with progress in the status bar."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+
+from desktop.threads import CORE, FOLDERS, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
+from engine.exchange.archive import ImportReport, Progress, export_archive, import_archive
+from engine.mnemo import Mnemo
+
+ARCHIVES = "Mnemo archives (*.mnemo);;All files (*)"
+EVERYTHING = (MESSAGES, PASSAGES, CORE, PROPOSALS, KNOWLEDGE, FOLDERS)
+
+
+class ExchangeActions(QObject):
+    """Signals:
+    progressed(str): a line for the status bar, from the tasks thread.
+    finished(str): what was done, in a sentence.
+    """
+
+    progressed = Signal(str)
+    finished = Signal(str)
+
+    def __init__(self, window: QMainWindow, mnemo: Mnemo, tasks: Tasks) -> None:
+        super().__init__(window)
+        self._window = window
+        self._mnemo = mnemo
+        self._tasks = tasks
+        self.progressed.connect(lambda line: window.statusBar().showMessage(line))
+        menu = window.menuBar().addMenu("&File")
+        self.export_action = menu.addAction("Export…")
+        self.import_action = menu.addAction("Import…")
+        self.export_action.triggered.connect(self._choose_export)
+        self.import_action.triggered.connect(self._choose_import)
+
+    def _report(self, verb: str) -> Progress:
+        def progress(what: str, done: int, total: int) -> None:
+            self.progressed.emit(f"{verb} {what}: {done:,} of {total:,}")
+
+        return progress
+
+    def _choose_export(self) -> None:
+        path, _filter = QFileDialog.getSaveFileName(
+            self._window, "Export your memory", str(Path.home() / "memory.mnemo"), ARCHIVES
+        )
+        if path:
+            self.export_to(Path(path) if Path(path).suffix else Path(path + ".mnemo"))
+
+    def _choose_import(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(self._window, "Import a memory", "", ARCHIVES)
+        if path:
+            self.import_from(Path(path))
+
+    def export_to(self, path: Path) -> None:
+        self.progressed.emit(f"Exporting to {path.name}…")
+
+        def done(counts: dict[str, int]) -> None:
+            self._say(
+                f"Exported {counts['message']:,} messages and {counts['passage']:,} passages to "
+                f"{path}."
+            )
+
+        self._tasks.submit(
+            lambda: export_archive(self._mnemo, path, progress=self._report("Exporting")),
+            done,
+            self._failed,
+        )
+
+    def import_from(self, path: Path) -> None:
+        self.progressed.emit(f"Importing {path.name}…")
+
+        def done(report: ImportReport) -> None:
+            undo = (
+                f" Settings → Snapshots has the state before it ({report.snapshot})."
+                if report.snapshot
+                else ""
+            )
+            self._say(f"Imported {path.name}: " + "; ".join(report.lines()) + "." + undo)
+
+        self._tasks.submit(
+            lambda: import_archive(self._mnemo, path, progress=self._report("Importing")),
+            done,
+            self._failed,
+            changes=EVERYTHING,
+        )
+
+    def _say(self, sentence: str) -> None:
+        self._window.statusBar().showMessage(sentence, 15000)
+        self.finished.emit(sentence)
+
+    def _failed(self, sentence: str) -> None:
+        self._window.statusBar().clearMessage()
+        self.finished.emit(sentence)
+        QMessageBox.warning(self._window, "Mnemo", sentence)
