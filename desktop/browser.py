@@ -284,9 +284,11 @@ class ConversationBrowser(QWidget):
         layout.addLayout(filters)
         self.status = label("", "muted")
         layout.addWidget(self.status)
-        self.table = table(["When", "Who", "Message"])
+        self.table = table(["When", "Who", "Message", "Conversation"])
         self.table.setColumnWidth(0, 130)
         self.table.setColumnWidth(1, 70)
+        self.table.setColumnWidth(2, 520)
+        self.titles: dict[str, str] = {}
         self.table.horizontalHeader().setStretchLastSection(True)
         layout.addWidget(self.table, 1)
         actions = QHBoxLayout()
@@ -315,8 +317,11 @@ class ConversationBrowser(QWidget):
 
         def work() -> Page[MessageHit]:
             if query:
-                return recall.search(query, BROWSE_LIMIT, start=start, end=end, roles=roles)
-            return recall.search_by_date(start, end, BROWSE_LIMIT, roles=roles)
+                page = recall.search(query, BROWSE_LIMIT, start=start, end=end, roles=roles)
+            else:
+                page = recall.search_by_date(start, end, BROWSE_LIMIT, roles=roles)
+            self.titles = recall.titles({hit.conversation_id for hit in page})
+            return page
 
         if start and end and start > end:
             self.status.setText("The start date is after the end date; swap them.")
@@ -337,6 +342,8 @@ class ConversationBrowser(QWidget):
             self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))
             self.table.setItem(row, 1, cell(ROLES.get(hit.role, hit.role)))
             self.table.setItem(row, 2, cell(hit_line(hit.text, query, 200, hit.weak), hit.text))
+            title = self.titles.get(hit.conversation_id, "")  # imported from ChatGPT or Claude
+            self.table.setItem(row, 3, cell(title))
 
     def delete_selected(self) -> None:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})

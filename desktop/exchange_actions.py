@@ -9,10 +9,12 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
 
 from desktop.threads import CORE, FOLDERS, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
-from engine.exchange.archive import ImportReport, Progress, export_archive, import_archive
+from engine.exchange import import_file
+from engine.exchange.archive import ImportReport, Progress, export_archive
 from engine.mnemo import Mnemo
 
 ARCHIVES = "Mnemo archives (*.mnemo);;All files (*)"
+IMPORTS = "Mnemo archives, ChatGPT and Claude exports (*.mnemo *.json *.zip);;All files (*)"
 EVERYTHING = (MESSAGES, PASSAGES, CORE, PROPOSALS, KNOWLEDGE, FOLDERS)
 
 
@@ -39,7 +41,8 @@ class ExchangeActions(QObject):
 
     def _report(self, verb: str) -> Progress:
         def progress(what: str, done: int, total: int) -> None:
-            self.progressed.emit(f"{verb} {what}: {done:,} of {total:,}")
+            of = f" of {total:,}" if total else ""  # a chat export's size is not known ahead
+            self.progressed.emit(f"{verb} {what}: {done:,}{of}")
 
         return progress
 
@@ -51,7 +54,7 @@ class ExchangeActions(QObject):
             self.export_to(Path(path) if Path(path).suffix else Path(path + ".mnemo"))
 
     def _choose_import(self) -> None:
-        path, _filter = QFileDialog.getOpenFileName(self._window, "Import a memory", "", ARCHIVES)
+        path, _filter = QFileDialog.getOpenFileName(self._window, "Import a memory", "", IMPORTS)
         if path:
             self.import_from(Path(path))
 
@@ -82,7 +85,7 @@ class ExchangeActions(QObject):
             self._say(f"Imported {path.name}: " + "; ".join(report.lines()) + "." + undo)
 
         self._tasks.submit(
-            lambda: import_archive(self._mnemo, path, progress=self._report("Importing")),
+            lambda: import_file(self._mnemo, path, progress=self._report("Importing")),
             done,
             self._failed,
             changes=EVERYTHING,

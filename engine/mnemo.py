@@ -6,6 +6,7 @@ import logging
 import os
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 
 from sqlalchemy import Engine
@@ -28,13 +29,20 @@ from engine.settings import Settings
 log = logging.getLogger("mnemo")
 
 
+def _snapshot_database(path: Path, what: str) -> None:
+    """Before a migration rewrites tables: the database as it was (archival is untouched)."""
+    SnapshotStore(path.parent, path, []).create(f"before {what}", automatic=True)
+
+
 class Mnemo:
     """An open profile. Use ``Mnemo.open(path)``; close it (or use ``with``) when done."""
 
     def __init__(self, profile: Profile, embedder: Embedder) -> None:
         self.profile = profile
         self.embedder = embedder
-        self._engine, self.read_only = open_database(profile.database_path)
+        self._engine, self.read_only = open_database(
+            profile.database_path, before_upgrade=_snapshot_database
+        )
         try:
             lance = lancedb().connect(str(profile.archival_path))
         except Exception as error:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -501,6 +502,22 @@ def test_export_then_import_into_a_fresh_profile_and_the_chat_goes_on(qtbot, tmp
             window.exchange.export_to(tmp_path / "again.mnemo")
         assert finished.args[0].startswith("Exported 4 messages and 0 passages")
         window.shutdown()
+
+
+def test_a_chatgpt_export_imports_from_the_window_and_shows_its_title(
+    qtbot, mnemo, window, tmp_path
+):
+    from test_chat_exports import chatgpt_export
+
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export()), encoding="utf-8")
+    with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+        window.exchange.import_from(path)
+    assert "messages: 4 added" in finished.args[0] and "From ChatGPT" in finished.args[0]
+    browser = window.browser.conversations
+    browser.search_for("tea ceremony")
+    wait_for_tasks(qtbot, window)
+    assert browser.table.item(0, 3).text() == "ChatGPT: Kyoto trip"
 
 
 # -- the memory browser ----------------------------------------------------------------------------

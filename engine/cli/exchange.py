@@ -6,18 +6,26 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from engine.exchange.archive import export_archive, import_archive, parse_since
+from engine.exchange import import_file
+from engine.exchange.archive import export_archive, parse_since
+from engine.exchange.letta import export_agent_file
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 
 def _progress(what: str, done: int, total: int) -> None:
-    if sys.stderr.isatty() and total:
-        print(f"\r{what}: {done}/{total}", end="", file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        of = f"/{total}" if total else ""
+        print(f"\r{what}: {done}{of}", end="", file=sys.stderr, flush=True)
 
 
 def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.format == "af":
+        path = args.path if args.path.suffix else args.path.with_suffix(".af")
+        count = export_agent_file(mnemo, path)
+        print(f"Exported the core blocks and {count} messages as a Letta Agent File: {path}.")
+        return 0
     since = parse_since(args.since) if args.since else None
     path = args.path if args.path.suffix else args.path.with_suffix(".mnemo")
     counts = export_archive(
@@ -34,7 +42,7 @@ def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 
 def cmd_import(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    report = import_archive(mnemo, args.path, progress=_progress)
+    report = import_file(mnemo, args.path, progress=_progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"Imported {args.path.name}:")

@@ -302,9 +302,16 @@ def _exchange(commands: Commands) -> None:
         "--no-vectors", action="store_true", help="leave vectors out (smaller; re-embedded later)"
     )
     export.add_argument("--since", metavar="DATE", help="only messages and passages from DATE")
+    export.add_argument(
+        "--format",
+        choices=("mnemo", "af"),
+        default="mnemo",
+        help="mnemo: everything (default); af: a Letta Agent File (core blocks and the chat)",
+    )
     export.set_defaults(handler="exchange:cmd_export")
     import_ = commands.add_parser(
-        "import", help="bring in a .mnemo archive (into this profile, never twice)"
+        "import",
+        help="bring in a .mnemo archive, or ChatGPT's or Claude's conversations.json (never twice)",
     )
     import_.add_argument("path", type=Path)
     import_.set_defaults(handler="exchange:cmd_import")

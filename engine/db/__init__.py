@@ -12,6 +12,7 @@ import logging
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +60,17 @@ def storage_problem(folder: Path) -> str | None:
     return None
 
 
-def open_database(path: Path) -> tuple[Engine, str | None]:
+BeforeUpgrade = Callable[[Path, str], None]  # the database, what the upgrade is
+
+
+def open_database(
+    path: Path, before_upgrade: BeforeUpgrade | None = None
+) -> tuple[Engine, str | None]:
     """Open (creating if needed) and migrate the profile database. Returns a SQLAlchemy engine
     and, when the folder cannot be written, why: the database is then opened read-only, so
-    that reading still works."""
-    read_only = _migrate(path)
+    that reading still works. ``before_upgrade`` runs before migrations change an existing
+    database (the memory layer keeps a snapshot)."""
+    read_only = _migrate(path, before_upgrade)
     url = f"sqlite:///{path}"
     if read_only:  # immutable: read without the WAL's shared-memory file, which cannot be made
         url = f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true"
@@ -78,7 +85,7 @@ def open_database(path: Path) -> tuple[Engine, str | None]:
     return engine, read_only
 
 
-def _migrate(path: Path) -> str | None:
+def _migrate(path: Path, before_upgrade: BeforeUpgrade | None) -> str | None:
     """Bring the database to this version's schema; returns why it can only be read, if so."""
     problem = storage_problem(path.parent)
     if problem and path.exists():
@@ -93,8 +100,10 @@ def _migrate(path: Path) -> str | None:
     try:
         version = _schema_version(connection, path)
         connection.execute("PRAGMA journal_mode = WAL")
-        if 0 < version < len(MIGRATIONS):
-            _snapshot_before_upgrade(path, version)
+        if 0 < version < len(MIGRATIONS) and before_upgrade is not None:
+            before_upgrade(
+                path, f"upgrading the database from schema {version} to {len(MIGRATIONS)}"
+            )
         for number, (name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
             log.info("applying migration %d (%s) to %s", number, name, path)
             # executescript commits first; BEGIN..COMMIT makes each migration all-or-nothing.
@@ -110,16 +119,6 @@ def _migrate(path: Path) -> str | None:
     finally:
         connection.close()
     return None
-
-
-def _snapshot_before_upgrade(path: Path, version: int) -> None:
-    """A migration rewrites tables: keep the database as it was (archival is not touched)."""
-    from engine.memory.snapshots import SnapshotStore
-
-    SnapshotStore(path.parent, path, []).create(
-        f"before upgrading the database from schema {version} to {len(MIGRATIONS)}",
-        automatic=True,
-    )
 
 
 def _schema_version(connection: sqlite3.Connection, path: Path) -> int:

@@ -228,6 +228,19 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE proposal ADD COLUMN payload TEXT;
         """,
     ),
+    (
+        "conversation_titles",
+        # Conversations brought in from elsewhere (ChatGPT, Claude, a Letta agent) keep their
+        # title and where they came from; Mnemo's own have no row.
+        """
+        CREATE TABLE conversation (
+            id TEXT PRIMARY KEY,
+            title TEXT NOT NULL,
+            origin TEXT NOT NULL,
+            created_at REAL
+        );
+        """,
+    ),
 ]
 
 
@@ -314,6 +327,17 @@ class ProposalRow(SQLModel, table=True):
     decided_at: float | None = None
     kind: str = "core"  # core, fact or passage
     payload: str | None = None  # JSON: what approving a fact or passage proposal needs
+
+
+class ConversationRow(SQLModel, table=True):
+    """A conversation brought in from elsewhere: its title and where it came from."""
+
+    __tablename__ = "conversation"
+
+    id: str = Field(primary_key=True)
+    title: str
+    origin: str
+    created_at: float | None = None
 
 
 class DocumentRow(SQLModel, table=True):

@@ -63,6 +63,7 @@ TABLES = (
     "relation",
     "watched_folder",
     "document",
+    "conversation",
 )
 TABLE_NAMES = {
     "core_block": "core blocks",
@@ -75,6 +76,7 @@ TABLE_NAMES = {
     "relation": "facts",
     "watched_folder": "watched folders",
     "document": "indexed documents",
+    "conversation": "conversation titles",
 }
 MESSAGE_COLUMNS = "id, conversation_id, role, name, text, created_at, untrusted_reason"
 CHUNK = 2000
@@ -361,15 +363,15 @@ def _import(
             _restore_tables(session, archive, report)
         else:
             _merge_tables(mnemo, session, archive, report)
-        known = set() if fresh else _message_keys(mnemo)
+        known = set() if fresh else message_keys(mnemo)
         batch: list[NewMessage] = []
         done = 0
         for row in _lines(archive, "data/message.jsonl"):
             done += 1
-            if not fresh and _message_key(row) in known:
+            if not fresh and message_key(row) in known:
                 report.skipped["messages"] += 1
                 continue
-            known.add(_message_key(row))
+            known.add(message_key(row))
             batch.append(
                 NewMessage(
                     row["role"],
@@ -499,19 +501,19 @@ def _merge_tables(
     )
 
 
-def _message_key(row: dict[str, Any]) -> str:
+def message_key(row: dict[str, Any]) -> str:
     """What makes two messages the same one: where, who, when and what."""
     parts = (row["conversation_id"], row["role"], f"{float(row['created_at']):.6f}", row["text"])
     key = "\x1f".join(parts)
     return hashlib.sha1(key.encode()).hexdigest()
 
 
-def _message_keys(mnemo: Mnemo) -> set[str]:
+def message_keys(mnemo: Mnemo) -> set[str]:
     with mnemo.database.connect() as connection:
         rows = connection.execute(
             text("SELECT conversation_id, role, created_at, text FROM message")
         )
-        return {_message_key(dict(row._mapping)) for row in rows}
+        return {message_key(dict(row._mapping)) for row in rows}
 
 
 def _import_passages(
@@ -567,4 +569,13 @@ def parse_since(value: str) -> date:
         raise InputError(f"--since takes a date written YYYY-MM-DD, not {value!r}.") from error
 
 
-__all__ = ["ArchiveError", "ImportReport", "export_archive", "import_archive", "parse_since"]
+__all__ = [
+    "ArchiveError",
+    "ImportReport",
+    "Progress",
+    "export_archive",
+    "import_archive",
+    "message_key",
+    "message_keys",
+    "parse_since",
+]

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, bindparam, text
 from sqlmodel import Session
 
 from engine.errors import NotFoundError
@@ -147,6 +147,17 @@ class RecallStore:
             return []
         with self.transaction(embed_failure_raises=True) as transaction:
             return transaction.add_many(batch)
+
+    def titles(self, conversation_ids: set[str]) -> dict[str, str]:
+        """The titles of conversations imported from elsewhere ("ChatGPT: Kyoto trip")."""
+        if not conversation_ids:
+            return {}
+        query = text("SELECT id, origin, title FROM conversation WHERE id IN :ids").bindparams(
+            bindparam("ids", expanding=True)
+        )
+        with self._engine.connect() as connection:
+            rows = connection.execute(query, {"ids": list(conversation_ids)})
+            return {row.id: f"{row.origin}: {row.title}" for row in rows}
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, Any]:
         """The stored vectors of these messages (an export carries them)."""

@@ -1,0 +1,300 @@
+"""Letta's Agent File (``.af``): an agent's memory blocks and messages, in and out.
+
+The mapping (also in the README):
+- the agent's memory blocks (``block_ids`` into ``blocks``) become core blocks: label, value,
+  limit, description, read-only;
+- ``messages``, in their order and with their ``created_at``, become recall messages: a user
+  message's text (or the ``message`` of MemGPT's ``{"type": "user_message"}`` JSON), and an
+  assistant's ``send_message`` call or its plain text;
+- the agent's ``name`` becomes the conversation's title;
+- left out: the system prompt, heartbeats and login notices, inner thoughts, other tool calls
+  and their results (Mnemo has its own prompt and memory functions), and the file's ``tools``,
+  ``tool_rules``, ``mcp_servers``, ``files``, ``sources`` and ``groups``, one report line each.
+
+Exporting writes one agent with the core blocks and the conversation's user and assistant
+messages, in the field set of Letta's ``AgentFileSchema`` (``letta/schemas/agent_file.py``); Letta's
+archival memory is not part of the format, so passages stay in Mnemo's own archive.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import text
+
+from engine.exchange.archive import ArchiveError, ImportReport, message_key, message_keys
+from engine.memory.messages import NewMessage
+from engine.memory.recall import DEFAULT_CONVERSATION
+from engine.resources import resource_path
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+SKIPPED_USER_TYPES = {"heartbeat", "system_alert", "login"}
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, dict) and part.get("type", "text") == "text"
+        )
+    return ""
+
+
+def _timestamp(value: Any) -> float | None:
+    if isinstance(value, str) and value:
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+    return None
+
+
+def read_agent_file(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ArchiveError(f"There is no file {path}.") from error
+    except (OSError, ValueError) as error:
+        raise ArchiveError(f"{path.name} is not a readable Agent File ({error}).") from error
+    if not isinstance(data, dict) or not isinstance(data.get("agents"), list) or not data["agents"]:
+        raise ArchiveError(f"{path.name} is not a Letta Agent File: it holds no agent.")
+    return data
+
+
+def agent_messages(agent: dict[str, Any], conversation_id: str) -> tuple[list[NewMessage], int]:
+    """The agent's conversation as Mnemo messages, and how many of its messages were left out."""
+    messages: list[NewMessage] = []
+    left_out = 0
+    for message in agent.get("messages") or []:
+        role, when = message.get("role"), _timestamp(message.get("created_at"))
+        body = _text(message.get("content")).strip()
+        if role == "user":
+            try:
+                wrapped = json.loads(body)
+            except ValueError:
+                wrapped = None
+            if isinstance(wrapped, dict) and "type" in wrapped:
+                if wrapped["type"] in SKIPPED_USER_TYPES:
+                    left_out += 1
+                    continue
+                body = str(wrapped.get("message", "")).strip()
+        elif role == "assistant":
+            replies = [
+                json.loads(call["function"].get("arguments") or "{}").get("message", "")
+                for call in message.get("tool_calls") or []
+                if call.get("function", {}).get("name") == "send_message"
+            ]
+            if message.get("tool_calls"):
+                body = "\n".join(reply for reply in replies if reply).strip()
+        else:  # system prompt, tool results
+            left_out += 1
+            continue
+        if body:
+            messages.append(NewMessage(role, body, when, conversation_id))
+        else:
+            left_out += 1
+    return messages, left_out
+
+
+def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
+    """Import the first agent of an Agent File (see the module's docstring)."""
+    data = read_agent_file(path)
+    agent = data["agents"][0]
+    report = ImportReport()
+    snapshot = mnemo.snapshot_before(f"importing {path.name}")
+    report.snapshot = snapshot.id if snapshot else None
+    name = str(agent.get("name") or "Letta agent")
+    fresh = mnemo.recall.count() == 0
+    with mnemo.database.connect() as connection:  # imported before: the same conversation
+        earlier = connection.execute(
+            text("SELECT id FROM conversation WHERE origin = 'Letta' AND title = :name"),
+            {"name": name},
+        ).scalar()
+    conversation_id = earlier or (
+        DEFAULT_CONVERSATION if fresh else f"letta:{agent.get('id', name)}"
+    )
+    try:
+        _import_blocks(mnemo, data, agent, fresh, report)
+        messages, left_out = agent_messages(agent, conversation_id)
+        known = message_keys(mnemo)
+        new = []
+        for message in messages:
+            key = message_key(
+                {
+                    "conversation_id": message.conversation_id,
+                    "role": message.role,
+                    "created_at": message.created_at or 0.0,
+                    "text": message.text,
+                }
+            )
+            if key in known:
+                report.skipped["messages"] += 1
+            else:
+                known.add(key)
+                new.append(message)
+        with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
+            transaction.add_many(new)
+            transaction.session.execute(
+                text(
+                    "INSERT OR IGNORE INTO conversation (id, title, origin, created_at) "
+                    "VALUES (:id, :title, 'Letta', :created_at)"
+                ),
+                {"id": conversation_id, "title": name, "created_at": time.time()},
+            )
+        report.added["messages"] += len(new)
+    except Exception as error:
+        if snapshot is not None:
+            mnemo.snapshots.restore(snapshot.id, keep_current=False)
+        raise ArchiveError(
+            f"{path.name} could not be imported ({error}); nothing was changed."
+        ) from error
+    if left_out:
+        report.notes.append(
+            f"{left_out} messages were left out: the system prompt, heartbeats, tool calls and "
+            "their results (Mnemo has its own memory functions)."
+        )
+    for key, what in (
+        ("tools", "tools"),
+        ("mcp_servers", "MCP servers"),
+        ("files", "files"),
+        ("sources", "sources"),
+        ("groups", "groups"),
+    ):
+        items = data.get(key) or []
+        if items:
+            names = ", ".join(
+                str(i.get("name") or i.get("server_name") or i.get("id")) for i in items[:8]
+            )
+            report.notes.append(f"Not imported: {len(items)} {what} ({names}).")
+    if agent.get("tool_rules"):
+        report.notes.append(f"Not imported: {len(agent['tool_rules'])} tool rules.")
+    if len(data["agents"]) > 1:
+        report.notes.append(
+            f"The file holds {len(data['agents'])} agents; the first, {name}, was imported."
+        )
+    return report
+
+
+def _import_blocks(
+    mnemo: Mnemo, data: dict[str, Any], agent: dict[str, Any], fresh: bool, report: ImportReport
+) -> None:
+    blocks = {block.get("id"): block for block in data.get("blocks") or []}
+    chosen = [blocks[i] for i in agent.get("block_ids") or [] if i in blocks]
+    chosen += agent.get("memory_blocks") or []
+    current = {block.label: block for block in mnemo.core.blocks()}
+    for block in chosen:
+        label, value = str(block.get("label") or ""), str(block.get("value") or "")
+        if not label:
+            continue
+        if label not in current:
+            mnemo.core.add_block(
+                label,
+                value,
+                description=block.get("description") or "",
+                char_limit=int(block.get("limit") or 2000),
+                read_only=bool(block.get("read_only")),
+            )
+            report.added["core blocks"] += 1
+        elif current[label].value.strip() == value.strip():
+            report.skipped["core blocks"] += 1
+        elif fresh:  # the new profile's default text gives way
+            mnemo.core.set(label, value)
+            report.added["core blocks"] += 1
+        else:
+            with mnemo.recall.transaction() as transaction:
+                mnemo.proposals.create_in(
+                    transaction.session,
+                    conversation_id=DEFAULT_CONVERSATION,
+                    label=label,
+                    action="replace",
+                    new_content=value,
+                    old_content=current[label].value,
+                    cause_kind="import",
+                )
+            report.added["core block proposals"] += 1
+
+
+def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_CONVERSATION) -> int:
+    """Write the core blocks and one conversation as a Letta Agent File; returns the message
+    count."""
+    blocks = mnemo.core.blocks()
+    block_items: list[dict[str, Any]] = [
+        {
+            "id": f"block-{i}",
+            "label": block.label,
+            "value": block.value,
+            "limit": block.char_limit,
+            "description": block.description,
+            "read_only": block.read_only,
+            "metadata": {},
+            "is_template": False,
+            "template_name": None,
+            "preserve_on_migration": False,
+        }
+        for i, block in enumerate(blocks)
+    ]
+    with mnemo.database.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT role, text, created_at FROM message WHERE conversation_id = :c "
+                "AND role IN ('user', 'assistant') ORDER BY id"
+            ),
+            {"c": conversation_id},
+        ).all()
+    messages = [
+        {
+            "id": f"message-{i}",
+            "role": role,
+            "content": [{"type": "text", "text": body}],
+            "name": None,
+            "created_at": datetime.fromtimestamp(created_at, UTC).isoformat(),
+        }
+        for i, (role, body, created_at) in enumerate(rows)
+    ]
+    agent = {
+        "id": "agent-0",
+        "name": "Mnemo",
+        "description": "Exported from Mnemo",
+        "system": resource_path("prompts/system.txt").read_text(encoding="utf-8"),
+        "agent_type": "memgpt_agent",
+        "memory_blocks": [],
+        "block_ids": [block["id"] for block in block_items],
+        "tools": [],
+        "tool_ids": [],
+        "source_ids": [],
+        "tool_rules": [],
+        "tags": [],
+        "metadata": {},
+        "include_base_tools": True,
+        "messages": messages,
+        "in_context_message_ids": [m["id"] for m in messages[-20:]],
+        "files_agents": [],
+        "group_ids": [],
+        "timezone": "UTC",
+    }
+    document = {
+        "agents": [agent],
+        "groups": [],
+        "blocks": block_items,
+        "files": [],
+        "sources": [],
+        "tools": [],
+        "mcp_servers": [],
+        "metadata": {"exported_by": "Mnemo"},
+        "created_at": datetime.now(UTC).isoformat(),
+    }
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+    partial.replace(path)
+    return len(messages)

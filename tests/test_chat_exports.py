@@ -1,0 +1,209 @@
+"""ChatGPT and Claude exports into recall: branches, order, dates, titles, bad input, streaming."""
+
+from __future__ import annotations
+
+import io
+import json
+import tracemalloc
+import zipfile
+
+import pytest
+from sqlalchemy import text
+
+from engine.cli import main
+from engine.exchange import import_file
+from engine.exchange.archive import ArchiveError
+from engine.exchange.chat_exports import iter_json_array
+
+T0 = 1_700_000_000.0  # 14 November 2023
+
+
+def node(node_id, parent, role, body, when, children=(), **extra):
+    message = None
+    if role:
+        message = {
+            "id": node_id,
+            "author": {"role": role},
+            "create_time": when,
+            "content": {"content_type": "text", "parts": [body]},
+            "recipient": extra.pop("recipient", "all"),
+            "metadata": extra.pop("metadata", {}),
+        }
+    return node_id, {
+        "id": node_id,
+        "message": message,
+        "parent": parent,
+        "children": list(children),
+    }
+
+
+def chatgpt_export() -> list[dict]:
+    """One conversation whose answer was regenerated (the second branch is the one shown),
+    with a hidden system message and a tool call to leave out."""
+    mapping = dict(
+        [
+            node("root", None, None, "", None, ["sys"]),
+            node(
+                "sys",
+                "root",
+                "system",
+                "You are ChatGPT.",
+                T0,
+                ["u1"],
+                metadata={"is_visually_hidden_from_conversation": True},
+            ),
+            node("u1", "sys", "user", "Plan a trip to Kyoto.", T0 + 10, ["a1", "a2"]),
+            node("a1", "u1", "assistant", "First draft: temples.", T0 + 20),
+            node("a2", "u1", "assistant", "Regenerated: temples and gardens.", T0 + 30, ["c1"]),
+            node("c1", "a2", "assistant", "search('kyoto')", T0 + 35, ["t1"], recipient="browser"),
+            node("t1", "c1", "tool", "results...", T0 + 36, ["u2"]),
+            node("u2", "t1", "user", "Add a tea ceremony.", T0 + 40, ["a3"]),
+            node("a3", "u2", "assistant", "Added a tea ceremony on day two.", T0 + 50),
+        ]
+    )
+    return [
+        {
+            "title": "Kyoto trip",
+            "create_time": T0,
+            "update_time": T0 + 50,
+            "mapping": mapping,
+            "current_node": "a3",
+            "conversation_id": "abc-123",
+        }
+    ]
+
+
+def claude_export() -> list[dict]:
+    return [
+        {
+            "uuid": "c-1",
+            "name": "Sourdough",
+            "created_at": "2024-03-01T09:00:00Z",
+            "chat_messages": [
+                {
+                    "sender": "human",
+                    "text": "My starter smells of acetone.",
+                    "created_at": "2024-03-01T09:00:05Z",
+                },
+                {
+                    "sender": "assistant",
+                    "text": "",
+                    "content": [{"type": "text", "text": "Feed it more often."}],
+                    "created_at": "2024-03-01T09:00:15Z",
+                },
+            ],
+        }
+    ]
+
+
+def conversation(mnemo, conversation_id):
+    return [
+        (h.role, h.text, h.created_at.timestamp()) for h in mnemo.recall.recent(50, conversation_id)
+    ]
+
+
+def test_a_chatgpt_tree_imports_its_shown_branch_in_order_with_dates_and_title(mnemo, tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export()), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert report.added["messages"] == 4 and report.added["conversations"] == 1
+    assert conversation(mnemo, "chatgpt:abc-123") == [
+        ("user", "Plan a trip to Kyoto.", T0 + 10),
+        ("assistant", "Regenerated: temples and gardens.", T0 + 30),
+        ("user", "Add a tea ceremony.", T0 + 40),
+        ("assistant", "Added a tea ceremony on day two.", T0 + 50),
+    ]
+    with mnemo.database.connect() as connection:
+        title = connection.execute(text("SELECT title, origin FROM conversation")).one()
+    assert tuple(title) == ("Kyoto trip", "ChatGPT")
+    found = {hit.text for hit in mnemo.recall.search("tea ceremony", limit=2)}  # searchable now
+    assert found == {"Add a tea ceremony.", "Added a tea ceremony on day two."}
+
+    again = import_file(mnemo, path)  # a second import adds nothing
+    assert again.added["messages"] == 0 and again.skipped["messages"] == 4
+
+
+def test_a_claude_export_in_its_zip_imports_and_duplicate_ids_store_once(mnemo, tmp_path):
+    path = tmp_path / "data-2024.zip"
+    items = claude_export() * 2  # the same conversation twice in one file
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("data-2024/conversations.json", json.dumps(items))
+        archive.writestr("data-2024/users.json", "[]")
+    report = import_file(mnemo, path)
+    assert report.added["messages"] == 2 and report.skipped["messages"] == 2
+    start = 1709283600.0  # 2024-03-01 09:00 UTC
+    assert conversation(mnemo, "claude:c-1") == [
+        ("user", "My starter smells of acetone.", start + 5),
+        ("assistant", "Feed it more often.", start + 15),
+    ]
+
+
+def test_bad_exports_are_refused_in_words_and_nothing_is_kept(mnemo, tmp_path):
+    mnemo.recall.add("user", "Already here.")
+    cut = tmp_path / "cut.json"
+    whole = json.dumps(claude_export() + chatgpt_export())
+    cut.write_text(whole[: len(whole) - 40], encoding="utf-8")
+    with pytest.raises(ArchiveError, match="cut short|damaged"):
+        import_file(mnemo, cut)
+    assert [h.text for h in mnemo.recall.recent(10)] == ["Already here."]  # the Claude part too
+
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([{"name": "not a conversation"}]), encoding="utf-8")
+    with pytest.raises(ArchiveError, match="neither a ChatGPT nor a Claude export"):
+        import_file(mnemo, other)
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"uuid": "x", "chat_messages": []}, {"uuid": oops}]', encoding="utf-8")
+    with pytest.raises(ArchiveError, match="damaged near character"):
+        import_file(mnemo, broken)
+    assert mnemo.recall.count() == 1
+
+
+class Generated(io.RawIOBase):
+    """A conversations.json of ``count`` conversations, written as it is read (never whole)."""
+
+    def __init__(self, count: int) -> None:
+        self.pieces = self._pieces(count)
+        self.pending = b""
+        self.size = 0
+
+    def _pieces(self, count: int):
+        yield b"["
+        item = claude_export()[0]
+        for i in range(count):
+            item["uuid"] = f"c-{i}"
+            item["chat_messages"][0]["text"] = f"Message {i}: " + "lorem ipsum " * 300
+            yield (b"," if i else b"") + json.dumps(item).encode()
+        yield b"]"
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while len(self.pending) < len(buffer):
+            piece = next(self.pieces, None)
+            if piece is None:
+                break
+            self.pending += piece
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        self.size += size
+        return size
+
+
+def test_a_large_export_is_read_as_a_stream_in_bounded_memory():
+    stream = Generated(20_000)  # ~75 MB of JSON
+    tracemalloc.start()
+    count = sum(1 for _ in iter_json_array(io.BufferedReader(stream), "conversations.json"))
+    _current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert count == 20_000 and stream.size > 70 * 2**20
+    assert peak < 12 * 2**20  # a few read buffers, never the file
+
+
+def test_mnemo_import_reads_a_chatgpt_export(tmp_path, capsys):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export()), encoding="utf-8")
+    assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "messages: 4 added" in out and "conversations: 1 added" in out and "From ChatGPT" in out

@@ -1,0 +1,205 @@
+"""Letta Agent Files: import (blocks, messages in order with times, what is left out) and export
+in the field set of Letta's AgentFileSchema, read back by our own importer."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engine import Mnemo
+from engine.cli import main
+from engine.exchange import import_file
+from engine.exchange.archive import ArchiveError
+from engine.exchange.letta import export_agent_file
+
+GARDEN = Path(__file__).parent / "data" / "garden_helper.af"
+
+# The fields Letta's agent file schema defines (letta/schemas/agent_file.py and the Create*
+# models it builds on): what an export may write.
+AGENT_FILE_FIELDS = {
+    "agents",
+    "groups",
+    "blocks",
+    "files",
+    "sources",
+    "tools",
+    "mcp_servers",
+    "metadata",
+    "created_at",
+}
+AGENT_FIELDS = {
+    "id",
+    "in_context_message_ids",
+    "messages",
+    "files_agents",
+    "group_ids",
+    "name",
+    "memory_blocks",
+    "tools",
+    "tool_ids",
+    "source_ids",
+    "block_ids",
+    "tool_rules",
+    "tags",
+    "system",
+    "agent_type",
+    "llm_config",
+    "embedding_config",
+    "initial_message_sequence",
+    "include_base_tools",
+    "include_multi_agent_tools",
+    "include_base_tool_rules",
+    "include_default_source",
+    "description",
+    "metadata",
+    "model",
+    "embedding",
+    "context_window_limit",
+    "embedding_chunk_size",
+    "max_tokens",
+    "max_reasoning_tokens",
+    "enable_reasoner",
+    "from_template",
+    "template",
+    "project",
+    "tool_exec_environment_variables",
+    "memory_variables",
+    "project_id",
+    "template_id",
+    "base_template_id",
+    "identity_ids",
+    "message_buffer_autoclear",
+    "enable_sleeptime",
+    "response_format",
+    "timezone",
+    "max_files_open",
+    "per_file_view_window_char_limit",
+}
+MESSAGE_FIELDS = {
+    "id",
+    "role",
+    "content",
+    "name",
+    "otid",
+    "sender_id",
+    "batch_item_id",
+    "group_id",
+    "model",
+    "agent_id",
+    "tool_calls",
+    "tool_call_id",
+    "tool_returns",
+    "created_at",
+    "approve",
+    "approval_request_id",
+    "denial_reason",
+    "approvals",
+}
+BLOCK_FIELDS = {
+    "id",
+    "value",
+    "limit",
+    "project_id",
+    "template_name",
+    "is_template",
+    "template_id",
+    "base_template_id",
+    "deployment_id",
+    "entity_id",
+    "preserve_on_migration",
+    "label",
+    "read_only",
+    "description",
+    "metadata",
+    "hidden",
+}
+
+
+def stamp(text: str) -> float:
+    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+
+
+def test_an_agent_file_imports_blocks_and_the_conversation_in_order_with_times(mnemo):
+    report = import_file(mnemo, GARDEN)
+    assert mnemo.core.get("persona") == "I am a cheerful garden helper."
+    assert mnemo.core.get("human") == "Name: Sam\nGrows tomatoes."
+    garden = mnemo.core.block("garden")
+    assert (garden.value, garden.char_limit, garden.read_only) == (
+        "Greenhouse: 2 beds.",
+        1000,
+        True,
+    )
+    assert [(h.role, h.text, h.created_at.timestamp()) for h in mnemo.recall.recent(10)] == [
+        ("user", "Hi, I'm Sam and I grow tomatoes.", stamp("2025-05-01T10:01:00")),
+        ("assistant", "Nice to meet you, Sam! How are the tomatoes?", stamp("2025-05-01T10:01:10")),
+        ("user", "They are ripening in the greenhouse.", stamp("2025-05-02T08:00:00")),
+        ("assistant", "Lovely, enjoy the harvest.", stamp("2025-05-02T08:00:04")),
+    ]
+    notes = "\n".join(report.notes)
+    assert (
+        "5 messages were left out" in notes
+    )  # system, login, a memory call, its result, a heartbeat
+    assert "Not imported: 2 tools (send_message, web_search)" in notes
+    assert "Not imported: 1 MCP servers (weather)" in notes
+    assert "Not imported: 1 tool rules" in notes
+    assert mnemo.recall.titles({"default"}) == {"default": "Letta: garden-helper"}
+
+    again = import_file(mnemo, GARDEN)  # nothing twice, and the same blocks need no proposal
+    assert again.skipped["messages"] == 4 and mnemo.recall.count() == 4
+    assert not mnemo.proposals.pending()
+
+
+def test_an_export_has_letta_s_fields_and_reads_back(mnemo, tmp_path, embedder):
+    import_file(mnemo, GARDEN)
+    path = tmp_path / "mnemo.af"
+    assert export_agent_file(mnemo, path) == 4
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert set(data) == AGENT_FILE_FIELDS
+    (agent,) = data["agents"]
+    assert set(agent) <= AGENT_FIELDS and {"id", "name", "block_ids", "messages"} <= set(agent)
+    assert all(set(message) <= MESSAGE_FIELDS for message in agent["messages"])
+    assert all(
+        set(block) <= BLOCK_FIELDS and {"label", "value"} <= set(block) for block in data["blocks"]
+    )
+    assert set(agent["block_ids"]) == {block["id"] for block in data["blocks"]}
+    assert set(agent["in_context_message_ids"]) <= {m["id"] for m in agent["messages"]}
+
+    with Mnemo.open(tmp_path / "other", embedder=embedder) as other:
+        import_file(other, path)
+        assert [(h.role, h.text) for h in other.recall.recent(10)] == [
+            (h.role, h.text) for h in mnemo.recall.recent(10)
+        ]
+        assert other.core.get("garden") == "Greenhouse: 2 beds."
+
+
+def test_an_agent_file_into_a_profile_in_use_proposes_differing_blocks(mnemo):
+    mnemo.recall.add("user", "I already talk to Mnemo.")
+    mnemo.core.set("human", "Name: Samuel.")
+    import_file(mnemo, GARDEN)
+    proposals = {p.label: p for p in mnemo.proposals.pending()}
+    assert set(proposals) == {"persona", "human"}  # both differ from this profile's
+    assert proposals["human"].describe() == (
+        "in human, replace 'Name: Samuel.' with 'Name: Sam\\nGrows tomatoes.'"
+    )
+    assert mnemo.core.get("human") == "Name: Samuel."
+    assert len(mnemo.recall.recent(10, "letta:agent-0")) == 4
+
+
+def test_not_an_agent_file_is_refused(mnemo, tmp_path):
+    bad = tmp_path / "bad.af"
+    bad.write_text('{"agents": []}', encoding="utf-8")
+    with pytest.raises(ArchiveError, match="holds no agent"):
+        import_file(mnemo, bad)
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ArchiveError, match="not a readable Agent File"):
+        import_file(mnemo, bad)
+
+
+def test_mnemo_export_format_af(tmp_path, capsys):
+    profile = str(tmp_path / "p")
+    assert main(["--profile", profile, "import", str(GARDEN)]) == 0
+    assert main(["--profile", profile, "export", str(tmp_path / "out"), "--format", "af"]) == 0
+    assert f"4 messages as a Letta Agent File: {tmp_path / 'out.af'}" in capsys.readouterr().out
