@@ -7,6 +7,7 @@ stopped at a safe point) and then starts again on the restored memory.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QInputDialog,
@@ -63,6 +64,11 @@ class SnapshotsView(QWidget):
         self.status = label("", "muted")
         layout.addWidget(self.status)
         self.refresh()
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 (Qt's name)
+        """Mnemo takes snapshots by itself too: list them anew when the section shows."""
+        self.refresh()
+        super().showEvent(event)
 
     def refresh(self) -> None:
         self.list.clear()

@@ -355,6 +355,8 @@ def test_ingest_watch_and_sources_commands(library, profile_dir, capsys, tmp_pat
     assert "x.md" in capsys.readouterr().out
     assert main([*base, "watch", "remove", str(other)]) == 0
     assert "removed its 1 passages" in capsys.readouterr().out
+    assert main([*base, "snapshot", "list"]) == 0  # taken first: the passages can come back
+    assert f"before removing {other} and its passages" in capsys.readouterr().out
     assert main([*base, "watch", "add", str(library / "garden.txt")]) == 1
     assert "is not a folder" in capsys.readouterr().err
 

@@ -448,11 +448,11 @@ class Ingestor:
             return 0  # nothing was ever stored under such a name
         removed = 0
         rows = [row.path for row in self.index.all(under=path)]
+        if rows:  # a folder, not one file the watcher saw go
+            self._mnemo.snapshot_before(f"removing {path} and its passages")
         if self.index.get(path) is not None:
             rows.append(path)
         keys = list(dict.fromkeys(rows))
-        if len(keys) > 1:  # a folder, not one file the watcher saw go
-            self._mnemo.snapshot_before(f"removing {path} and its passages")
         for key in keys:
             removed += self._mnemo.archival.delete_by_source(key)
             self.index.delete(key)
