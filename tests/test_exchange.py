@@ -172,6 +172,26 @@ def test_damaged_newer_and_foreign_archives_are_refused_and_nothing_changes(tmp_
     assert (mnemo.recall.count(), mnemo.archival.count()) == before
 
 
+def test_an_archive_that_repeats_ids_stores_each_thing_once(tmp_path, embedder):
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        fill(old)
+        export_archive(old, tmp_path / "good.mnemo")
+    doubled = tmp_path / "doubled.mnemo"
+    with (
+        zipfile.ZipFile(tmp_path / "good.mnemo") as source,
+        zipfile.ZipFile(doubled, "w") as target,
+    ):
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename in ("data/message.jsonl", "data/passages.jsonl"):
+                data += data  # every row twice
+            target.writestr(item, data)
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        report = import_archive(new, doubled)
+        assert (new.recall.count(), new.archival.count()) == (25, 2)
+        assert report.skipped["messages"] == 25 and report.skipped["passages"] == 2
+
+
 def test_export_and_import_commands(tmp_path, capsys):
     old, new = str(tmp_path / "old"), str(tmp_path / "new")
     assert (

@@ -364,14 +364,17 @@ def _import(
         else:
             _merge_tables(mnemo, session, archive, report)
         known = set() if fresh else message_keys(mnemo)
+        ids: set[int] = set()  # an id twice in the file is one message stored twice
         batch: list[NewMessage] = []
         done = 0
         for row in _lines(archive, "data/message.jsonl"):
             done += 1
-            if not fresh and message_key(row) in known:
+            key = message_key(row)
+            if key in known or row["id"] in ids:
                 report.skipped["messages"] += 1
                 continue
-            known.add(message_key(row))
+            known.add(key)
+            ids.add(row["id"])
             batch.append(
                 NewMessage(
                     row["role"],
@@ -528,9 +531,12 @@ def _import_passages(
     done = 0
     chunk: list[dict[str, Any]] = []
 
+    seen: set[str] = set()
+
     def flush() -> None:
-        existing = mnemo.archival.existing_ids([row["id"] for row in chunk])
-        new = [row for row in chunk if row["id"] not in existing]
+        existing = mnemo.archival.existing_ids([row["id"] for row in chunk]) | seen
+        new = list({row["id"]: row for row in chunk if row["id"] not in existing}.values())
+        seen.update(row["id"] for row in new)
         report.skipped["passages"] += len(chunk) - len(new)
         mnemo.archival.insert_many(
             NewPassage(
