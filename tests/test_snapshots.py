@@ -7,6 +7,7 @@ import sqlite3
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from engine import Mnemo
@@ -147,3 +148,28 @@ def test_the_snapshot_commands(profile_dir, capsys, monkeypatch):
     code, out = run("restore", snapshot_id, "--yes")
     assert code == 0 and out.startswith(f"Restored {snapshot_id}. The state before it is")
     assert run("delete", snapshot_id) == (0, f"Deleted snapshot {snapshot_id}.\n")
+
+
+def test_a_message_written_between_the_database_copy_and_the_tags_leaves_no_stray_vector(
+    profile_dir, embedder, monkeypatch
+):
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.recall.add("user", "Before the snapshot.")
+        copy = snapshots.backup
+
+        def copy_then_write(source, target):
+            copy(source, target)
+            m.recall.add("user", "Written while the snapshot was being taken.")
+
+        monkeypatch.setattr(snapshots, "backup", copy_then_write)
+        taken = m.snapshots.create()
+        monkeypatch.setattr(snapshots, "backup", copy)
+        m.snapshots.restore(taken.id)
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        m.wait_for_background_work()
+        assert [h.text for h in m.recall.recent(5)] == ["Before the snapshot."]
+        new = m.recall.add("user", "A new message takes the freed id.")
+        m.wait_for_background_work()
+        assert m._message_vectors.count() == 2  # one vector per message, none left over
+        own = embedder.embed(["A new message takes the freed id."])[0]
+        assert float(np.dot(m.recall.vectors_of([new])[new], own)) > 0.99

@@ -148,9 +148,18 @@ class MessageVectors:
             others = "role NOT IN (" + ",".join(map(quote_sql, EMBEDDED_ROLES)) + ")"
             if not self._vectors.mismatch and self._vectors.count(others):
                 self._vectors.delete(others)
+            # Vectors of messages the database never committed (a snapshot's archival side is
+            # taken a moment after its database copy): a later message would reuse the id.
+            with self._engine.connect() as connection:
+                latest = connection.execute(
+                    text("SELECT coalesce(max(id), 0) FROM message")
+                ).scalar()
+            beyond = f"id > {int(latest or 0)}"
+            if self._vectors.count(beyond):
+                self._vectors.delete(beyond)
             self.only_turns.set()
         except Exception:
-            log.exception("could not remove the vectors of function rows; will retry on next open")
+            log.exception("could not remove stray message vectors; will retry on next open")
         try:
             with self.lock:
                 with self._engine.connect() as connection:
