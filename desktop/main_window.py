@@ -39,6 +39,7 @@ from desktop.threads import (
     FOLDERS,
     KNOWLEDGE,
     MESSAGES,
+    PASSAGES,
     PROPOSALS,
     GuiThreadCollector,
     Tasks,
@@ -46,6 +47,7 @@ from desktop.threads import (
 )
 from desktop.ui import PAGES, STYLE, app_settings, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
+from engine import health
 from engine.context.window import ContextStats
 from engine.errors import MnemoError
 from engine.events import (
@@ -117,6 +119,7 @@ class MainWindow(QMainWindow):
             start_thread(self.models.worker, "mnemo-downloads"),
         ]
         self.load_requested.emit()
+        self.check_health()
         self.watch_requested.emit()
 
     # -- building ------------------------------------------------------------------------------
@@ -166,10 +169,15 @@ class MainWindow(QMainWindow):
         self.banner.setVisible(False)
         dismiss = QPushButton("Dismiss")
         dismiss.clicked.connect(lambda: self.show_error(""))
+        self.repair_button = QPushButton("Repair")
+        self.repair_button.setToolTip("Fix what can be fixed; a snapshot is taken first")
+        self.repair_button.setVisible(False)
+        self.repair_button.clicked.connect(self._repair)
         self.banner_row = QWidget()
         banner_layout = QHBoxLayout(self.banner_row)
         banner_layout.setContentsMargins(0, 0, 0, 0)
         banner_layout.addWidget(self.banner, 1)
+        banner_layout.addWidget(self.repair_button)
         banner_layout.addWidget(dismiss)
         self.banner_row.setVisible(False)
 
@@ -436,6 +444,40 @@ class MainWindow(QMainWindow):
         self.banner.setText(message)
         self.banner.setVisible(bool(message))
         self.banner_row.setVisible(bool(message))
+        if not message:
+            self.repair_button.setVisible(False)
+
+    # -- the health check ------------------------------------------------------------------------
+
+    def check_health(self) -> None:
+        """Run the health check behind the window; the banner shows only when it finds something."""
+        self.tasks.submit(lambda: health.check(self.mnemo), self._show_health)
+
+    def _show_health(self, problems: list[health.Problem]) -> None:
+        if not problems:
+            return
+        self.show_error(
+            "Mnemo found a problem with your memory: " + " ".join(f"{p.sentence}" for p in problems)
+        )
+        self.repair_button.setEnabled(True)
+        self.repair_button.setVisible(any(p.repairable for p in problems))
+
+    def _repair(self) -> None:
+        self.repair_button.setEnabled(False)
+
+        def repaired(result: tuple[list[str], list[health.Problem]]) -> None:
+            done, left = result
+            self.show_error("")
+            if left:
+                self._show_health(left)
+            self.statusBar().showMessage("Repaired: " + " ".join(done), 15000)
+
+        self.tasks.submit(
+            lambda: health.repair(self.mnemo),
+            repaired,
+            self.show_error,
+            changes=(MESSAGES, PASSAGES, PROPOSALS),
+        )
 
     # -- closing -------------------------------------------------------------------------------
 

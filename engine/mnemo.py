@@ -68,6 +68,16 @@ class Mnemo:
         )
 
     @property
+    def recall_vectors(self) -> VectorTable:
+        """The messages' vectors (the health check compares them with the messages)."""
+        return self._message_vectors
+
+    @property
+    def passage_vectors(self) -> VectorTable:
+        """Archival passages and their vectors, as LanceDB holds them."""
+        return self._passage_vectors
+
+    @property
     def database(self) -> Engine:
         """The profile's SQLite engine (the agent keeps its state there)."""
         return self._engine

@@ -520,6 +520,30 @@ def test_a_chatgpt_export_imports_from_the_window_and_shows_its_title(
     assert browser.table.item(0, 3).text() == "ChatGPT: Kyoto trip"
 
 
+def test_a_damaged_keyword_index_shows_a_banner_and_the_repair_clears_it(qtbot, mnemo):
+    from sqlalchemy import text
+
+    message = mnemo.recall.add("user", "The plumber is Ana Ruiz.")
+    with mnemo.database.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO message_fts (message_fts, rowid, search_text) "
+                "SELECT 'delete', id, search_text FROM message WHERE id = :id"
+            ),
+            {"id": message},
+        )
+    window = open_window(qtbot, mnemo, ScriptedModel())
+    qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+    assert "keyword index of past conversations disagrees" in window.banner.text()
+    assert window.repair_button.isVisibleTo(window)
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("messages")):
+        qtbot.mouseClick(window.repair_button, Qt.MouseButton.LeftButton)
+    assert not window.banner_row.isVisibleTo(window)
+    assert window.statusBar().currentMessage().startswith("Repaired: Rebuilt the keyword index")
+    assert mnemo.recall.search("plumber", mode="keyword")[0].id == message
+    window.shutdown()
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 

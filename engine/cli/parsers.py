@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         _knowledge,
         _snapshots,
         _exchange,
+        _check,
     ):
         group(commands)
     return parser
@@ -315,3 +316,14 @@ def _exchange(commands: Commands) -> None:
     )
     import_.add_argument("path", type=Path)
     import_.set_defaults(handler="exchange:cmd_import")
+
+
+def _check(commands: Commands) -> None:
+    check = commands.add_parser(
+        "check", help="check that the database, its index and the vectors agree"
+    )
+    check.add_argument(
+        "--repair", action="store_true", help="fix what can be fixed (after a snapshot)"
+    )
+    check.add_argument("--json", action="store_true")
+    check.set_defaults(handler="check:cmd_check")

@@ -148,6 +148,10 @@ class RecallStore:
         with self.transaction(embed_failure_raises=True) as transaction:
             return transaction.add_many(batch)
 
+    def embed_missing(self) -> None:
+        """Embed the messages marked as having no vector (the health check's repair)."""
+        self._index.repair_missing_vectors()
+
     def titles(self, conversation_ids: set[str]) -> dict[str, str]:
         """The titles of conversations imported from elsewhere ("ChatGPT: Kyoto trip")."""
         if not conversation_ids:

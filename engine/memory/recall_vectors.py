@@ -63,7 +63,7 @@ class MessageVectors:
         # filter, which cost a vector search at 100k messages ~5 ms.
         self.only_turns = threading.Event()
         self._repair_thread = threading.Thread(
-            target=self._repair_missing_vectors, name="mnemo-recall-repair", daemon=True
+            target=self.repair_missing_vectors, name="mnemo-recall-repair", daemon=True
         )
         self._repair_thread.start()
 
@@ -138,7 +138,7 @@ class MessageVectors:
                     (conversation_id,),
                 )
 
-    def _repair_missing_vectors(self) -> None:
+    def repair_missing_vectors(self) -> None:
         """Embed messages whose vector write was interrupted (a crash between the two stores)."""
         try:
             self._index_pending_contexts()
