@@ -4,14 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date
+from datetime import date, datetime, timedelta
 from typing import Any
 
-from PySide6.QtCore import QDate
+from PySide6.QtCore import QDate, QDateTime
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QDateEdit,
+    QDateTimeEdit,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -88,6 +89,25 @@ class PassageDialog(QDialog):
         self.tags.setPlaceholderText("comma-separated")
         form.addRow("Text", self.text)
         form.addRow("Tags", self.tags)
+        # A note can stop mattering ("until tonight"); a document's passages leave with the file.
+        self.expires = QCheckBox("Leaves search at")
+        start = passage.expires_at.astimezone() if passage.expires_at else None
+        tomorrow = datetime.now().replace(second=0, microsecond=0) + timedelta(days=1)
+        self.expires_at = QDateTimeEdit(
+            QDateTime.fromSecsSinceEpoch(int((start or tomorrow).timestamp()))
+        )
+        self.expires_at.setDisplayFormat("yyyy-MM-dd HH:mm")
+        self.expires_at.setCalendarPopup(True)
+        self.expires.setChecked(passage.expires_at is not None)
+        self.expires_at.setEnabled(passage.expires_at is not None)
+        self.expires.toggled.connect(self.expires_at.setEnabled)
+        expiry = QHBoxLayout()
+        expiry.addWidget(self.expires)
+        expiry.addWidget(self.expires_at, 1)
+        if passage.origin == "document":
+            self.expires.setEnabled(False)
+            self.expires.setToolTip("A document's passages leave when the file does.")
+        form.addRow("Expiry", expiry)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
@@ -95,9 +115,12 @@ class PassageDialog(QDialog):
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
 
-    def values(self) -> tuple[str, list[str]]:
+    def values(self) -> tuple[str, list[str], datetime | None]:
         tags = [tag.strip() for tag in self.tags.text().split(",") if tag.strip()]
-        return self.text.toPlainText(), tags
+        expires = None
+        if self.expires.isChecked():
+            expires = datetime.fromtimestamp(self.expires_at.dateTime().toSecsSinceEpoch())
+        return self.text.toPlainText(), tags, expires
 
 
 class ArchivalBrowser(QWidget):
@@ -118,15 +141,20 @@ class ArchivalBrowser(QWidget):
         self.tag.setPlaceholderText("tag")
         self.tag.setMaximumWidth(120)
         search = QPushButton("Search")
+        self.show_expired = QCheckBox("Expired")
+        self.show_expired.setToolTip(
+            "Passages past their expiry: out of search, kept a week, and restorable"
+        )
         filters.addWidget(self.query, 3)
         filters.addWidget(self.origin)
         filters.addWidget(self.source, 2)
         filters.addWidget(self.tag)
+        filters.addWidget(self.show_expired)
         filters.addWidget(search)
         layout.addLayout(filters)
         self.status = label("", "muted")
         layout.addWidget(self.status)
-        self.table = table(["Passage", "Source", "Tags", "Added"])
+        self.table = table(["Passage", "Source", "Tags", "Added", "Expires"])
         self.table.setColumnWidth(1, 240)
         self.table.setColumnWidth(2, 100)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -135,8 +163,12 @@ class ArchivalBrowser(QWidget):
         actions = QHBoxLayout()
         self.edit_button = QPushButton("Edit…")
         self.delete_button = QPushButton("Delete")
+        self.restore_button = QPushButton("Restore")
+        self.restore_button.setToolTip("Keep the selected expired passages for good")
+        self.restore_button.setVisible(False)
         actions.addWidget(self.edit_button)
         actions.addWidget(self.delete_button)
+        actions.addWidget(self.restore_button)
         actions.addStretch(1)
         self.previous_button = QPushButton("‹ Previous")
         self.next_button = QPushButton("Next ›")
@@ -152,6 +184,8 @@ class ArchivalBrowser(QWidget):
             field.returnPressed.connect(lambda: self.refresh())
         search.clicked.connect(lambda: self.refresh())
         self.origin.currentIndexChanged.connect(lambda: self.refresh())
+        self.show_expired.toggled.connect(lambda: self.refresh())
+        self.restore_button.clicked.connect(self.restore_selected)
         self.edit_button.clicked.connect(self.edit_selected)
         self.delete_button.clicked.connect(self.delete_selected)
 
@@ -164,7 +198,19 @@ class ArchivalBrowser(QWidget):
         origin: Any = ORIGINS[self.origin.currentText()]
         archival = self._mnemo.archival
 
+        expired = self.show_expired.isChecked()
+        self.restore_button.setVisible(expired)
+
         def work() -> tuple[list[Passage], str, bool]:
+            if expired:
+                passages = archival.expired(BROWSE_LIMIT)
+                status = (
+                    f"{len(passages)} expired passages, out of search and purged a week after "
+                    "they expire; select one and Restore to keep it."
+                    if passages
+                    else "No expired passages."
+                )
+                return passages, f"{note} {status}".strip(), False
             if query:
                 found = archival.search(
                     query, BROWSE_LIMIT, page, tags=tags, source=source, origin=origin
@@ -203,6 +249,8 @@ class ArchivalBrowser(QWidget):
             self.table.setItem(row, 1, cell(passage.source.describe()))
             self.table.setItem(row, 2, cell(", ".join(passage.tags)))
             self.table.setItem(row, 3, cell(passage.created_at.strftime("%Y-%m-%d %H:%M")))
+            expires = passage.expires_at.strftime("%Y-%m-%d %H:%M") if passage.expires_at else ""
+            self.table.setItem(row, 4, cell(expires))
 
     def selected(self) -> list[Passage]:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
@@ -217,9 +265,36 @@ class ArchivalBrowser(QWidget):
         if dialog.exec():
             self.save(chosen[0].id, *dialog.values())
 
-    def save(self, passage_id: str, text: str, tags: list[str]) -> None:
+    def restore_selected(self) -> None:
+        chosen = [passage.id for passage in self.selected()]
+        if not chosen:
+            self.status.setText("Select the expired passages to keep.")
+            return
+
+        def work() -> None:
+            for passage_id in chosen:
+                self._mnemo.archival.set_expiry(passage_id, None)
+
         self._tasks.submit(
-            lambda: self._mnemo.archival.update(passage_id, text, tags),
+            work,
+            lambda _none: self.refresh(1, f"Restored {len(chosen)} passages."),
+            self.status.setText,
+            changes=(PASSAGES,),
+        )
+
+    def save(
+        self, passage_id: str, text: str, tags: list[str], expires: datetime | None = None
+    ) -> None:
+        archival = self._mnemo.archival
+
+        def work() -> Passage:
+            archival.update(passage_id, text, tags)
+            if expires != archival.get(passage_id).expires_at:
+                return archival.set_expiry(passage_id, expires)
+            return archival.get(passage_id)
+
+        self._tasks.submit(
+            work,
             lambda _passage: self.refresh(self.page),
             self.status.setText,
             changes=(PASSAGES,),

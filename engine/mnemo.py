@@ -66,6 +66,12 @@ class Mnemo:
         self.snapshots = SnapshotStore(
             profile.root, profile.database_path, [self._message_vectors, self._passage_vectors]
         )
+        if not self.read_only:
+            try:
+                self.archival.purge_expired()
+                self.knowledge.purge_expired()
+            except Exception:  # never a reason not to open; the next open purges
+                log.exception("could not purge expired passages and facts")
 
     @property
     def recall_vectors(self) -> VectorTable:

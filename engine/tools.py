@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import MnemoError
 from engine.llm.base import FunctionSchema
-from engine.memory.archival import Passage
+from engine.memory.archival import NewPassage, Passage
 from engine.memory.knowledge import Fact, relation_words
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
@@ -78,6 +78,11 @@ def _check_value(name: str, schema: dict[str, Any], value: Any) -> str | None:
                 date.fromisoformat(value)
             except ValueError:
                 return f"{name} must be a date written YYYY-MM-DD, not {value!r}"
+        if schema.get("format") == "date-time":
+            try:
+                datetime.fromisoformat(value)
+            except ValueError:
+                return f"{name} must be written YYYY-MM-DD or YYYY-MM-DD HH:MM, not {value!r}"
         if len(value) < schema.get("minLength", 0):
             return f"{name} must not be empty"
         if len(value) > schema.get("maxLength", 10**9):
@@ -211,13 +216,22 @@ def _propose(ctx: ToolContext, arguments: dict[str, Any], action: str) -> ToolRe
 
 
 def _archival_insert(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-    passage_id = ctx.mnemo.archival.insert(
-        arguments["content"],
-        source=ctx.call_message_id,
-        tags=arguments.get("tags", []),
-        origin="model",
+    until = arguments.get("expires_at")
+    passage_id = ctx.mnemo.archival.insert_many(
+        [
+            NewPassage(
+                arguments["content"],
+                source=ctx.call_message_id,
+                tags=arguments.get("tags", []),
+                origin="model",
+                expires_at=until,
+            )
+        ]
+    )[0]
+    kept = f", until {until}" if until else ""
+    return ToolResult(
+        f"Stored in archival memory (passage {passage_id[:8]}{kept}).", summary="stored"
     )
-    return ToolResult(f"Stored in archival memory (passage {passage_id[:8]}).", summary="stored")
 
 
 def search_archival(
@@ -245,6 +259,7 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
             for part in (
                 f"id {hit.id[:8]}",
                 hit.created_at.date().isoformat(),
+                f"until {hit.expires_at:%Y-%m-%d %H:%M}" if hit.expires_at else "",
                 origin,
                 source,
                 _WEAK * hit.weak,
@@ -334,7 +349,7 @@ def _knowledge_add(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     """Store a fact at once when the turn is trusted and nothing contradicts it; else the user
     decides (a contradiction shows old and new side by side)."""
     subject, relation, obj = arguments["subject"], arguments["relation"], arguments["object"]
-    valid_from = arguments.get("valid_from")
+    valid_from, until = arguments.get("valid_from"), arguments.get("expires_at")
     source = {"source_kind": "message", "source_ref": str(ctx.call_message_id)}
     knowledge = ctx.mnemo.knowledge
     if knowledge.holds(subject, relation, obj):
@@ -348,6 +363,7 @@ def _knowledge_add(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
             obj,
             valid_from=valid_from,
             asserted_by="model",
+            expires_at=until,
             **source,  # type: ignore[arg-type]
         )
         if isinstance(stored, Fact):
@@ -554,9 +570,14 @@ FUNCTIONS: tuple[MemoryFunction, ...] = (
                     "maxItems": 5,
                     "description": "optional short tags",
                 },
+                "expires_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "when it stops mattering (YYYY-MM-DD HH:MM), if it does",
+                },
                 "request_heartbeat": _HEARTBEAT,
             },
-            optional=("tags",),
+            optional=("tags", "expires_at"),
         ),
         {"content": "Wifi password: tulip42.", "request_heartbeat": True},
         _archival_insert,
@@ -655,9 +676,14 @@ FUNCTIONS: tuple[MemoryFunction, ...] = (
                     "format": "date",
                     "description": "since when it holds (YYYY-MM-DD), if known",
                 },
+                "expires_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "when it stops holding (YYYY-MM-DD HH:MM), if known",
+                },
                 "request_heartbeat": _HEARTBEAT,
             },
-            optional=("valid_from",),
+            optional=("valid_from", "expires_at"),
         ),
         {"subject": "user", "relation": "lives_in", "object": "Lyon", "request_heartbeat": True},
         _knowledge_add,

@@ -45,8 +45,8 @@ def check_calls_keep_their_results(prompt: Prompt) -> None:
 
 def test_long_conversation_in_a_small_window_evicts_into_a_summary(mnemo):
     # The smallest window our prompt works in: the fixed part (instructions, functions with
-    # examples, core memory) takes about 1040 of its tokens.
-    model = ScriptedModel(context_length=1536, max_step_tokens=64, default=search_then_reply)
+    # examples, core memory) takes about 1130 of its tokens.
+    model = ScriptedModel(context_length=1600, max_step_tokens=64, default=search_then_reply)
     agent = Agent(mnemo, model)
     events = Recorder()
     turns = 30

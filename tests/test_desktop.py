@@ -544,6 +544,42 @@ def test_a_damaged_keyword_index_shows_a_banner_and_the_repair_clears_it(qtbot, 
     window.shutdown()
 
 
+def test_a_passage_set_to_expire_leaves_search_and_comes_back_from_expired(qtbot, mnemo, window):
+    from datetime import datetime, timedelta
+
+    from desktop.browser import PassageDialog
+
+    spot = mnemo.archival.insert("The car is parked on level 3, spot B12.")
+    browser = window.browser.archival
+    dialog = PassageDialog(window, mnemo.archival.get(spot))
+    qtbot.addWidget(dialog)
+    dialog.expires.setChecked(True)
+    soon = datetime.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
+    dialog.expires_at.setDateTime(
+        dialog.expires_at.dateTime().fromSecsSinceEpoch(int(soon.timestamp()))
+    )
+    text_, tags, expires = dialog.values()
+    assert expires == soon
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("passages")):
+        browser.save(spot, text_, tags, datetime.now() - timedelta(seconds=1))  # a minute later
+    browser.query.setText("where is the car parked")
+    browser.refresh()
+    wait_for_tasks(qtbot, window)
+    assert spot not in [p.id for p in browser.passages]
+
+    browser.show_expired.setChecked(True)
+    wait_for_tasks(qtbot, window)
+    assert [p.id for p in browser.passages] == [spot] and browser.restore_button.isVisibleTo(
+        browser
+    )
+    assert browser.table.item(0, 4).text()  # when it expired
+    browser.table.selectRow(0)
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("passages")):
+        browser.restore_selected()
+    assert mnemo.archival.get(spot).expires_at is None
+    assert mnemo.archival.search("where is the car parked")[0].id == spot
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.cli.output import print_json, when
+from engine.errors import InputError
+from engine.memory.archival import NewPassage
 from engine.memory.search import hit_line
 from engine.text import one_line
 
@@ -54,8 +57,46 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 
 def cmd_archival_insert(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    passage_id = mnemo.archival.insert(args.text, tags=args.tag or [], origin="user")
-    print(f"Stored passage {passage_id}.")
+    expires = _when(args.expires) if args.expires else None
+    passage = NewPassage(args.text, tags=args.tag or [], origin="user", expires_at=expires)
+    passage_id = mnemo.archival.insert_many([passage])[0]
+    until = f"; it leaves search at {args.expires}" if expires else ""
+    print(f"Stored passage {passage_id}{until}.")
+    return 0
+
+
+def _when(text: str) -> str:
+    try:
+        datetime.fromisoformat(text)
+    except ValueError as error:
+        raise InputError(
+            f"Write the time as YYYY-MM-DD or 'YYYY-MM-DD HH:MM', not {text!r}."
+        ) from error
+    return text
+
+
+def cmd_archival_expire(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    never = args.when.strip().lower() == "never"
+    passage = mnemo.archival.set_expiry(args.id, None if never else _when(args.when))
+    if passage.expires_at is None:
+        print(f"Passage {passage.id} is kept for good.")
+    else:
+        print(f"Passage {passage.id} leaves search at {when(passage.expires_at)}.")
+    return 0
+
+
+def cmd_archival_expired(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    passages = mnemo.archival.expired()
+    if args.json:
+        print_json(passages)
+        return 0
+    for passage in passages:
+        assert passage.expires_at is not None
+        print(f"[{passage.id}] expired {when(passage.expires_at)}: {one_line(passage.text, 90)}")
+    if passages:
+        print("Bring one back with `mnemo archival expire ID never`; they are purged after a week.")
+    else:
+        print("No expired passages.")
     return 0
 
 

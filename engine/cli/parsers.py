@@ -223,7 +223,21 @@ def _archival(commands: Commands) -> None:
     insert = archival_commands.add_parser("insert", help="store a passage")
     insert.add_argument("text")
     insert.add_argument("--tag", action="append")
+    insert.add_argument(
+        "--expires", metavar="WHEN", help="leave search then (YYYY-MM-DD or 'YYYY-MM-DD HH:MM')"
+    )
     insert.set_defaults(handler="archival:cmd_archival_insert")
+    expire = archival_commands.add_parser(
+        "expire", help="set when a passage leaves search ('never' keeps it, or brings it back)"
+    )
+    expire.add_argument("id")
+    expire.add_argument("when", metavar="WHEN|never")
+    expire.set_defaults(handler="archival:cmd_archival_expire")
+    expired = archival_commands.add_parser(
+        "expired", help="passages that expired and are kept a week before they are purged"
+    )
+    expired.add_argument("--json", action="store_true")
+    expired.set_defaults(handler="archival:cmd_archival_expired")
     delete = archival_commands.add_parser("delete", help="delete a passage by id")
     delete.add_argument("id")
     delete.set_defaults(handler="archival:cmd_archival_delete")

@@ -241,6 +241,14 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "fact_expiry",
+        # A fact can stop holding at a known time ("in Lisbon until Friday"): it then leaves
+        # current facts, stays listed as expired for a grace period, and is purged.
+        """
+        ALTER TABLE relation ADD COLUMN expires_at REAL;
+        """,
+    ),
 ]
 
 
@@ -401,3 +409,4 @@ class RelationRow(SQLModel, table=True):
     asserted_by: str
     status: str = "current"
     superseded_by: int | None = Field(default=None, foreign_key="relation.id")
+    expires_at: float | None = None

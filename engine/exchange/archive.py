@@ -552,6 +552,7 @@ def _import_passages(
                 row["origin"],
                 id=row["id"],
                 vector=_vector_of(row.get("vector")) if same_embedder else None,
+                expires_at=row.get("expires_at"),
             )
             for row in new
         )

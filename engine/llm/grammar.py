@@ -33,6 +33,8 @@ def _value(schema: dict[str, Any]) -> str:
     if kind == "string":
         if schema.get("format") == "date":
             return '"\\"" [0-9]{4} "-" [0-9]{2} "-" [0-9]{2} "\\""'
+        if schema.get("format") == "date-time":
+            return '"\\"" [0-9]{4} "-" [0-9]{2} "-" [0-9]{2} (" " [0-9]{2} ":" [0-9]{2})? "\\""'
         low = int(schema.get("minLength", 0))
         high = int(schema.get("maxLength", DEFAULT_MAX_LENGTH))
         return f'"\\"" char{{{low},{high}}} "\\""'

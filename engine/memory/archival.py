@@ -21,6 +21,7 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError
 from engine.memory.search import (
+    EXPIRED_GRACE_S,
     KEYWORD_SEARCHES,
     Page,
     SearchMode,
@@ -55,6 +56,7 @@ SCHEMA = pa.schema(
         pa.field("created_at", pa.float64()),
         pa.field("embedder", pa.string()),
         pa.field("dim", pa.int32()),
+        pa.field("expires_at", pa.float64()),  # leaves search then; purged after the grace
     ]
 )
 _COLUMNS = [name for name in SCHEMA.names if name != "vector"]
@@ -94,6 +96,7 @@ class Passage:
     embedder: str
     score: float | None = None
     weak: bool = False  # found, but neither clearly close in meaning nor sharing most words
+    expires_at: datetime | None = None
 
     @property
     def trusted(self) -> bool:
@@ -110,6 +113,7 @@ class NewPassage:
     origin: Origin = "user"
     id: str | None = None  # an import keeps the id (so a second import finds it)
     vector: Any = None  # and the vector, when the same embedder made it
+    expires_at: datetime | date | str | float | None = None
 
 
 def _as_source(source: Source | str | int | None) -> Source:
@@ -120,6 +124,21 @@ def _as_source(source: Source | str | int | None) -> Source:
     if isinstance(source, int):
         return Source(message_id=source)
     return Source(path=str(source))
+
+
+def _expiry(when: datetime | date | str | float | None, origin: str) -> float | None:
+    """When a passage leaves search, as a timestamp; a day alone means its end. A document's
+    passages never expire by age: they leave when the file does."""
+    if when is None:
+        return None
+    if origin == "document":
+        raise InputError(
+            "A document's passages do not expire; they leave archival memory when the file is "
+            "removed or stops being watched."
+        )
+    if isinstance(when, str) and len(when.strip()) == 10:  # YYYY-MM-DD
+        return to_timestamp(when, end_of_day=True)
+    return to_timestamp(when)
 
 
 def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = False) -> Passage:
@@ -138,6 +157,7 @@ def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = Fa
         embedder=row["embedder"],
         score=score,
         weak=weak,
+        expires_at=from_timestamp(row["expires_at"]) if row.get("expires_at") else None,
     )
 
 
@@ -207,10 +227,36 @@ class ArchivalStore:
                         "created_at": to_timestamp(item.created_at) or now,
                         "embedder": self._embedder.name,
                         "dim": self._embedder.dim,
+                        "expires_at": _expiry(item.expires_at, item.origin),
                     }
                 )
             self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
         return ids
+
+    # -- expiry --------------------------------------------------------------------------------
+
+    def set_expiry(self, passage_id: str, when: datetime | date | str | float | None) -> Passage:
+        """Make a passage leave search at ``when`` (None: keep it for good, which also brings
+        back an expired one)."""
+        passage = self.get(passage_id)
+        stamp = _expiry(when, passage.origin)
+        self._vectors.update_values(
+            f"id = {quote_sql(passage_id)}",
+            {"expires_at": "NULL" if stamp is None else repr(stamp)},
+        )
+        return self.get(passage_id)
+
+    def expired(self, limit: int = 100) -> list[Passage]:
+        """Passages that have expired and are not purged yet, the latest to expire first."""
+        now = time_module.time()
+        where = f"expires_at <= {now!r} AND expires_at > {now - EXPIRED_GRACE_S!r}"
+        rows = self._vectors.rows(where, _COLUMNS, limit)
+        rows.sort(key=lambda row: row["expires_at"], reverse=True)
+        return [_passage(row) for row in rows]
+
+    def purge_expired(self) -> int:
+        """Delete the passages whose grace after expiring is over."""
+        return self.delete_where(f"expires_at <= {time_module.time() - EXPIRED_GRACE_S!r}")
 
     def update(
         self, passage_id: str, text: str | None = None, tags: Sequence[str] | None = None
@@ -318,7 +364,7 @@ class ArchivalStore:
         tags: Sequence[str] | None = None,
         source: str | None = None,
         origin: Origin | None = None,
-    ) -> list[Passage]:
+    ) -> list[Passage]:  # expired ones are listed by ``expired``
         """Passages for browsing, newest first, optionally filtered like ``search``."""
         where = self._filter(tags, source, None, None, origin)
         rows = self._vectors.rows(where, _COLUMNS, limit, offset, newest_first=True)
@@ -412,7 +458,7 @@ class ArchivalStore:
         end: datetime | date | str | None,
         origin: Origin | None = None,
     ) -> str | None:
-        clauses = []
+        clauses = [f"(expires_at IS NULL OR expires_at > {time_module.time()!r})"]
         if origin is not None:
             clauses.append(f"origin = {quote_sql(origin)}")
         if tags:

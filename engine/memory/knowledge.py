@@ -18,14 +18,20 @@ import time
 import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, func, select
 
 from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
 from engine.errors import InputError, NotFoundError
-from engine.memory.search import Page, check_paging, from_timestamp, to_timestamp
+from engine.memory.search import (
+    EXPIRED_GRACE_S,
+    Page,
+    check_paging,
+    from_timestamp,
+    to_timestamp,
+)
 
 EntityKind = Literal["person", "place", "organisation", "thing", "event", "other"]
 KINDS: tuple[str, ...] = ("person", "place", "organisation", "thing", "event", "other")
@@ -115,6 +121,7 @@ class Fact:
     asserted_by: str
     status: str
     superseded_by: int | None
+    expires_at: datetime | None = None
 
     def line(self) -> str:
         """The fact in one line, as the model and the window show it."""
@@ -261,6 +268,7 @@ class KnowledgeStore:
         asserted_by: Author = "user",
         literal: bool | None = None,
         supersede: bool = False,
+        expires_at: datetime | date | str | float | None = None,
     ) -> Fact | Conflict:
         """Store a fact; the same current fact again is not stored twice (it is returned).
 
@@ -279,6 +287,7 @@ class KnowledgeStore:
                 asserted_by=asserted_by,
                 literal=literal,
                 supersede=supersede,
+                expires_at=expires_at,
             )
             session.commit()
             return result
@@ -296,6 +305,7 @@ class KnowledgeStore:
         asserted_by: Author = "user",
         literal: bool | None = None,
         supersede: bool = False,
+        expires_at: datetime | date | str | float | None = None,
     ) -> Fact | Conflict:
         """``add`` inside the caller's transaction (a step, or a proposal's approval): nothing
         is committed here, and a fact not stored leaves no entity behind either."""
@@ -338,6 +348,7 @@ class KnowledgeStore:
             source_kind=source_kind,
             source_ref=source_ref,
             asserted_by=asserted_by,
+            expires_at=_until(expires_at),
         )
         session.add(new)
         session.flush()
@@ -427,6 +438,50 @@ class KnowledgeStore:
             ).all()
             return [(self._entity(session, row), counts.get(row.id or 0, 0)) for row in rows]
 
+    def set_expiry(self, fact_id: int, when: datetime | date | str | float | None) -> Fact:
+        """Make a fact stop holding at ``when`` (None: for good, which brings back an expired
+        one)."""
+        with Session(self._engine) as session:
+            row = self._relation(session, fact_id)
+            row.expires_at = _until(when)
+            session.add(row)
+            session.commit()
+            return self._fact(session, row)
+
+    def expired(self, limit: int = 100) -> list[Fact]:
+        """Current facts past their expiry and not purged yet, the latest to expire first."""
+        now = time.time()
+        with Session(self._engine) as session:
+            rows = session.exec(
+                select(RelationRow)
+                .where(
+                    RelationRow.status == "current",
+                    col(RelationRow.expires_at) <= now,
+                    col(RelationRow.expires_at) > now - EXPIRED_GRACE_S,
+                )
+                .order_by(col(RelationRow.expires_at).desc())
+                .limit(limit)
+            ).all()
+            return [self._fact(session, row) for row in rows]
+
+    def purge_expired(self) -> int:
+        """Delete facts whose grace after expiring is over (unless another fact points at
+        them: a history stays whole)."""
+        with Session(self._engine) as session:
+            pointed = select(RelationRow.superseded_by).where(
+                col(RelationRow.superseded_by).is_not(None)
+            )
+            rows = session.exec(
+                select(RelationRow).where(
+                    col(RelationRow.expires_at) <= time.time() - EXPIRED_GRACE_S,
+                    col(RelationRow.id).not_in(pointed),
+                )
+            ).all()
+            for row in rows:
+                session.delete(row)
+            session.commit()
+            return len(rows)
+
     def retract(self, fact_id: int) -> Fact:
         """Mark a wrong fact retracted (kept in the history, gone from current facts)."""
         with Session(self._engine) as session:
@@ -447,6 +502,7 @@ class KnowledgeStore:
                 return Page([], 0, page, limit)
             query = select(RelationRow).where(
                 RelationRow.status == "current",
+                _unexpired(),
                 or_(col(RelationRow.subject_id) == row.id, col(RelationRow.object_id) == row.id),
             )
             if predicate is not None:
@@ -508,6 +564,7 @@ class KnowledgeStore:
                     RelationRow.subject_id == subject_id,
                     RelationRow.predicate == predicate,
                     RelationRow.status == "current",
+                    _unexpired(),
                 )
             )
         )
@@ -587,7 +644,22 @@ class KnowledgeStore:
             asserted_by=row.asserted_by,
             status=row.status,
             superseded_by=row.superseded_by,
+            expires_at=from_timestamp(row.expires_at) if row.expires_at is not None else None,
         )
+
+
+def _until(when: datetime | date | str | float | None) -> float | None:
+    """An expiry as a timestamp; a day alone means its end."""
+    if when is None:
+        return None
+    if isinstance(when, str) and len(when.strip()) == 10:
+        return to_timestamp(when, end_of_day=True)
+    return to_timestamp(when)
+
+
+def _unexpired() -> Any:
+    """A fact that has expired is no longer current (it waits in ``expired``)."""
+    return or_(col(RelationRow.expires_at).is_(None), col(RelationRow.expires_at) > time.time())
 
 
 def _clean(text: str, what: str) -> str:

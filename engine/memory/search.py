@@ -309,6 +309,11 @@ def fuse(
     return sorted(fused.items(), key=lambda item: item[1], reverse=True)
 
 
+# An expired passage or fact leaves search at once and stays listed (and restorable) as expired
+# this long, then it is purged: a week covers "I did not mean that" without keeping clutter.
+EXPIRED_GRACE_S = 7 * 24 * 3600
+
+
 def to_timestamp(
     value: datetime | date | str | float | None, *, end_of_day: bool = False
 ) -> float | None:

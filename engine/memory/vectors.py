@@ -108,6 +108,9 @@ def _keep_query_vector(embedder: Embedder, query: str, vector: np.ndarray) -> No
             _query_vectors.popitem(last=False)
 
 
+_SQL_TYPES = {"double": "DOUBLE", "string": "STRING", "int64": "BIGINT", "int32": "INT"}
+
+
 class VectorTable:
     """One LanceDB table whose ``vector`` column holds one embedder's vectors."""
 
@@ -141,10 +144,21 @@ class VectorTable:
         self._closed = False
         if name in connection.list_tables().tables:
             self.table = connection.open_table(name)
+            self._add_missing_columns()
         else:
             self.table = self._create(embedder)
         self.mismatch = self._describe_mismatch()
         self._schedule_maintenance()
+
+    def _add_missing_columns(self) -> None:
+        """A column the schema gained since the table was made (``expires_at``) is added,
+        empty, to the existing table."""
+        have = set(self.table.schema.names)
+        missing = [f for f in self._base_schema if f.name not in have and f.name != "vector"]
+        if missing:
+            self.table.add_columns(
+                {f.name: f"CAST(NULL AS {_SQL_TYPES[str(f.type)]})" for f in missing}
+            )
 
     # -- embedder bookkeeping ------------------------------------------------------------------
 
@@ -263,6 +277,13 @@ class VectorTable:
                 key
             ).when_matched_update_all().when_not_matched_insert_all().execute(rows)
             self._wrote(len(rows))
+        self._schedule_maintenance()
+
+    def update_values(self, where: str, values: dict[str, str]) -> None:
+        """Set columns (SQL expressions) of the matching rows, in place."""
+        with self._write_lock:
+            self.table.update(where=where, values_sql=values)
+            self._wrote(0)
         self._schedule_maintenance()
 
     def delete(self, where: str) -> None:
