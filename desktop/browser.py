@@ -9,6 +9,7 @@ from typing import Any
 
 from PySide6.QtCore import QDate, QDateTime
 from PySide6.QtWidgets import (
+    QAbstractItemView,
     QCheckBox,
     QComboBox,
     QDateEdit,
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QListWidget,
     QPlainTextEdit,
     QPushButton,
     QTabWidget,
@@ -35,6 +37,7 @@ from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line
 from engine.memory.snapshots import BULK_DELETE
 from engine.mnemo import Mnemo
+from engine.text import one_line
 
 BROWSE_LIMIT = 200
 ORIGINS = {
@@ -123,6 +126,45 @@ class PassageDialog(QDialog):
         return self.text.toPlainText(), tags, expires
 
 
+class DuplicatesDialog(QDialog):
+    """Notes that say the same, one group per row; merging keeps the oldest of each group with
+    every tag, and deletes the others."""
+
+    def __init__(self, parent: QWidget, clusters: list[list[Passage]]) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Duplicate notes")
+        self.resize(640, 380)
+        layout = QVBoxLayout(self)
+        self.clusters = clusters
+        layout.addWidget(
+            label(
+                f"{len(clusters)} groups of notes say the same (same words, in the same order). "
+                "Merging keeps the oldest of each group, with all their tags."
+                if clusters
+                else "No duplicate notes.",
+                "muted",
+            )
+        )
+        self.list = QListWidget()
+        self.list.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        for cluster in clusters:
+            self.list.addItem(f"{len(cluster)}×  {one_line(cluster[0].text, 110)}")
+        self.list.selectAll()
+        layout.addWidget(self.list, 1)
+        buttons = QDialogButtonBox()
+        self.merge_button = buttons.addButton(
+            "Merge selected", QDialogButtonBox.ButtonRole.AcceptRole
+        )
+        buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.merge_button.setEnabled(bool(clusters))
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def chosen(self) -> list[list[Passage]]:
+        return [self.clusters[index.row()] for index in self.list.selectedIndexes()]
+
+
 class ArchivalBrowser(QWidget):
     def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
         super().__init__()
@@ -166,9 +208,12 @@ class ArchivalBrowser(QWidget):
         self.restore_button = QPushButton("Restore")
         self.restore_button.setToolTip("Keep the selected expired passages for good")
         self.restore_button.setVisible(False)
+        self.duplicates_button = QPushButton("Find duplicates…")
+        self.duplicates_button.clicked.connect(self.find_duplicates)
         actions.addWidget(self.edit_button)
         actions.addWidget(self.delete_button)
         actions.addWidget(self.restore_button)
+        actions.addWidget(self.duplicates_button)
         actions.addStretch(1)
         self.previous_button = QPushButton("‹ Previous")
         self.next_button = QPushButton("Next ›")
@@ -264,6 +309,36 @@ class ArchivalBrowser(QWidget):
         dialog = PassageDialog(self, chosen[0])
         if dialog.exec():
             self.save(chosen[0].id, *dialog.values())
+
+    def find_duplicates(self) -> None:
+        self.status.setText("Looking for duplicate notes…")
+        self._tasks.submit(
+            self._mnemo.archival.duplicate_clusters, self._show_duplicates, self.status.setText
+        )
+
+    def _show_duplicates(self, clusters: list[list[Passage]]) -> None:
+        self.status.setText("")
+        dialog = DuplicatesDialog(self, clusters)
+        if dialog.exec():
+            self.merge(dialog.chosen())
+
+    def merge(self, clusters: list[list[Passage]]) -> None:
+        archival = self._mnemo.archival
+
+        def work() -> int:
+            gone = sum(len(cluster) - 1 for cluster in clusters)
+            if gone > BULK_DELETE:
+                self._mnemo.snapshot_before(f"merging {gone} duplicate notes")
+            for cluster in clusters:
+                archival.merge([passage.id for passage in cluster])
+            return gone
+
+        self._tasks.submit(
+            work,
+            lambda gone: self.refresh(1, f"Merged {len(clusters)} groups; {gone} copies removed."),
+            self.status.setText,
+            changes=(PASSAGES,),
+        )
 
     def restore_selected(self) -> None:
         chosen = [passage.id for passage in self.selected()]

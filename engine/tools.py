@@ -217,6 +217,13 @@ def _propose(ctx: ToolContext, arguments: dict[str, Any], action: str) -> ToolRe
 
 def _archival_insert(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     until = arguments.get("expires_at")
+    same = ctx.mnemo.archival.find_duplicate(arguments["content"], "model")
+    if same is not None:
+        return ToolResult(
+            f"Already in archival memory (passage {same.id[:8]}: "
+            f"{excerpt(same.text, '', 120)}); nothing was added.",
+            summary="already stored",
+        )
     passage_id = ctx.mnemo.archival.insert_many(
         [
             NewPassage(

@@ -580,6 +580,25 @@ def test_a_passage_set_to_expire_leaves_search_and_comes_back_from_expired(qtbot
     assert mnemo.archival.search("where is the car parked")[0].id == spot
 
 
+def test_find_duplicates_lists_the_groups_and_merges_them(qtbot, mnemo, window, monkeypatch):
+    from desktop.browser import DuplicatesDialog
+
+    for text_ in ("Dentist on Friday at 10.", "dentist on friday at 10", "Milk, eggs and bread."):
+        mnemo.archival.insert(text_)
+    seen = []
+
+    def accept(dialog):
+        seen.append([dialog.list.item(i).text() for i in range(dialog.list.count())])
+        return True
+
+    monkeypatch.setattr(DuplicatesDialog, "exec", accept)
+    browser = window.browser.archival
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("passages")):
+        qtbot.mouseClick(browser.duplicates_button, Qt.MouseButton.LeftButton)
+    assert seen == [["2×  Dentist on Friday at 10."]]
+    assert mnemo.archival.count() == 2
+
+
 # -- the memory browser ----------------------------------------------------------------------------
 
 

@@ -58,6 +58,10 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def cmd_archival_insert(mnemo: Mnemo, args: argparse.Namespace) -> int:
     expires = _when(args.expires) if args.expires else None
+    same = mnemo.archival.find_duplicate(args.text, "user")
+    if same is not None:
+        print(f"Already stored as passage {same.id}: {one_line(same.text, 100)}")
+        return 0
     passage = NewPassage(args.text, tags=args.tag or [], origin="user", expires_at=expires)
     passage_id = mnemo.archival.insert_many([passage])[0]
     until = f"; it leaves search at {args.expires}" if expires else ""

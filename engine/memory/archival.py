@@ -126,6 +126,19 @@ def _as_source(source: Source | str | int | None) -> Source:
     return Source(path=str(source))
 
 
+_NOTE_LABELS = frozenset({"note", "notes", "remember", "reminder", "fyi", "todo", "memo"})
+
+
+def duplicate_key(text: str) -> str:
+    """What two notes must share to be the same one: their content words, in order. Case,
+    punctuation, spacing and words such as "the" or "note" do not count; a different number,
+    name or colour does (tests/benchmarks/duplicate_threshold.py measures why not a cosine)."""
+    words = query_terms(text, max_terms=10**6)
+    while words and words[0] in _NOTE_LABELS:  # "Note: …", "Reminder: …"
+        words = words[1:]
+    return " ".join(words)
+
+
 def _expiry(when: datetime | date | str | float | None, origin: str) -> float | None:
     """When a passage leaves search, as a timestamp; a day alone means its end. A document's
     passages never expire by age: they leave when the file does."""
@@ -232,6 +245,47 @@ class ArchivalStore:
                 )
             self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
         return ids
+
+    # -- duplicates ----------------------------------------------------------------------------
+
+    def find_duplicate(self, text: str, origin: Origin) -> Passage | None:
+        """A live note of the same origin that says the same (``duplicate_key``), if any: a
+        note saved twice is stored once."""
+        key = duplicate_key(text)
+        if not key or origin == "document":  # a document's passages are its file's, by place
+            return None
+        where = self._filter(None, None, None, None, origin)
+        for row in self._vectors.text_search(key, 10, where, ["id", "text"]):
+            if duplicate_key(row["text"]) == key:
+                return self.get(row["id"])
+        return None
+
+    def duplicate_clusters(self) -> list[list[Passage]]:
+        """Notes that say the same, grouped (oldest first in each group), for the user to merge;
+        the largest groups first."""
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        where = "origin != 'document'"
+        for row in self._vectors.rows(where, _COLUMNS):
+            groups.setdefault((row["origin"], duplicate_key(row["text"])), []).append(row)
+        clusters = [
+            sorted((_passage(row) for row in rows), key=lambda p: p.created_at)
+            for (_origin, key), rows in groups.items()
+            if key and len(rows) > 1
+        ]
+        return sorted(clusters, key=len, reverse=True)
+
+    def merge(self, passage_ids: Sequence[str]) -> Passage:
+        """Keep the oldest of these passages, with every tag any of them had; delete the rest."""
+        passages = sorted((self.get(i) for i in passage_ids), key=lambda p: p.created_at)
+        if len(passages) < 2:
+            raise InputError("Choose at least two passages to merge.")
+        kept, gone = passages[0], passages[1:]
+        tags = list(dict.fromkeys(tag for passage in passages for tag in passage.tags))
+        if tags != kept.tags:
+            self.update(kept.id, tags=tags)
+        for passage in gone:
+            self.delete(passage.id)
+        return self.get(kept.id)
 
     # -- expiry --------------------------------------------------------------------------------
 
