@@ -107,9 +107,10 @@ class CallRow(QFrame):
         layout.addWidget(self.details)
         self._update()
 
-    def set_result(self, ok: bool, summary: str, result: str) -> None:
+    def set_result(self, ok: bool, summary: str, result: str, trace: tuple[str, ...] = ()) -> None:
         self.summary = summary if ok else f"failed: {one_line(result, 70)}"
-        self.details.setText(self.details.text() + "\n→ " + result[:2000])
+        why = "\n\nWhy these were found:\n" + "\n".join(trace) if trace else ""
+        self.details.setText(self.details.text() + "\n→ " + result[:2000] + why)
         self._update()
 
     def _update(self) -> None:
@@ -268,7 +269,7 @@ class ChatView(QWidget):
     def call_returned(self, event: FunctionReturned) -> None:
         open_rows = [row for row in self._calls if row.summary == "…"]
         if open_rows:
-            open_rows[-1].set_result(event.ok, event.summary, event.result)
+            open_rows[-1].set_result(event.ok, event.summary, event.result, event.trace)
         else:  # malformed output: no call row was opened for it
             self.add_notice(f"The assistant's output was not a valid call: {event.result}")
 

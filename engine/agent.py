@@ -429,7 +429,11 @@ class Agent:
                 conversation_id=self.conversation_id,
                 untrusted_reason=found.untrusted_reason,
             )
-        emit(FunctionReturned(assisted.RECALL, True, text, assisted.RECALL_SUMMARY))
+        emit(
+            FunctionReturned(
+                assisted.RECALL, True, text, assisted.RECALL_SUMMARY, tuple(found.trace)
+            )
+        )
         return found
 
     def _memory_step(
@@ -713,7 +717,7 @@ class Agent:
                 conversation_id=self.conversation_id,
                 untrusted_reason=result.untrusted_reason,
             )
-        emit(FunctionReturned(name, result.ok, result.text, result.summary))
+        emit(FunctionReturned(name, result.ok, result.text, result.summary, result.trace))
         turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
         turn.passages += result.passages
         if result.proposal is not None:

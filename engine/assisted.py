@@ -27,7 +27,7 @@ from engine.memory.knowledge import USER, Fact
 from engine.memory.recall import MessageHit
 from engine.memory.search import excerpt, query_terms
 from engine.memory.vectors import query_vector
-from engine.tools import search_archival, search_conversation
+from engine.tools import search_archival, search_conversation, trace_lines
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -62,6 +62,7 @@ class Recalled:
     passages: list[Passage] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     query: str = ""
+    trace: list[str] = field(default_factory=list)  # how each search ranked (for people)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.passages or self.facts)
@@ -148,14 +149,20 @@ def recall_for(
     # each query embedded once beforehand (side by side, both searches would embed it).
     for query in queries:
         query_vector(mnemo.embedder, query)
+    by = "the engine (assisted recall)"
     message_pages = [
-        _SEARCHES.submit(search_conversation, mnemo, query, MESSAGES + len(seen))
+        _SEARCHES.submit(search_conversation, mnemo, query, MESSAGES + len(seen), 1, by)
         for query in queries
     ]
     passage_pages = [
-        _SEARCHES.submit(search_archival, mnemo, query, PASSAGES + len(shown)) for query in queries
+        _SEARCHES.submit(search_archival, mnemo, query, PASSAGES + len(shown), 1, by)
+        for query in queries
     ]
     recalled.facts = facts_for(mnemo, queries[-1], shown_facts or set())
+    for message_page in message_pages:
+        recalled.trace += trace_lines(message_page.result())
+    for passage_page in passage_pages:
+        recalled.trace += trace_lines(passage_page.result())
     for message_page in message_pages:
         for hit in message_page.result():
             if len(recalled.messages) < MESSAGES and not hit.weak and hit.id not in seen:

@@ -42,6 +42,7 @@ class FunctionReturned:
     ok: bool
     result: str
     summary: str  # "3 of 12 passages"
+    trace: tuple[str, ...] = ()  # how a search ranked its hits (engine.memory.trace), for people
 
 
 @dataclass(frozen=True)

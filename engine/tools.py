@@ -153,6 +153,7 @@ class ToolResult:
     untrusted_count: int = 0
     untrusted_reason: str | None = None  # this result brought untrusted text into the context
     passages: list[Passage] = field(default_factory=list)  # what the model read (citations)
+    trace: tuple[str, ...] = ()  # how the search ranked its hits, shown to people only
 
 
 Handler = Callable[[ToolContext, dict[str, Any]], ToolResult]
@@ -242,17 +243,27 @@ def _archival_insert(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
 
 
 def search_archival(
-    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1
+    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1, by: str = "the model"
 ) -> Page[Passage]:
     """The search behind `archival_memory_search` (benchmarks call exactly this)."""
-    return mnemo.archival.search(query, limit=limit, page=page)
+    found = mnemo.archival.search(query, limit=limit, page=page)
+    if found.trace is not None:
+        found.trace.by = by
+    return found
 
 
 def search_conversation(
-    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1
+    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1, by: str = "the model"
 ) -> Page[MessageHit]:
     """The search behind `conversation_search` (benchmarks call exactly this)."""
-    return mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES)
+    found = mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES)
+    if found.trace is not None:
+        found.trace.by = by
+    return found
+
+
+def trace_lines(page: Page[Any]) -> tuple[str, ...]:
+    return tuple(page.trace.lines()) if page.trace is not None else ()
 
 
 def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
@@ -279,6 +290,7 @@ def _archival_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         summary=f"{len(page)} of {page.total} passages",
         passages=list(page),
         untrusted_count=sum(not hit.trusted for hit in page),
+        trace=trace_lines(page),
     )
 
 
@@ -297,6 +309,7 @@ def _conversation_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolRes
         _paged(page, _message_lines(page, arguments["query"]), "messages"),
         summary=f"{len(page)} of {page.total} messages",
         untrusted_count=len(page),
+        trace=trace_lines(page),
     )
 
 

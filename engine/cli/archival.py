@@ -32,6 +32,7 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
             start=args.since,
             end=args.until,
         )
+    explained = {hit.key: hit for hit in page.trace.hits} if args.explain and page.trace else {}
     if args.json:
         print_json(
             {
@@ -40,6 +41,7 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
                 "pages": page.pages,
                 "notes": page.notes,
                 "hits": page.hits,
+                **({"explain": page.trace} if args.explain else {}),
             }
         )
         return 0
@@ -53,6 +55,8 @@ def cmd_search(mnemo: Mnemo, args: argparse.Namespace) -> int:
         else:
             print(f"  [{hit.id}] {text}")
             print(f"      from {hit.source.describe()}; tags: {', '.join(hit.tags) or '-'}")
+        if str(hit.id) in explained:
+            print(f"      {explained[str(hit.id)].line()}")
     return 0
 
 

@@ -216,6 +216,11 @@ def _archival(commands: Commands) -> None:
     search.add_argument("--until", metavar="DATE", help="only items up to this date")
     search.add_argument("--tag", action="append", help="archival: only passages with this tag")
     search.add_argument("--source", help="archival: only passages from this file or folder")
+    search.add_argument(
+        "--explain",
+        action="store_true",
+        help="show each hit's keyword and vector scores, ranks and fused score",
+    )
     search.set_defaults(handler="archival:cmd_search")
 
     archival = commands.add_parser("archival", help="add, list and delete archival passages")

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError
+from engine.memory import trace
 from engine.memory.search import (
     EXPIRED_GRACE_S,
     KEYWORD_SEARCHES,
@@ -471,8 +472,11 @@ class ArchivalStore:
         )
         semantic: dict[str, float] = {}
         texts: dict[str, str] = {}
+        dropped: list[tuple[Any, float]] = []
         if vectors:
-            for row, score in self._vectors.similar_rows(query, semantic_pool, where, _TEXT):
+            for row, score in self._vectors.similar_rows(
+                query, semantic_pool, where, _TEXT, dropped
+            ):
                 semantic[row["id"]] = score
                 texts[row["id"]] = row["text"]
         keyword_rows = keyword_future.result() if keyword_future else []
@@ -502,7 +506,18 @@ class ArchivalStore:
             for passage_id, score in chosen
             if passage_id in rows  # deleted meanwhile
         ]
-        return Page(hits, len(ranked), page, limit, notes)
+        traced = trace.record(
+            "archival",
+            query,
+            mode,
+            keyword,
+            semantic,  # type: ignore[arg-type]
+            ranked,
+            [(hit.id, hit.text, hit.weak) for hit in hits],
+            (page - 1) * limit + 1,
+            dropped,
+        )
+        return Page(hits, len(ranked), page, limit, notes, traced)
 
     @staticmethod
     def _filter(

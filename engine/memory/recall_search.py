@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from engine.memory import context_index
+from engine.memory import context_index, trace
 from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall_vectors import EMBEDDED_ROLES
 from engine.memory.search import (
@@ -109,9 +109,10 @@ class RecallSearch:
             else KEYWORD_SEARCHES.submit(self._keyword_scores, query, keyword_pool, where, params)
         )
         semantic: dict[int, float] = {}
+        dropped: list[tuple[Any, float]] = []
         if vectors:
             semantic = self._semantic_scores(
-                query, semantic_pool, start, end, roles, conversation_id
+                query, semantic_pool, start, end, roles, conversation_id, dropped
             )
         elif mode == "hybrid":
             notes.append(str(self._vectors.mismatch))  # words still work while vectors wait
@@ -135,7 +136,18 @@ class RecallSearch:
             for message_id, score in chosen
             if message_id in rows
         ]
-        return Page(hits, len(ranked), page, limit, notes)
+        traced = trace.record(
+            "recall",
+            query,
+            mode,
+            keyword,  # type: ignore[arg-type]
+            semantic,  # type: ignore[arg-type]
+            ranked,
+            [(hit.id, hit.text, hit.weak) for hit in hits],
+            (page - 1) * limit + 1,
+            dropped,
+        )
+        return Page(hits, len(ranked), page, limit, notes, traced)
 
     @staticmethod
     def _filters(
@@ -213,6 +225,7 @@ class RecallSearch:
         end: datetime | date | str | None,
         roles: Sequence[str] | None,
         conversation_id: str | None,
+        dropped: list[tuple[Any, float]] | None = None,
     ) -> dict[int, float]:
         clauses = []
         if start is not None:
@@ -224,7 +237,7 @@ class RecallSearch:
             clauses.append("role IN (" + ",".join(quote_sql(role) for role in roles) + ")")
         if conversation_id is not None:
             clauses.append(f"conversation_id = {quote_sql(conversation_id)}")
-        return self._vectors.similar(query, limit, " AND ".join(clauses) or None)
+        return self._vectors.similar(query, limit, " AND ".join(clauses) or None, dropped)
 
     def _rows_by_id(self, ids: Sequence[int], columns: str = COLUMNS) -> dict[int, Any]:
         if not ids:

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -181,6 +181,7 @@ class Page(Generic[T]):
     page: int = 1
     page_size: int = 10
     notes: list[str] = field(default_factory=list)
+    trace: Any = None  # how the hits were ranked (engine.memory.trace.SearchTrace)
 
     @property
     def pages(self) -> int:

@@ -350,13 +350,26 @@ class VectorTable:
         if query.strip():
             query_vector(self._embedder, query)
 
-    def similar(self, query: str, limit: int, where: str | None) -> dict[Any, float]:
+    def similar(
+        self,
+        query: str,
+        limit: int,
+        where: str | None,
+        below_floor: list[tuple[Any, float]] | None = None,
+    ) -> dict[Any, float]:
         """Ids of the rows nearest to ``query`` with their relevance (``search.relevance``: how
-        far their similarity stands above unrelated text's), those above the floor only."""
-        return {row["id"]: score for row, score in self.similar_rows(query, limit, where, ["id"])}
+        far their similarity stands above unrelated text's), those above the floor only (the
+        others go to ``below_floor`` when it is given, for the retrieval trace)."""
+        rows = self.similar_rows(query, limit, where, ["id"], below_floor)
+        return {row["id"]: score for row, score in rows}
 
     def similar_rows(
-        self, query: str, limit: int, where: str | None, columns: list[str]
+        self,
+        query: str,
+        limit: int,
+        where: str | None,
+        columns: list[str],
+        below_floor: list[tuple[Any, float]] | None = None,
     ) -> list[tuple[dict[str, Any], float]]:
         """``similar``, with the rows' ``columns`` read in the same query."""
         if not query.strip():
@@ -367,6 +380,12 @@ class VectorTable:
             return []
         similarities = np.array([1.0 - float(row["_distance"]) for row in rows])
         scores = relevance(similarities, background_vectors(self._embedder) @ vector)
+        if below_floor is not None:
+            below_floor.extend(
+                (row, float(score))
+                for row, score in zip(rows, scores, strict=True)
+                if score < RELEVANCE_FLOOR
+            )
         return [
             (row, float(score))
             for row, score in zip(rows, scores, strict=True)
