@@ -36,16 +36,33 @@ class ProfileBusyError(ProfileError):
         self.holder = holder
 
 
+CURRENT_FILE = "current"  # in the data folder: the name of the assistant in use
+
+
+def data_folder() -> Path:
+    """Where the assistants live, one profile folder each: ``$MNEMO_DATA`` when set, else
+    ``<user data dir>/mnemo/profiles``."""
+    data = os.environ.get("MNEMO_DATA")
+    if data:
+        return Path(data).expanduser()
+    return Path(platformdirs.user_data_dir("mnemo", appauthor=False)) / "profiles"
+
+
+def current_assistant() -> str:
+    """The assistant in use (``mnemo assistants use``), ``default`` until one is chosen."""
+    try:
+        name = (data_folder() / CURRENT_FILE).read_text("utf-8").strip()
+    except OSError:
+        return DEFAULT_PROFILE_NAME
+    return name or DEFAULT_PROFILE_NAME
+
+
 def default_profile_dir() -> Path:
-    """``$MNEMO_HOME`` when set, else ``<user data dir>/mnemo/profiles/default``."""
+    """``$MNEMO_HOME`` when set, else the assistant in use in the data folder."""
     home = os.environ.get("MNEMO_HOME")
     if home:
         return Path(home).expanduser()
-    return (
-        Path(platformdirs.user_data_dir("mnemo", appauthor=False))
-        / "profiles"
-        / (DEFAULT_PROFILE_NAME)
-    )
+    return data_folder() / current_assistant()
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ def mnemo(profile_dir: Path, embedder) -> Iterator[Mnemo]:
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test may touch the real user's profile."""
     monkeypatch.setenv("MNEMO_HOME", str(tmp_path / "mnemo-home"))
+    monkeypatch.setenv("MNEMO_DATA", str(tmp_path / "mnemo-data"))  # the assistants' folder
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the app's window settings
 
 

@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         _snapshots,
         _exchange,
         _check,
+        _assistants,
     ):
         group(commands)
     return parser
@@ -346,3 +347,35 @@ def _check(commands: Commands) -> None:
     )
     check.add_argument("--json", action="store_true")
     check.set_defaults(handler="check:cmd_check")
+
+
+def _assistants(commands: Commands) -> None:
+    assistants = commands.add_parser(
+        "assistants", help="several assistants, each with a memory of its own"
+    )
+    actions = assistants.add_subparsers(metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="every assistant; * marks the one in use")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(handler="assistants:cmd_list")
+    create = actions.add_parser("create", help="a new assistant with an empty memory")
+    create.add_argument("name")
+    create.add_argument("--persona", help="who it is (its persona block)")
+    create.set_defaults(handler="assistants:cmd_create")
+    use = actions.add_parser("use", help="make an assistant the one that opens")
+    use.add_argument("name")
+    use.set_defaults(handler="assistants:cmd_use")
+    rename = actions.add_parser("rename", help="rename an assistant")
+    rename.add_argument("name")
+    rename.add_argument("new")
+    rename.set_defaults(handler="assistants:cmd_rename")
+    duplicate = actions.add_parser("duplicate", help="copy an assistant, memory included")
+    duplicate.add_argument("name")
+    duplicate.add_argument("new")
+    duplicate.add_argument(
+        "--persona-only", action="store_true", help="copy who it is, not what it remembers"
+    )
+    duplicate.set_defaults(handler="assistants:cmd_duplicate")
+    delete = actions.add_parser("delete", help="move an assistant to the data folder's trash")
+    delete.add_argument("name")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    delete.set_defaults(handler="assistants:cmd_delete")
