@@ -20,6 +20,7 @@ from engine.errors import MnemoError
 from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
 
 if TYPE_CHECKING:
+    from PySide6.QtCore import QCoreApplication
     from PySide6.QtWidgets import QWidget
 
     from desktop.workers import ModelLoader
@@ -60,30 +61,44 @@ def run(argv: Sequence[str]) -> int:
     if not has_display():
         print(f"mnemo: {NO_DISPLAY}", file=sys.stderr)
         return 1
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication, QMessageBox  # Qt only for the window
+    from PySide6.QtWidgets import QApplication  # Qt only for the window
 
-    from desktop.opening import OpeningWindow
     from desktop.ui import PROFILE_SETTING, app_settings
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Mnemo")
     app.setOrganizationName("Mnemo")
-    chosen = args.profile
+    chosen: str | None = args.profile
     if chosen is None and not os.environ.get("MNEMO_HOME"):
         chosen = app_settings().value(PROFILE_SETTING) or None
+    # One window after another in this process: the next opens when one closes asking for it
+    # (another assistant was chosen, or a snapshot was restored), once the last let go.
+    while True:
+        code, chosen = _run_window(app, chosen)
+        if chosen is None:
+            return code
+
+
+def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | None]:
+    """Open ``chosen`` (None: the default profile) in a window until it closes; the exit
+    code, and the profile the next window opens (None: none, the app ends)."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QMessageBox
+
+    from desktop.opening import OpeningWindow
+
     with ExitStack() as stack:
         try:
             profile = Profile.resolve(chosen)
             stack.enter_context(profile.hold_assistant(WINDOW))
         except ProfileBusyError as busy:
             if busy.holder.get("program") == WINDOW and bring_forward(profile):
-                return 0  # the window that is open came to the front instead
+                return 0, None  # the window that is open came to the front instead
             QMessageBox.critical(None, "Mnemo is already open", str(busy))
-            return 1
+            return 1, None
         except MnemoError as error:
             QMessageBox.critical(None, "Mnemo cannot start", str(error))
-            return 1
+            return 1, None
         opening = OpeningWindow()
         opening.show()
         QTimer.singleShot(0, lambda: trace("shown"))  # after the first paint
@@ -92,11 +107,11 @@ def run(argv: Sequence[str]) -> int:
         except MnemoError as error:
             opening.close()
             QMessageBox.critical(None, "Mnemo cannot start", str(error))
-            return 1
+            return 1, None
         stack.callback(mnemo.close)
         trace("opened")
         if opening.closed_by_user:
-            return 0
+            return 0, None
         from desktop.main_window import MainWindow  # loaded already, behind the first window
         from desktop.threads import describe_failure
 
@@ -113,11 +128,7 @@ def run(argv: Sequence[str]) -> int:
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)
         code = int(app.exec())
-        if not window.restart_requested:
-            return code
-    # A snapshot was restored: start again on it, now that the profile is let go.
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
-    return 1  # not reached
+        return code, str(window.next_profile) if window.next_profile else None
 
 
 def open_behind(profile: Profile) -> tuple[Mnemo, ModelLoader]:

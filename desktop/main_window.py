@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.assistant_switcher import AssistantSwitcher
 from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
 from desktop.chat import RESTORED_MESSAGES, ChatView
@@ -93,7 +94,9 @@ class MainWindow(QMainWindow):
         self.collector = GuiThreadCollector(self)  # before any worker thread starts
         self.mnemo = mnemo
         self._restore_on_close: str | None = None
-        self.restart_requested = False  # a snapshot was restored: start again on it
+        # The profile the app opens once this window has closed: another assistant, or this
+        # one again after a snapshot was restored; None: the app ends.
+        self.next_profile: Path | None = None
         self.setWindowTitle(f"Mnemo — {mnemo.profile.root}")
         self.resize(1180, 760)
         self.setStyleSheet(STYLE)
@@ -146,6 +149,8 @@ class MainWindow(QMainWindow):
         chat_page.setSizes([700, 400])
         chat_page.setChildrenCollapsible(False)
 
+        self.switcher = AssistantSwitcher(mnemo.profile.root)
+        self.switcher.switch_requested.connect(self.switch_to)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
         self.nav.addItems(list(PAGES))
@@ -183,7 +188,11 @@ class MainWindow(QMainWindow):
 
         body = QWidget()
         layout = QHBoxLayout(body)
-        layout.addWidget(self.nav)
+        sidebar = QVBoxLayout()
+        sidebar.addWidget(self.switcher)
+        sidebar.addWidget(self.nav, 1)
+        self.switcher.setFixedWidth(160)
+        layout.addLayout(sidebar)
         right = QVBoxLayout()
         right.addWidget(self.banner_row)
         right.addWidget(self.pages, 1)
@@ -505,6 +514,11 @@ class MainWindow(QMainWindow):
         if page in PAGES:
             self.show_page(str(page))
 
+    def switch_to(self, profile: Path) -> None:
+        """Close, and let the app open ``profile`` in a new window (see ``app.run``)."""
+        self.next_profile = profile
+        self.close()
+
     def restore_and_restart(self, snapshot_id: str) -> None:
         """Restore a snapshot while the window closes, then start again on it (``app.run``
         starts the new window once this one has let go of the profile)."""
@@ -520,7 +534,7 @@ class MainWindow(QMainWindow):
             self.setCursor(Qt.CursorShape.WaitCursor)
             try:
                 self.mnemo.snapshots.restore(self._restore_on_close)
-                self.restart_requested = True
+                self.next_profile = self.mnemo.profile.root
             except MnemoError as error:
                 QMessageBox.critical(self, "Restore failed", str(error))
         super().closeEvent(event)

@@ -453,7 +453,7 @@ def test_a_snapshot_taken_in_settings_is_restored_while_the_window_closes(
     monkeypatch.setattr(ui, "confirm", lambda *_args: True)
     view.list.setCurrentRow(0)
     qtbot.mouseClick(view.restore_button, Qt.MouseButton.LeftButton)
-    assert not window.isVisible() and window.restart_requested  # app.run starts it again
+    assert not window.isVisible() and window.next_profile == mnemo.profile.root  # app.run reopens
     assert mnemo.core.get("human") == "Name: Ada."
     assert [s.automatic for s in mnemo.snapshots.all()] == [True, False]  # the undo, then yours
 
@@ -597,6 +597,25 @@ def test_find_duplicates_lists_the_groups_and_merges_them(qtbot, mnemo, window, 
         qtbot.mouseClick(browser.duplicates_button, Qt.MouseButton.LeftButton)
     assert seen == [["2×  Dentist on Friday at 10."]]
     assert mnemo.archival.count() == 2
+
+
+def test_the_switcher_lists_the_assistants_and_switching_closes_for_the_other(
+    qtbot, tmp_path, embedder, monkeypatch
+):
+    from engine.assistants import Assistants
+
+    monkeypatch.delenv("MNEMO_HOME")
+    assistants = Assistants(tmp_path / "mnemo-data")
+    work, home = assistants.create("work"), assistants.create("home")
+    assistants.use("work")
+    with Mnemo.open(work, embedder=embedder) as mnemo:
+        window = open_window(qtbot, mnemo, ScriptedModel())
+        switcher = window.switcher
+        items = [switcher.itemText(i) for i in range(switcher.count())]
+        assert items == ["home", "work", "New assistant…"] and switcher.currentText() == "work"
+        switcher.activated.emit(items.index("home"))
+        assert not window.isVisible() and window.next_profile == home  # app.run opens it
+        assert assistants.current() == "home"
 
 
 # -- the memory browser ----------------------------------------------------------------------------

@@ -22,8 +22,9 @@ def test_explicit_path_beats_mnemo_home(tmp_path, monkeypatch):
 
 def test_without_mnemo_home_the_user_data_folder_is_used(monkeypatch):
     monkeypatch.delenv("MNEMO_HOME")
+    monkeypatch.delenv("MNEMO_DATA")
     path = default_profile_dir()
-    assert path.parts[-3:-1] == ("mnemo", "profiles")
+    assert path.parts[-3:] == ("mnemo", "profiles", "default")  # the assistant in use
 
 
 def test_open_creates_database_in_wal_mode_and_lance_folder(profile_dir, embedder):
