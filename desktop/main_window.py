@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.assistant_switcher import AssistantSwitcher
+from desktop.assistant_switcher import switcher_row
 from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
 from desktop.chat import RESTORED_MESSAGES, ChatView
@@ -149,7 +149,7 @@ class MainWindow(QMainWindow):
         chat_page.setSizes([700, 400])
         chat_page.setChildrenCollapsible(False)
 
-        self.switcher = AssistantSwitcher(mnemo.profile.root)
+        switcher_box, self.switcher, self.assistant_menu = switcher_row(mnemo.profile.root)
         self.switcher.switch_requested.connect(self.switch_to)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
@@ -189,9 +189,9 @@ class MainWindow(QMainWindow):
         body = QWidget()
         layout = QHBoxLayout(body)
         sidebar = QVBoxLayout()
-        sidebar.addWidget(self.switcher)
+        sidebar.addWidget(switcher_box)
         sidebar.addWidget(self.nav, 1)
-        self.switcher.setFixedWidth(160)
+        switcher_box.setFixedWidth(160)
         layout.addLayout(sidebar)
         right = QVBoxLayout()
         right.addWidget(self.banner_row)

@@ -100,3 +100,30 @@ def test_the_assistants_commands(data, capsys):
     assert "switch to another one first" in capsys.readouterr().err
     assert main(["assistants", "create", "../x"]) == 1
     assert "cannot name an assistant" in capsys.readouterr().err
+
+
+def test_duplicating_while_an_ingest_writes_gives_a_consistent_copy(data, embedder, tmp_path):
+    import threading
+
+    from engine.ingest.ingestor import Ingestor
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(30):
+        (folder / f"note{i:02}.txt").write_text(
+            "\n\n".join(f"Note {i}, part {j}: the plumber came on day {j}." for j in range(5)),
+            encoding="utf-8",
+        )
+    source = data.create("source")
+    with Mnemo.open(source, embedder=embedder) as m:
+        ingest = threading.Thread(target=lambda: Ingestor(m).ingest([folder]))
+        ingest.start()
+        while m.archival.count() == 0:
+            pass
+        copy = data.duplicate("source", "copy")
+        ingest.join()
+    with Mnemo.open(copy, embedder=embedder) as twin:
+        done = [row for row in Ingestor(twin).index.all() if row.status == "done"]
+        assert done
+        for row in done:  # what the copy says is indexed is there, exactly
+            assert len(twin.archival.list_by_source(row.path)) == row.chunk_count

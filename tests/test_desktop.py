@@ -613,6 +613,26 @@ def test_the_switcher_lists_the_assistants_and_switching_closes_for_the_other(
         switcher = window.switcher
         items = [switcher.itemText(i) for i in range(switcher.count())]
         assert items == ["home", "work", "New assistant…"] and switcher.currentText() == "work"
+        menu = window.assistant_menu
+        monkeypatch.setattr(
+            "desktop.assistant_switcher.QInputDialog.getText", lambda *_a, **_k: ("work 2", True)
+        )
+        menu.duplicate(memory=False)
+        assert [a.name for a in assistants.all()] == ["home", "work", "work 2"]
+        monkeypatch.setattr(
+            "desktop.assistant_switcher.QInputDialog.getItem", lambda *_a: ("work 2", True)
+        )
+        monkeypatch.setattr(
+            "desktop.assistant_switcher.QInputDialog.getText", lambda *_a, **_k: ("archive", True)
+        )
+        menu.rename()
+        monkeypatch.setattr(
+            "desktop.assistant_switcher.QInputDialog.getItem", lambda *_a: ("archive", True)
+        )
+        monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+        menu.delete()
+        assert [a.name for a in assistants.all()] == ["home", "work"]
+        items = [switcher.itemText(i) for i in range(switcher.count())]
         switcher.activated.emit(items.index("home"))
         assert not window.isVisible() and window.next_profile == home  # app.run opens it
         assert assistants.current() == "home"

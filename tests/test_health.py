@@ -148,3 +148,45 @@ def test_mnemo_check(profile_dir, capsys):
     assert [p["check"] for p in problems] == ["keyword index"]
     assert main([*base, "check", "--repair"]) == 0
     assert "Repaired: Rebuilt the keyword index" in capsys.readouterr().out
+
+
+def test_a_repair_killed_at_any_moment_leaves_the_profile_no_worse(profile_dir, embedder):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from engine import Mnemo
+
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        for i in range(40):
+            m.recall.add("user", f"Note {i}: the boiler was serviced.")
+        m.archival.insert("The spare key is under the blue pot.")
+        m.wait_for_background_work()
+        with m.database.begin() as connection:  # two kinds of damage for the repair to fix
+            connection.execute(text("DELETE FROM message_fts WHERE rowid IN (1, 2)"))
+        m.recall_vectors.delete("id <= 10")
+        before = {p.check for p in health.check(m)}
+    assert before == {"keyword index", "message vectors"}
+    command = [
+        sys.executable,
+        "-m",
+        "engine.cli",
+        "--profile",
+        str(profile_dir),
+        "check",
+        "--repair",
+    ]
+    for delay in (0.5, 1.5, 2.5, 3.5):
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+        with Mnemo.open(profile_dir, embedder=embedder) as m:
+            m.wait_for_background_work()
+            assert {p.check for p in health.check(m)} <= before  # nothing new went wrong
+            assert (m.recall.count(), m.archival.count()) == (40, 1)  # nothing lost
+    assert subprocess.run(command, capture_output=True).returncode == 0
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        assert health.check(m) == []
