@@ -199,6 +199,8 @@ class ArchivalBrowser(QWidget):
         self.table = table(["Passage", "Source", "Tags", "Added", "Expires"])
         self.table.setColumnWidth(1, 240)
         self.table.setColumnWidth(2, 100)
+        self.table.setColumnWidth(3, 125)  # "2026-12-01 18:00" whole
+        self.table.setColumnWidth(4, 125)
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.table.doubleClicked.connect(self.edit_selected)
         layout.addWidget(self.table, 1)
