@@ -511,6 +511,18 @@ def message_key(row: dict[str, Any]) -> str:
     return hashlib.sha1(key.encode()).hexdigest()
 
 
+def new_message_key(message: NewMessage) -> str:
+    """``message_key`` of a message about to be stored."""
+    return message_key(
+        {
+            "conversation_id": message.conversation_id,
+            "role": message.role,
+            "created_at": message.created_at or 0.0,
+            "text": message.text,
+        }
+    )
+
+
 def message_keys(mnemo: Mnemo) -> set[str]:
     with mnemo.database.connect() as connection:
         rows = connection.execute(
@@ -584,5 +596,6 @@ __all__ = [
     "import_archive",
     "message_key",
     "message_keys",
+    "new_message_key",
     "parse_since",
 ]

@@ -28,7 +28,13 @@ from typing import IO, TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from engine.errors import GenerationCancelled, MnemoError
-from engine.exchange.archive import ArchiveError, ImportReport, Progress, message_key, message_keys
+from engine.exchange.archive import (
+    ArchiveError,
+    ImportReport,
+    Progress,
+    message_keys,
+    new_message_key,
+)
 from engine.memory.messages import NewMessage
 
 if TYPE_CHECKING:
@@ -284,14 +290,7 @@ def _import(
         origins.add(conversation.origin)
         new = 0
         for message in conversation.messages:
-            key = message_key(
-                {
-                    "conversation_id": message.conversation_id,
-                    "role": message.role,
-                    "created_at": message.created_at or 0.0,
-                    "text": message.text,
-                }
-            )
+            key = new_message_key(message)
             if key in known:
                 report.skipped["messages"] += 1
                 continue

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
-from engine.exchange.archive import ArchiveError, ImportReport, message_key, message_keys
+from engine.exchange.archive import ArchiveError, ImportReport, message_keys, new_message_key
 from engine.memory.messages import NewMessage
 from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.resources import resource_path
@@ -130,14 +130,7 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
         known = message_keys(mnemo)
         new = []
         for message in messages:
-            key = message_key(
-                {
-                    "conversation_id": message.conversation_id,
-                    "role": message.role,
-                    "created_at": message.created_at or 0.0,
-                    "text": message.text,
-                }
-            )
+            key = new_message_key(message)
             if key in known:
                 report.skipped["messages"] += 1
             else:
