@@ -181,6 +181,17 @@ class ArchivalStore:
     def __init__(self, vectors: VectorTable, embedder: Embedder) -> None:
         self._vectors = vectors
         self._embedder = embedder
+        # Whether any passage carries an expiry (None: not counted yet). Until one does, searches
+        # need no expiry filter: at 1M passages the filter alone took a hybrid search from 41 to
+        # 71 ms (p50, archival_search.py), as every search became a filtered one.
+        self._any_expiry: bool | None = None
+
+    def _expiry_clause(self) -> str | None:
+        if self._any_expiry is None:
+            self._any_expiry = self._vectors.count("expires_at IS NOT NULL") > 0
+        if not self._any_expiry:
+            return None
+        return f"(expires_at IS NULL OR expires_at > {time_module.time()!r})"
 
     @property
     def embedder_mismatch(self) -> str | None:
@@ -244,6 +255,8 @@ class ArchivalStore:
                         "expires_at": _expiry(item.expires_at, item.origin),
                     }
                 )
+            if any(row["expires_at"] is not None for row in rows):
+                self._any_expiry = True
             self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
         return ids
 
@@ -295,6 +308,8 @@ class ArchivalStore:
         back an expired one)."""
         passage = self.get(passage_id)
         stamp = _expiry(when, passage.origin)
+        if stamp is not None:
+            self._any_expiry = True
         self._vectors.update_values(
             f"id = {quote_sql(passage_id)}",
             {"expires_at": "NULL" if stamp is None else repr(stamp)},
@@ -519,15 +534,16 @@ class ArchivalStore:
         )
         return Page(hits, len(ranked), page, limit, notes, traced)
 
-    @staticmethod
     def _filter(
+        self,
         tags: Sequence[str] | None,
         source: str | None,
         start: datetime | date | str | None,
         end: datetime | date | str | None,
         origin: Origin | None = None,
     ) -> str | None:
-        clauses = [f"(expires_at IS NULL OR expires_at > {time_module.time()!r})"]
+        live = self._expiry_clause()
+        clauses = [live] if live else []
         if origin is not None:
             clauses.append(f"origin = {quote_sql(origin)}")
         if tags:

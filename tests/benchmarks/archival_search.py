@@ -49,6 +49,7 @@ def load(m: Mnemo, vectors: ClusteredVectors, count: int, batch: int = 50_000) -
                     "created_at": pa.array(np.full(size, now)),
                     "embedder": [vectors.name] * size,
                     "dim": pa.array(np.full(size, vectors.dim, dtype=np.int32)),
+                    "expires_at": pa.nulls(size, pa.float64()),
                 },
                 schema=table.table.schema,
             )
