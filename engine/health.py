@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from engine.memory.recall_vectors import EMBEDDED_ROLES
+from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
 
 if TYPE_CHECKING:
@@ -292,15 +294,15 @@ def _rebuild_keyword_index(mnemo: Mnemo) -> None:
 
 def _fix_message_vectors(mnemo: Mnemo) -> None:
     expected, known = _message_ids(mnemo)
-    stored = _vector_ids(mnemo)
+    stored = Counter(_vector_ids(mnemo))
     present = set(stored)
-    doubled = {i for i in present if stored.count(i) > 1} if len(stored) != len(present) else set()
+    doubled = {i for i, count in stored.items() if count > 1}
     stray = present - known
-    for chunk in _chunks(sorted(stray | doubled)):
+    for chunk in chunked(sorted(stray | doubled), 500):
         mnemo.recall_vectors.delete(f"id IN ({', '.join(map(str, chunk))})")
     again = (expected - present) | doubled
     with mnemo.database.begin() as connection:
-        for chunk in _chunks(sorted(again)):
+        for chunk in chunked(sorted(again), 500):
             connection.execute(
                 text(f"UPDATE message SET embedded = 0 WHERE id IN ({', '.join(map(str, chunk))})")
             )
@@ -310,8 +312,7 @@ def _fix_message_vectors(mnemo: Mnemo) -> None:
 def _fix_passages(mnemo: Mnemo) -> None:
     table = mnemo.passage_vectors
     rows = table.rows(None, ["id", "origin", "source_path"])
-    ids = [row["id"] for row in rows]
-    doubled = {i for i in set(ids) if ids.count(i) > 1}
+    doubled = {i for i, count in Counter(row["id"] for row in rows).items() if count > 1}
     for passage_id in doubled:
         where = f"id = {quote_sql(passage_id)}"
         keep = table.rows(where, [*table.table.schema.names], limit=1)
@@ -341,10 +342,6 @@ def _set_aside_proposals(mnemo: Mnemo) -> None:
                 ),
                 {"id": proposal_id, "now": time.time()},
             )
-
-
-def _chunks(items: list[int], size: int = 500) -> list[list[int]]:
-    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 _REPAIRS = {
