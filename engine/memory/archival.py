@@ -31,6 +31,7 @@ from engine.memory.search import (
     chunked,
     coordinated,
     exact_first,
+    expiry_timestamp,
     from_timestamp,
     fuse,
     is_weak,
@@ -141,18 +142,14 @@ def duplicate_key(text: str) -> str:
 
 
 def _expiry(when: datetime | date | str | float | None, origin: str) -> float | None:
-    """When a passage leaves search, as a timestamp; a day alone means its end. A document's
-    passages never expire by age: they leave when the file does."""
-    if when is None:
-        return None
-    if origin == "document":
+    """When a passage leaves search (``expiry_timestamp``). A document's passages never expire
+    by age: they leave when the file does."""
+    if when is not None and origin == "document":
         raise InputError(
             "A document's passages do not expire; they leave archival memory when the file is "
             "removed or stops being watched."
         )
-    if isinstance(when, str) and len(when.strip()) == 10:  # YYYY-MM-DD
-        return to_timestamp(when, end_of_day=True)
-    return to_timestamp(when)
+    return expiry_timestamp(when)
 
 
 def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = False) -> Passage:
@@ -186,10 +183,14 @@ class ArchivalStore:
         # 71 ms (p50, archival_search.py), as every search became a filtered one.
         self._any_expiry: bool | None = None
 
-    def _expiry_clause(self) -> str | None:
+    def _expires(self) -> bool:
+        """Whether any passage carries an expiry (counted once, then kept by the writes)."""
         if self._any_expiry is None:
             self._any_expiry = self._vectors.count("expires_at IS NOT NULL") > 0
-        if not self._any_expiry:
+        return self._any_expiry
+
+    def _expiry_clause(self) -> str | None:
+        if not self._expires():
             return None
         return f"(expires_at IS NULL OR expires_at > {time_module.time()!r})"
 
@@ -325,7 +326,10 @@ class ArchivalStore:
         return [_passage(row) for row in rows]
 
     def purge_expired(self) -> int:
-        """Delete the passages whose grace after expiring is over."""
+        """Delete the passages whose grace after expiring is over (run on every open: with no
+        expiring passage, it costs the one count searches need anyway)."""
+        if not self._expires():
+            return 0
         return self.delete_where(f"expires_at <= {time_module.time() - EXPIRED_GRACE_S!r}")
 
     def update(

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from engine.memory.knowledge import LITERAL_VALUED, RELATIVES, USER, fact_sentence
+from engine.memory.knowledge import RELATIVES, USER, fact_sentence
 
 _MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -108,10 +108,6 @@ class Candidate:
     predicate: str
     object: str
     valid_from: str | None = None  # YYYY-MM-DD, when the sentence says when it began
-
-    @property
-    def literal(self) -> bool:
-        return self.predicate in LITERAL_VALUED
 
     @property
     def triple(self) -> tuple[str, str, str]:

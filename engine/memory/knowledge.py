@@ -29,6 +29,7 @@ from engine.memory.search import (
     EXPIRED_GRACE_S,
     Page,
     check_paging,
+    expiry_timestamp,
     from_timestamp,
     to_timestamp,
 )
@@ -348,7 +349,7 @@ class KnowledgeStore:
             source_kind=source_kind,
             source_ref=source_ref,
             asserted_by=asserted_by,
-            expires_at=_until(expires_at),
+            expires_at=expiry_timestamp(expires_at),
         )
         session.add(new)
         session.flush()
@@ -443,7 +444,7 @@ class KnowledgeStore:
         one)."""
         with Session(self._engine) as session:
             row = self._relation(session, fact_id)
-            row.expires_at = _until(when)
+            row.expires_at = expiry_timestamp(when)
             session.add(row)
             session.commit()
             return self._fact(session, row)
@@ -646,15 +647,6 @@ class KnowledgeStore:
             superseded_by=row.superseded_by,
             expires_at=from_timestamp(row.expires_at) if row.expires_at is not None else None,
         )
-
-
-def _until(when: datetime | date | str | float | None) -> float | None:
-    """An expiry as a timestamp; a day alone means its end."""
-    if when is None:
-        return None
-    if isinstance(when, str) and len(when.strip()) == 10:
-        return to_timestamp(when, end_of_day=True)
-    return to_timestamp(when)
 
 
 def _unexpired() -> Any:

@@ -315,6 +315,13 @@ def fuse(
 EXPIRED_GRACE_S = 7 * 24 * 3600
 
 
+def expiry_timestamp(when: datetime | date | str | float | None) -> float | None:
+    """When a passage or fact stops mattering, as a timestamp; a day alone means its end."""
+    if isinstance(when, str) and len(when.strip()) == 10:  # YYYY-MM-DD
+        return to_timestamp(when, end_of_day=True)
+    return to_timestamp(when)
+
+
 def to_timestamp(
     value: datetime | date | str | float | None, *, end_of_day: bool = False
 ) -> float | None:
