@@ -66,8 +66,10 @@ def test_a_snapshot_taken_while_an_ingest_writes_is_consistent(profile_dir, embe
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         ingest = threading.Thread(target=lambda: Ingestor(m).ingest([folder]))
         ingest.start()
+        index = Ingestor(m).index
         deadline = time.monotonic() + 60
-        while m.archival.count() == 0 and time.monotonic() < deadline:
+        # Passages land a moment before their file is marked done; wait for the mark.
+        while not _any_done(index) and time.monotonic() < deadline:
             time.sleep(0.01)
         taken = m.snapshots.create("mid-ingest")
         ingest.join()
@@ -83,6 +85,10 @@ def test_a_snapshot_taken_while_an_ingest_writes_is_consistent(profile_dir, embe
         # Passages of files SQLite did not yet count are leftovers a re-ingest replaces.
         Ingestor(m).ingest([folder])
         assert m.archival.count() == sum(row.chunk_count for row in Ingestor(m).index.all())
+
+
+def _any_done(index) -> bool:
+    return any(row.status == "done" for row in index.all())
 
 
 def test_automatic_snapshots_are_pruned_and_yours_are_kept(mnemo, monkeypatch):
