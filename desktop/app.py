@@ -63,11 +63,13 @@ def run(argv: Sequence[str]) -> int:
         return 1
     from PySide6.QtWidgets import QApplication  # Qt only for the window
 
-    from desktop.ui import PROFILE_SETTING, app_settings
+    from desktop.ui import PROFILE_SETTING, app_icon, app_settings
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
     app.setApplicationName("Mnemo")
     app.setOrganizationName("Mnemo")
+    QApplication.setDesktopFileName("mnemo")  # the installed mnemo.desktop: its icon and name
+    QApplication.setWindowIcon(app_icon())
     chosen: str | None = args.profile
     if chosen is None and not os.environ.get("MNEMO_HOME"):
         chosen = app_settings().value(PROFILE_SETTING) or None

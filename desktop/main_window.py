@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QThread, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import (
+    QDialog,
     QHBoxLayout,
     QListWidget,
     QMainWindow,
@@ -250,6 +251,9 @@ class MainWindow(QMainWindow):
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
         self.snapshots.restore_requested.connect(self.restore_and_restart)
         self.exchange = ExchangeActions(self, self.mnemo, self.tasks)
+        help_menu = self.menuBar().addMenu("&Help")
+        self.about_action = help_menu.addAction("About Mnemo")
+        self.about_action.triggered.connect(self.show_about)
 
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)
@@ -392,6 +396,14 @@ class MainWindow(QMainWindow):
         self.chat_ready.emit()
         self._show_mode()
         return_freed_memory()  # what the load (and the opening) freed, on their threads too
+
+    def show_about(self) -> QDialog:
+        from desktop.about import AboutDialog  # its licence texts only when asked for
+
+        about = AboutDialog(self, model=self.model_label.text(), profile=self.mnemo.profile.root)
+        about.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        about.show()
+        return about
 
     def _model_failed(self, message: str) -> None:
         self.chat.set_ready(False)

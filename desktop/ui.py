@@ -8,6 +8,7 @@ import re
 from collections.abc import Collection
 
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QBoxLayout,
@@ -18,6 +19,8 @@ from PySide6.QtWidgets import (
     QTableWidgetItem,
     QWidget,
 )
+
+from engine.resources import resource_path
 
 # The window's pages, in the sidebar's order (the window that shows while the profile opens has
 # the same sidebar).
@@ -77,6 +80,14 @@ def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLab
     if name:
         widget.setObjectName(name)
     return widget
+
+
+def app_icon() -> QIcon:
+    """The window and task-bar icon; an empty icon if the file is missing (never an error)."""
+    try:
+        return QIcon(str(resource_path("icons/mnemo.png")))
+    except FileNotFoundError:
+        return QIcon()
 
 
 def diff_html(old: str, new: str) -> str:

@@ -1100,3 +1100,31 @@ def test_the_model_loads_ahead_while_the_window_is_built(mnemo):
     load = loading_ahead(mnemo.settings, loader)
     with pytest.raises(MnemoError, match="damaged"):
         load(mnemo.settings)
+
+
+# -- about ---------------------------------------------------------------------------------------
+
+
+def test_about_names_the_version_model_profile_and_every_licence(qtbot, window, mnemo):
+    from engine import __version__
+
+    window.about_action.trigger()
+    about = window.findChild(QObject, "about")
+    assert about is not None and about.isVisible()
+    assert f"Mnemo {__version__}" in [label.text() for label in about.findChildren(QLabel)]
+    assert window.model_label.text() in about.model_line.text()
+    assert str(mnemo.profile.root) in about.profile_line.text()
+    notices = about.notices.toPlainText()
+    for component in ("llama_cpp_python", "lancedb", "onnxruntime", "PySide6", "llama.cpp", "Qt 6"):
+        assert f"\n- {component}" in notices, component
+    assert "Permission is hereby granted" in notices  # the MIT texts themselves, not just names
+    assert not ui.app_icon().isNull()  # the file is there and Qt reads it
+
+
+def test_a_frozen_build_reads_the_notices_collected_when_it_was_built(tmp_path, monkeypatch):
+    from engine import notices
+
+    collected = tmp_path / notices.NOTICES_FILE
+    collected.write_text("Collected at build time.\n", encoding="utf-8")
+    monkeypatch.setattr(notices, "resource_path", lambda _relative: collected)
+    assert notices.notices_text() == "Collected at build time.\n"
