@@ -1,3 +1,6 @@
+import subprocess
+import sys
+import tempfile
 from datetime import date, datetime, timedelta
 
 import numpy as np
@@ -294,3 +297,19 @@ def test_search_does_not_favour_long_passages(mnemo):
     for query, passage_id in ids.items():
         assert mnemo.archival.search(query)[0].id == passage_id, query
     assert mnemo.archival.search("winter care radiators")[0].id == long_id
+
+
+def test_lancedb_loads_without_the_rest_client_it_never_uses_which_still_works_when_asked():
+    code = (
+        "import sys\n"
+        "from engine.memory.lance import lancedb\n"
+        "lancedb().connect(sys.argv[1]).create_table('t', data=[{'x': 1}])\n"
+        "print(any(n.startswith('lance_namespace_urllib3_client.api') for n in sys.modules))\n"
+        "from lance_namespace_urllib3_client import TableApi\n"
+        "print(TableApi.__name__)\n"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run(
+            [sys.executable, "-c", code, folder], capture_output=True, text=True, check=True
+        )
+    assert done.stdout.split() == ["False", "TableApi"]
