@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from desktop.workers import ModelLoader
     from engine.mnemo import Mnemo
+    from engine.settings import Settings
 
 # Set by tests/benchmarks/startup.py and a test: the app writes "shown", "opened" and "ready"
 # with the wall-clock time to standard error when the first window is painted, when the profile
@@ -149,12 +150,13 @@ def open_behind(profile: Profile) -> tuple[Mnemo, ModelLoader]:
             # ONNX Runtime builds its session in C++ while LanceDB's Python is imported (chat
             # ready ~0.15 s sooner); a failure is reported by Mnemo.open, which asks again.
             threading.Thread(target=_quietly(default_embedder), daemon=True).start()
+            from desktop.workers import loading_ahead
             from engine.mnemo import Mnemo
 
-            mnemo = outcome["mnemo"] = Mnemo.open(profile.root)
-            from desktop.workers import loading_ahead
+            def load_model_ahead(settings: Settings) -> None:
+                outcome["loader"] = loading_ahead(settings)
 
-            outcome["loader"] = loading_ahead(mnemo.settings)
+            outcome["mnemo"] = Mnemo.open(profile.root, on_settings=load_model_ahead)
             import desktop.main_window  # noqa: F401 (its modules load here, beside the model)
         except BaseException as error:  # handed to the GUI thread as it is
             outcome["error"] = error

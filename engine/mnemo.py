@@ -37,12 +37,20 @@ def _snapshot_database(path: Path, what: str) -> None:
 class Mnemo:
     """An open profile. Use ``Mnemo.open(path)``; close it (or use ``with``) when done."""
 
-    def __init__(self, profile: Profile, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        embedder: Embedder,
+        on_settings: Callable[[Settings], object] | None = None,
+    ) -> None:
         self.profile = profile
         self.embedder = embedder
         self._engine, self.read_only = open_database(
             profile.database_path, before_upgrade=_snapshot_database
         )
+        self.settings = Settings(self._engine)
+        if on_settings is not None:
+            on_settings(self.settings)
         try:
             lance = lancedb().connect(str(profile.archival_path))
         except Exception as error:
@@ -62,7 +70,6 @@ class Mnemo:
         self.proposals = ProposalStore(
             self._engine, self.core, self.recall, self.knowledge, self.archival
         )
-        self.settings = Settings(self._engine)
         self.snapshots = SnapshotStore(
             profile.root, profile.database_path, [self._message_vectors, self._passage_vectors]
         )
@@ -90,11 +97,18 @@ class Mnemo:
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str] | None = None, *, embedder: Embedder | None = None
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        embedder: Embedder | None = None,
+        on_settings: Callable[[Settings], object] | None = None,
     ) -> Mnemo:
         """Open the profile at ``path`` (default: ``$MNEMO_HOME`` or the user data folder),
-        creating it if it does not exist."""
-        return cls(Profile.resolve(path), embedder or default_embedder())
+        creating it if it does not exist. ``on_settings`` is called with the profile's settings
+        as soon as they can be read, before LanceDB is imported and opened: the window starts
+        loading the model there, so that llama.cpp's load (native code, without the GIL) runs
+        beside that import instead of after it."""
+        return cls(Profile.resolve(path), embedder or default_embedder(), on_settings)
 
     @property
     def embedder_mismatch(self) -> str | None:
