@@ -71,7 +71,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("engine.tools", "engine.assisted", "engine.transcript")),
     ("context", ("engine.context", "engine.events")),
     ("agent", ("engine.agent",)),
-    ("cli", ("engine.cli",)),
+    ("cli", ("engine.cli", "engine.server")),
 ]
 
 

@@ -54,6 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     read_only = None
     try:
+        if getattr(args, "profileless", False):  # the server: it opens its users' profiles
+            return int(handler_of(args)(None, args))  # type: ignore[arg-type]
         from engine.mnemo import Mnemo  # the stores load only once a command runs
 
         with Mnemo.open(args.profile) as mnemo:

@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         _exchange,
         _check,
         _assistants,
+        _server,
     ):
         group(commands)
     return parser
@@ -379,3 +380,25 @@ def _assistants(commands: Commands) -> None:
     delete.add_argument("name")
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     delete.set_defaults(handler="assistants:cmd_delete")
+
+
+def _server(commands: Commands) -> None:
+    serve = commands.add_parser("serve", help="serve assistants over HTTP to other devices")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--root", metavar="DIR", help="the server's folder (users and memory)")
+    serve.add_argument("--rate", type=float, default=20.0, help="requests a second per token")
+    serve.add_argument("--burst", type=int, default=60, help="requests at once per token")
+    serve.set_defaults(handler="serve:cmd_serve", profileless=True)
+    users = commands.add_parser("server-users", help="who may use `mnemo serve`")
+    users.add_argument("--root", metavar="DIR", help="the server's folder")
+    actions = users.add_subparsers(metavar="ACTION", required=True)
+    actions.add_parser("list", help="the users").set_defaults(
+        handler="serve:cmd_users_list", profileless=True
+    )
+    add = actions.add_parser("add", help="add a user and print their token")
+    add.add_argument("name")
+    add.set_defaults(handler="serve:cmd_users_add", profileless=True)
+    remove = actions.add_parser("remove", help="take a user's token away (memory is kept)")
+    remove.add_argument("name")
+    remove.set_defaults(handler="serve:cmd_users_remove", profileless=True)

@@ -1,0 +1,70 @@
+"""``mnemo serve`` and ``mnemo server-users``: run the HTTP server, and manage who may use it.
+
+Neither opens a profile of its own: the server opens each user's assistants as they are asked
+for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from engine.server import default_root
+from engine.server.accounts import Accounts
+
+
+def _root(args: argparse.Namespace) -> Path:
+    return Path(args.root).expanduser() if args.root else default_root()
+
+
+def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from engine.server.app import Limits, create_app
+    from engine.server.hub import Hub
+
+    root = _root(args)
+    accounts = Accounts(root)
+    if not accounts.names():
+        print(
+            f"mnemo: no users yet in {root}; add one with `mnemo server-users add NAME`.",
+            file=sys.stderr,
+        )
+        return 1
+    hub = Hub(accounts.folder)
+    app = create_app(accounts, hub, Limits(rate=args.rate, burst=args.burst))
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(
+            f"mnemo: listening on {args.host}: anyone who can reach this machine can try tokens; "
+            "put TLS in front of it (a reverse proxy) before using it across a network.",
+            file=sys.stderr,
+        )
+    logging.getLogger("mnemo").setLevel(logging.INFO)
+    print(f"Mnemo server for {len(accounts.names())} users on http://{args.host}:{args.port}")
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        hub.close()
+    return 0
+
+
+def cmd_users_list(_mnemo: Any, args: argparse.Namespace) -> int:
+    for name in Accounts(_root(args)).names():
+        print(name)
+    return 0
+
+
+def cmd_users_add(_mnemo: Any, args: argparse.Namespace) -> int:
+    token = Accounts(_root(args)).add(args.name)
+    print(f"Added {args.name}. Their token (shown this once; keep it secret):\n{token}")
+    return 0
+
+
+def cmd_users_remove(_mnemo: Any, args: argparse.Namespace) -> int:
+    accounts = Accounts(_root(args))
+    accounts.remove(args.name)
+    print(f"Removed {args.name}'s token; their memory stays in {accounts.folder(args.name)}.")
+    return 0

@@ -1,0 +1,244 @@
+"""`mnemo serve`: the real HTTP server (uvicorn on 127.0.0.1) with real profiles under it.
+
+A scripted model replays the agent's calls where a test is about the server's logic; one test
+chats with the bundled model through the server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from engine.llm import ScriptedModel, ScriptedStep, load_model
+from engine.server.accounts import Accounts
+from engine.server.app import Limits, create_app
+from engine.server.hub import Hub
+from tests.agent_helpers import call, say
+
+
+class Server:
+    def __init__(self, root: Path, models: Any, limits: Limits | None = None) -> None:
+        self.accounts = Accounts(root)
+        self.tokens = {name: self.accounts.add(name) for name in ("alice", "bob")}
+        self.hub = Hub(self.accounts.folder, models)
+        app = create_app(self.accounts, self.hub, limits)
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        )
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def client(self, user: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"} if user else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=20)
+        self.hub.close()
+
+
+def events_of(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
+    events = []
+    for block in response.text.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def server(tmp_path: Path, model: ScriptedModel) -> Iterator[Server]:
+    running = Server(tmp_path / "server", lambda _settings: model)
+    yield running
+    running.stop()
+
+
+def test_every_request_needs_a_token_and_gets_one_sentence_when_it_has_none(server):
+    for client in (server.client(None), httpx.Client(base_url=server.url, headers={
+        "Authorization": "Bearer mnemo_not-a-token"})):  # fmt: skip
+        response = client.get("/v1/assistants")
+        assert response.status_code == 401
+        assert response.headers["www-authenticate"] == "Bearer"
+        assert response.json() == {"error": "Give a valid token as 'Authorization: Bearer TOKEN'."}
+
+
+def test_each_user_sees_only_their_own_assistants_and_memory(server, model):
+    alice, bob = server.client("alice"), server.client("bob")
+    assert alice.post("/v1/assistants", json={"name": "home"}).status_code == 201
+    assert alice.post("/v1/assistants", json={"name": "home"}).status_code == 409
+    model.enqueue([say("Noted: the spare key is under the blue pot.")])
+    sent = alice.post(
+        "/v1/assistants/home/turns", json={"text": "The spare key is under the blue pot."}
+    )
+    assert sent.status_code == 200
+
+    assert [a["name"] for a in alice.get("/v1/assistants").json()] == ["home"]
+    assert bob.get("/v1/assistants").json() == []
+    missing = bob.get("/v1/assistants/home/messages")
+    assert missing.status_code == 404 and missing.json() == {
+        "error": "You have no assistant called 'home'."
+    }
+    # Bob's own assistant of the same name is another memory altogether.
+    assert bob.post("/v1/assistants", json={"name": "home"}).status_code == 201
+    found = bob.get("/v1/assistants/home/search", params={"q": "spare key", "store": "recall"})
+    assert found.json()["hits"] == []
+    found = alice.get("/v1/assistants/home/search", params={"q": "spare key", "store": "recall"})
+    assert any("blue pot" in hit["text"] for hit in found.json()["hits"])
+    assert (server.accounts.folder("alice") / "home").is_dir()
+    assert not (server.accounts.folder("alice") / ".." / "bob" / "home" / "uploads").exists()
+
+
+def test_a_turn_streams_the_engines_events_and_is_kept(server, model):
+    alice = server.client("alice")
+    alice.post("/v1/assistants", json={"name": "home"})
+    model.enqueue([say("Hello Ada, nice to meet you.")])
+    response = alice.post("/v1/assistants/home/turns", json={"text": "Hi, I am Ada."})
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = events_of(response)
+    names = [name for name, _data in events]
+    assert names[0] == "step_started" and names[-1] == "turn_finished"
+    assert names.count("turn_finished") == 1
+    sent = [data for name, data in events if name == "message_sent"]
+    assert sent[0]["text"] == "Hello Ada, nice to meet you."
+    texts = [m["text"] for m in alice.get("/v1/assistants/home/messages").json()]
+    assert texts[-2:] == ["Hi, I am Ada.", "Hello Ada, nice to meet you."]
+
+
+def test_a_proposal_waits_for_the_user_who_approves_it_once(server, model):
+    alice = server.client("alice")
+    alice.post("/v1/assistants", json={"name": "home"})
+    model.enqueue(
+        [
+            call("core_memory_append", label="human", content="Name: Ada.", request_heartbeat=True),
+            say("Hi Ada."),
+        ]
+    )
+    events = events_of(alice.post("/v1/assistants/home/turns", json={"text": "I am Ada."}))
+    assert "proposal_created" in [name for name, _data in events]
+    pending = alice.get("/v1/assistants/home/proposals").json()
+    assert [p["new_content"] for p in pending] == ["Name: Ada."]
+    proposal = pending[0]["id"]
+    approved = alice.post(f"/v1/assistants/home/proposals/{proposal}/approve")
+    assert approved.status_code == 200 and approved.json()["status"] == "approved"
+    assert "Name: Ada." in alice.get("/v1/assistants/home/core").json()["human"]
+    again = alice.post(f"/v1/assistants/home/proposals/{proposal}/approve")
+    assert again.status_code == 409 and again.json() == {
+        "error": f"Proposal {proposal} was already approved."
+    }
+    assert alice.post("/v1/assistants/home/proposals/999/reject").status_code == 404
+    assert server.client("bob").get("/v1/assistants/home/proposals").status_code == 404
+
+
+def test_a_document_sent_to_the_server_is_ingested_and_found(server):
+    alice = server.client("alice")
+    alice.post("/v1/assistants", json={"name": "home"})
+    text = "# Boiler\n\nThe boiler is serviced every October by Dana from Heatwell.\n"
+    done = alice.put("/v1/assistants/home/documents/boiler.md", content=text.encode())
+    assert done.status_code == 200 and done.json()["outcome"] == "done"
+    hits = alice.get("/v1/assistants/home/search", params={"q": "who services the boiler"})
+    assert "Dana" in hits.json()["hits"][0]["text"]
+    hidden = alice.put("/v1/assistants/home/documents/.env", content=b"x")
+    assert hidden.status_code == 422
+
+
+def test_limits_and_bad_requests_get_their_status_and_a_sentence(tmp_path, model):
+    server = Server(
+        tmp_path / "server", lambda _s: model, Limits(rate=0.01, burst=8, max_upload_bytes=100)
+    )
+    try:
+        alice = server.client("alice")
+        alice.post("/v1/assistants", json={"name": "home"})
+        too_big = alice.put("/v1/assistants/home/documents/big.txt", content=b"x" * 1000)
+        assert too_big.status_code == 413
+        assert too_big.json()["error"].startswith("The request is larger than this server takes")
+        empty = alice.post("/v1/assistants/home/turns", json={"text": ""})
+        assert empty.status_code == 422
+        assert empty.json()["error"].startswith("The request's text is not valid:")
+
+        model.enqueue([ScriptedStep(say("Done."), delay_s=1.5)])
+        first: list[httpx.Response] = []
+        slow = threading.Thread(
+            target=lambda: first.append(
+                alice.post("/v1/assistants/home/turns", json={"text": "Take your time."})
+            )
+        )
+        slow.start()
+        time.sleep(0.5)
+        busy = alice.post("/v1/assistants/home/turns", json={"text": "And this?"})
+        slow.join()
+        assert busy.status_code == 409 and "still answering" in busy.json()["error"]
+        assert first[0].status_code == 200
+
+        # 8 in a burst (a few were spent above), then one every hundred seconds.
+        statuses = [alice.get("/v1/assistants").status_code for _ in range(9)]
+        first_refused = statuses.index(429)
+        assert set(statuses[:first_refused]) == {200} and set(statuses[first_refused:]) == {429}
+        assert alice.get("/v1/assistants").json() == {
+            "error": "Too many requests for this token; wait a moment and retry."
+        }
+        assert server.client("bob").get("/v1/assistants").status_code == 200  # per token
+    finally:
+        server.stop()
+
+
+def test_the_api_is_described_in_openapi(server):
+    spec = httpx.get(f"{server.url}/openapi.json").json()
+    assert spec["info"]["title"] == "Mnemo"
+    for path in (
+        "/v1/assistants",
+        "/v1/assistants/{name}/turns",
+        "/v1/assistants/{name}/proposals/{proposal_id}/{decision}",
+        "/v1/assistants/{name}/documents/{filename}",
+        "/v1/assistants/{name}/search",
+    ):
+        assert path in spec["paths"], path
+
+
+def test_a_turn_with_the_bundled_model_through_the_server(tmp_path):
+    server = Server(tmp_path / "server", load_model)
+    try:
+        alice = server.client("alice")
+        alice.post("/v1/assistants", json={"name": "home"})
+        events = events_of(alice.post("/v1/assistants/home/turns", json={"text": "Hello!"}))
+        sent = [data["text"] for name, data in events if name == "message_sent"]
+        assert events[-1][0] == "turn_finished"
+        assert sent and sent[0].strip()
+    finally:
+        server.stop()
+
+
+def test_users_are_added_from_the_command_line_and_only_a_hash_is_kept(tmp_path):
+    root = tmp_path / "server"
+    added = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server-users", "--root", str(root), "add", "carol"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    token = added.stdout.strip().splitlines()[-1]
+    assert token.startswith("mnemo_")
+    assert token not in (root / "users.json").read_text()
+    assert Accounts(root).user_of(token) == "carol"
+    listed = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server-users", "--root", str(root), "list"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert listed.stdout.split() == ["carol"]
