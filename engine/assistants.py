@@ -50,14 +50,17 @@ class Assistants:
             raise NotFoundError(f"There is no assistant called {name!r}; `mnemo assistants list`.")
         return path
 
-    def create(self, name: str, persona: str | None = None) -> Path:
-        """A new, empty assistant (with ``persona`` as its persona block, if given)."""
+    def create(
+        self, name: str, persona: str | None = None, archival_url: str | None = None
+    ) -> Path:
+        """A new, empty assistant (with ``persona`` as its persona block, if given; its archival
+        memory in ``archival_url``'s storage, if given)."""
         from engine.mnemo import Mnemo  # the stores load only when an assistant is made
 
         path = self.folder / check_name(name)
         if path.exists():
             raise InputError(f"An assistant called {name!r} exists already; choose another name.")
-        with Mnemo.open(path) as mnemo:
+        with Mnemo.open(path, archival_url=archival_url) as mnemo:
             if persona:
                 mnemo.core.set("persona", persona)
         return path

@@ -18,7 +18,7 @@ from engine.memory import archival, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
 from engine.memory.knowledge import KnowledgeStore
-from engine.memory.lance import lancedb
+from engine.memory.lance import archival_location, lancedb
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
 from engine.memory.snapshots import Snapshot, SnapshotStore
@@ -42,6 +42,7 @@ class Mnemo:
         profile: Profile,
         embedder: Embedder,
         on_settings: Callable[[Settings], object] | None = None,
+        archival_url: str | None = None,
     ) -> None:
         self.profile = profile
         self.embedder = embedder
@@ -49,15 +50,21 @@ class Mnemo:
             profile.database_path, before_upgrade=_snapshot_database
         )
         self.settings = Settings(self._engine)
+        if archival_url and not self.settings.get("storage.archival_url"):
+            self.settings.set("storage.archival_url", archival_url)  # a new profile's choice
         if on_settings is not None:
             on_settings(self.settings)
         try:
-            lance = lancedb().connect(str(profile.archival_path))
+            where, options = archival_location(profile.archival_path, self.settings)
+            lance = lancedb().connect(where, storage_options=options or None)
+        except ProfileError:
+            self._engine.dispose()
+            raise
         except Exception as error:
             self._engine.dispose()
             raise ProfileError(
-                f"Cannot open archival memory at {profile.archival_path} ({error}); "
-                "check that the folder is readable and not damaged."
+                f"Cannot open archival memory at {where} ({error}); check that it is reachable, "
+                "readable and not damaged."
             ) from error
         self._message_vectors = VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
         self._passage_vectors = VectorTable(
@@ -102,13 +109,15 @@ class Mnemo:
         *,
         embedder: Embedder | None = None,
         on_settings: Callable[[Settings], object] | None = None,
+        archival_url: str | None = None,
     ) -> Mnemo:
         """Open the profile at ``path`` (default: ``$MNEMO_HOME`` or the user data folder),
         creating it if it does not exist. ``on_settings`` is called with the profile's settings
         as soon as they can be read, before LanceDB is imported and opened: the window starts
         loading the model there, so that llama.cpp's load (native code, without the GIL) runs
-        beside that import instead of after it."""
-        return cls(Profile.resolve(path), embedder or default_embedder(), on_settings)
+        beside that import instead of after it. ``archival_url`` places a new profile's archival
+        memory (see ``storage.archival_url``); an existing profile keeps its own."""
+        return cls(Profile.resolve(path), embedder or default_embedder(), on_settings, archival_url)
 
     @property
     def embedder_mismatch(self) -> str | None:

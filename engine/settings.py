@@ -48,6 +48,11 @@ DEFAULTS: dict[str, Any] = {
     # 1,600 passages a MB); this 2-core machine embeds it at 84 s/MB with another job running,
     # so 300 stops only a file that is stuck, never a large one that is merely long.
     "ingest.seconds_per_mb": 300,
+    # Where archival memory and the message vectors live: empty, the profile's own folder;
+    # "s3://bucket/prefix", S3-compatible object storage, with "?endpoint=http://host:port" for a
+    # server other than Amazon's and "&region=…". Credentials come from the environment
+    # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), never from the profile.
+    "storage.archival_url": "",
 }
 
 

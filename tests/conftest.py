@@ -22,6 +22,7 @@ from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402
 from engine.llm.local import bundled_model_path  # noqa: E402
 from engine.memory.archival import Source  # noqa: E402
+from tests.s3_server import S3Server, running_s3_server  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +78,21 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
     keyring.set_keyring(backend)
     yield backend
     keyring.set_keyring(previous)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    with running_s3_server(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_profile(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch, request) -> str:
+    """Credentials in the environment and an archival URL of this test's own, on the server."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    prefix = f"{request.node.name}-{time.monotonic_ns()}"
+    return f"s3://{s3_server.bucket}/{prefix}?endpoint={s3_server.endpoint}"
 
 
 @pytest.fixture(scope="session")

@@ -27,10 +27,16 @@ from tests.agent_helpers import call, say
 
 
 class Server:
-    def __init__(self, root: Path, models: Any, limits: Limits | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        models: Any,
+        limits: Limits | None = None,
+        archival_url: str | None = None,
+    ) -> None:
         self.accounts = Accounts(root)
         self.tokens = {name: self.accounts.add(name) for name in ("alice", "bob")}
-        self.hub = Hub(self.accounts.folder, models)
+        self.hub = Hub(self.accounts.folder, models, archival_url)
         app = create_app(self.accounts, self.hub, limits)
         self._server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
@@ -159,6 +165,29 @@ def test_a_document_sent_to_the_server_is_ingested_and_found(server):
     assert "Dana" in hits.json()["hits"][0]["text"]
     hidden = alice.put("/v1/assistants/home/documents/.env", content=b"x")
     assert hidden.status_code == 422
+
+
+def test_with_object_storage_each_users_archival_memory_is_on_the_s3_server(
+    tmp_path, model, s3_profile
+):
+    server = Server(tmp_path / "server", lambda _s: model, archival_url=s3_profile)
+    try:
+        for user in ("alice", "bob"):
+            client = server.client(user)
+            client.post("/v1/assistants", json={"name": "home"})
+            note = f"{user} keeps the spare key under the blue pot."
+            client.put("/v1/assistants/home/documents/key.txt", content=note.encode())
+        for user in ("alice", "bob"):
+            hits = server.client(user).get("/v1/assistants/home/search", params={"q": "spare key"})
+            assert [hit["text"] for hit in hits.json()["hits"]] == [
+                f"{user} keeps the spare key under the blue pot."
+            ]
+            folder = server.accounts.folder(user) / "home"
+            assert (folder / "mnemo.sqlite").exists() and not (folder / "archival.lance").exists()
+        url = server.hub.get("alice", "home").mnemo.settings.get("storage.archival_url")
+        assert url.split("?")[0].endswith("/alice/home")
+    finally:
+        server.stop()
 
 
 def test_limits_and_bad_requests_get_their_status_and_a_sentence(tmp_path, model):

@@ -389,6 +389,12 @@ def _server(commands: Commands) -> None:
     serve.add_argument("--root", metavar="DIR", help="the server's folder (users and memory)")
     serve.add_argument("--rate", type=float, default=20.0, help="requests a second per token")
     serve.add_argument("--burst", type=int, default=60, help="requests at once per token")
+    serve.add_argument(
+        "--archival-url",
+        metavar="URL",
+        help="new assistants' archival memory in object storage: s3://bucket/prefix"
+        "[?endpoint=URL] (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+    )
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
     users = commands.add_parser("server-users", help="who may use `mnemo serve`")
     users.add_argument("--root", metavar="DIR", help="the server's folder")

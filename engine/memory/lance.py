@@ -12,9 +12,18 @@ imports ``lancedb`` at module level: it is asked for here.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from functools import cache
+from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+from engine.errors import ProfileError
+
+if TYPE_CHECKING:
+    from engine.settings import Settings
 
 REST_CLIENT = "lance_namespace_urllib3_client"
 
@@ -45,3 +54,38 @@ def _defer_rest_client_init() -> None:
 
     package.__getattr__ = init_on_first_use  # type: ignore[method-assign]
     sys.modules[REST_CLIENT] = package
+
+
+def archival_location(folder: Path, settings: Settings) -> tuple[str, dict[str, str]]:
+    """Where LanceDB keeps this profile's tables, and how to reach it: the profile's folder, or
+    the ``storage.archival_url``, ``s3://bucket/prefix[?endpoint=URL&region=NAME]``, with the
+    credentials from the environment."""
+    url = str(settings.get("storage.archival_url")).strip()
+    if not url:
+        return str(folder), {}
+    parts = urlsplit(url)
+    if parts.scheme != "s3" or not parts.netloc:
+        raise ProfileError(
+            f"Archival memory is set to {url!r}; it can live in the profile's folder (leave "
+            "storage.archival_url empty) or in S3-compatible storage (s3://bucket/prefix)."
+        )
+    missing = [
+        key for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not os.environ.get(key)
+    ]
+    if missing:
+        raise ProfileError(
+            f"Archival memory is in {parts.netloc}{parts.path}, and {' and '.join(missing)} is not "
+            "set; give the storage's credentials in the environment (never kept in the profile)."
+        )
+    query = parse_qs(parts.query)
+    options = {
+        "aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
+        "aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "aws_region": query.get("region", ["us-east-1"])[0],
+    }
+    endpoint = query.get("endpoint", [""])[0]
+    if endpoint:
+        options["aws_endpoint"] = endpoint
+        if endpoint.startswith("http://"):
+            options["allow_http"] = "true"
+    return f"s3://{parts.netloc}{parts.path.rstrip('/')}", options

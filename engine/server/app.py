@@ -185,7 +185,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
 
     @app.post("/v1/assistants", status_code=201)
     async def create_assistant(user: User, body: NewAssistant) -> dict[str, str]:
-        await run(lambda: hub.assistants(user).create(body.name, body.persona))
+        await run(lambda: hub.create(user, body.name, body.persona))
         return {"name": check_name(body.name)}
 
     @app.get("/v1/assistants/{name}/messages")

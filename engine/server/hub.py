@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from engine.agent import Agent
 from engine.assistants import Assistants, check_name
@@ -37,15 +38,32 @@ class OpenAssistant:
 
 
 class Hub:
-    def __init__(self, folder_of: Callable[[str], Path], models: ModelFactory = load_model) -> None:
+    def __init__(
+        self,
+        folder_of: Callable[[str], Path],
+        models: ModelFactory = load_model,
+        archival_url: str | None = None,
+    ) -> None:
+        """``archival_url``: object storage (``s3://bucket/prefix?endpoint=…``) under which each
+        new assistant's archival memory goes, in ``prefix/USER/ASSISTANT``; None: each
+        assistant's own folder."""
         self._folder_of = folder_of
         self._load_model = models
+        self._archival_url = archival_url
         self._open: dict[tuple[str, str], OpenAssistant] = {}
         self._models: dict[ModelConfig, tuple[ChatModel, threading.Lock]] = {}
         self._lock = threading.Lock()
 
     def assistants(self, user: str) -> Assistants:
         return Assistants(self._folder_of(user))
+
+    def create(self, user: str, name: str, persona: str | None = None) -> None:
+        archival = None
+        if self._archival_url:
+            parts = urlsplit(self._archival_url)
+            path = f"{parts.path.rstrip('/')}/{user}/{check_name(name)}"
+            archival = urlunsplit(parts._replace(path=path))
+        self.assistants(user).create(name, persona, archival_url=archival)
 
     def get(self, user: str, name: str) -> OpenAssistant:
         key = (user, check_name(name))
