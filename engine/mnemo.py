@@ -50,8 +50,14 @@ class Mnemo:
             profile.database_path, before_upgrade=_snapshot_database
         )
         self.settings = Settings(self._engine)
-        if archival_url and not self.settings.get("storage.archival_url"):
-            self.settings.set("storage.archival_url", archival_url)  # a new profile's choice
+        if archival_url and not self.settings.is_set("storage.archival_url"):
+            if profile.archival_path.exists():
+                self._engine.dispose()
+                raise ProfileError(
+                    f"This assistant's archival memory is already in {profile.archival_path}; "
+                    "it stays there (moving a memory between storages is not supported yet)."
+                )
+            self.settings.store("storage.archival_url", archival_url)  # a new profile's choice
         if on_settings is not None:
             on_settings(self.settings)
         try:

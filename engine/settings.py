@@ -16,6 +16,9 @@ from engine.db.schema import Setting
 from engine.errors import MnemoError
 
 CORE_WRITE_POLICIES = ("ask", "auto")
+# Set once, when the profile is created (``Mnemo.open(archival_url=…)``): changing it later would
+# leave the memory behind in the old storage.
+PLACED_AT_CREATION = ("storage.archival_url",)
 MEMORY_MODES = ("auto", "self", "assisted")
 BACKENDS = ("local", "openai", "anthropic")
 
@@ -99,7 +102,15 @@ class Settings:
 
     def set(self, key: str, value: Any) -> Any:
         """Validate and store a value; return it as stored."""
-        value = _check(key, value)
+        if key in PLACED_AT_CREATION:
+            raise SettingError(
+                f"{key} is chosen when an assistant is created (`mnemo serve --archival-url`); "
+                "moving a memory from one storage to another is not supported yet."
+            )
+        return self.store(key, _check(key, value))
+
+    def store(self, key: str, value: Any) -> Any:
+        """Store a checked value, including those only the engine may place."""
         with Session(self._engine) as session:
             row = session.get(Setting, key) or Setting(key=key, value="")
             row.value = json.dumps(value)

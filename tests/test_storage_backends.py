@@ -53,3 +53,25 @@ def test_object_storage_without_credentials_or_with_a_bad_url_says_so(
         Mnemo.open(profile_dir, embedder=embedder, archival_url=s3_profile)
     with pytest.raises(ProfileError, match="s3://bucket/prefix"):
         Mnemo.open(profile_dir / "other", embedder=embedder, archival_url="ftp://example/x")
+
+
+def test_where_archival_memory_lives_is_chosen_once_and_not_exported(
+    profile_dir, embedder, s3_profile, tmp_path
+):
+    from engine.exchange.archive import export_archive, import_archive
+    from engine.settings import SettingError
+
+    with Mnemo.open(profile_dir, embedder=embedder, archival_url=s3_profile) as m:
+        m.archival.insert("The spare key is under the blue pot.")
+        with pytest.raises(SettingError, match="chosen when an assistant is created"):
+            m.settings.set("storage.archival_url", "")
+        export_archive(m, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "copy", embedder=embedder) as copy:
+        import_archive(copy, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "copy", embedder=embedder) as copy:
+        assert copy.settings.get("storage.archival_url") == ""  # its own folder
+        assert copy.archival.search("spare key")[0].text.startswith("The spare key")
+    local = tmp_path / "local"
+    Mnemo.open(local, embedder=embedder).close()
+    with pytest.raises(ProfileError, match="already in"):
+        Mnemo.open(local, embedder=embedder, archival_url=s3_profile)

@@ -42,6 +42,7 @@ from engine.errors import InputError, MnemoError
 from engine.memory.archival import NewPassage, Source
 from engine.memory.messages import NewMessage
 from engine.memory.search import from_timestamp, to_timestamp
+from engine.settings import PLACED_AT_CREATION
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -135,7 +136,8 @@ def export_archive(
                     rows = (
                         dict(row._mapping)
                         for row in connection.execute(text(f"SELECT * FROM {table}"))
-                    )
+                        if table != "setting" or row._mapping["key"] not in PLACED_AT_CREATION
+                    )  # where this profile's archival memory lived is no other profile's
                     counts[table] = _write_jsonl(archive, f"data/{table}.jsonl", rows)
                 counts["message"] = _export_messages(
                     mnemo, archive, connection, start, vectors, report
@@ -408,6 +410,8 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
     a setting made here already (the model on this computer) is kept."""
     for table in TABLES:
         rows = list(_lines(archive, f"data/{table}.jsonl"))
+        if table == "setting":
+            rows = [row for row in rows if row.get("key") not in PLACED_AT_CREATION]
         if not rows:
             continue
         if table != "setting":
