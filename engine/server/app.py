@@ -189,7 +189,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return {"name": check_name(body.name)}
 
     @app.get("/v1/assistants/{name}/messages")
-    async def messages(user: User, name: str, limit: Annotated[int, Query(ge=1, le=500)] = 50):
+    async def messages(user: User, name: str, limit: Annotated[int, Query(ge=1, le=2000)] = 50):
         opened = await run(lambda: hub.get(user, name))
         return jsonable(await run(lambda: opened.mnemo.recall.recent(limit)))
 

@@ -66,7 +66,9 @@ def main() -> None:
                     break
                 except httpx.TransportError:
                     time.sleep(0.1)
+            started = time.monotonic()
             results = run_clients(url, tokens, args.clients, args.seconds)
+            elapsed = time.monotonic() - started
         finally:
             server.terminate()
             server.wait(30)
@@ -79,7 +81,8 @@ def main() -> None:
             "seconds": args.seconds,
             "turns": len(turns),
             "searches": len(searches),
-            "turns_per_s": round(len(turns) / args.seconds, 1),
+            "elapsed_s": round(elapsed),
+            "turns_per_s": round(len(turns) / elapsed, 1),
             "turn_ms_p50": round(statistics.median(turns) * 1000),
             "turn_ms_p95": round(statistics.quantiles(turns, n=20)[18] * 1000),
             "search_ms_p50": round(statistics.median(searches) * 1000),
@@ -107,7 +110,7 @@ def run_clients(url: str, tokens: dict[str, str], clients: int, seconds: float) 
         searches: list[float] = []
         deadline = time.monotonic() + seconds
         sent = 0
-        while time.monotonic() < deadline and sent < 240:  # 480 messages: one page to check
+        while time.monotonic() < deadline and sent < 1000:  # 2,000 messages: one page to check
             started = time.perf_counter()
             response = http.post(
                 f"/v1/assistants/{name}/turns", json={"text": f"Note {sent}: buy bread {index}."}
@@ -123,7 +126,7 @@ def run_clients(url: str, tokens: dict[str, str], clients: int, seconds: float) 
             )
             searches.append(time.perf_counter() - started)
             errors += found.status_code != 200
-        stored = http.get(f"/v1/assistants/{name}/messages", params={"limit": 500}).json()
+        stored = http.get(f"/v1/assistants/{name}/messages", params={"limit": 2000}).json()
         notes = {m["text"] for m in stored if m["role"] == "user"}
         replies = sum(1 for m in stored if m["role"] == "assistant")
         lost = sum(1 for n in range(sent) if f"Note {n}: buy bread {index}." not in notes)
