@@ -1,4 +1,5 @@
-"""API keys: kept only in the OS keyring, never in files, the database or logs.
+"""API keys and storage credentials: kept only in the OS keyring, never in files, the database
+or logs.
 
 Where a machine has no secure keyring (common on headless Linux), a key can be given for this run
 only: it lives in this process's memory and is gone when Mnemo exits. There is deliberately no
@@ -16,8 +17,14 @@ from keyring.backend import KeyringBackend
 from engine.errors import MnemoError, register_secret
 
 SERVICE = "mnemo"
-PROVIDERS = ("openai", "anthropic")
-ENVIRONMENT = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+# The model providers, and the credentials of S3-compatible storage for archival memory.
+PROVIDERS = ("openai", "anthropic", "s3-key-id", "s3-secret")
+ENVIRONMENT = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "s3-key-id": "AWS_ACCESS_KEY_ID",
+    "s3-secret": "AWS_SECRET_ACCESS_KEY",
+}
 NO_KEYRING = (
     "This computer has no secure keyring (common on headless Linux), so Mnemo cannot save the "
     "key; it can keep one for this run only. To save keys, install and unlock a keyring service "

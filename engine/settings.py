@@ -53,8 +53,9 @@ DEFAULTS: dict[str, Any] = {
     "ingest.seconds_per_mb": 300,
     # Where archival memory and the message vectors live: empty, the profile's own folder;
     # "s3://bucket/prefix", S3-compatible object storage, with "?endpoint=http://host:port" for a
-    # server other than Amazon's and "&region=…". Credentials come from the environment
-    # (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY), never from the profile.
+    # server other than Amazon's and "&region=…". Credentials come from the keyring
+    # (`mnemo keys set s3-key-id`, `s3-secret`) or the environment (AWS_ACCESS_KEY_ID,
+    # AWS_SECRET_ACCESS_KEY), never from the profile.
     "storage.archival_url": "",
 }
 

@@ -49,7 +49,7 @@ def test_object_storage_without_credentials_or_with_a_bad_url_says_so(
     profile_dir, embedder, s3_profile, monkeypatch
 ):
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
-    with pytest.raises(ProfileError, match="AWS_SECRET_ACCESS_KEY is not set"):
+    with pytest.raises(ProfileError, match="its credentials are not set: save them with"):
         Mnemo.open(profile_dir, embedder=embedder, archival_url=s3_profile)
     with pytest.raises(ProfileError, match="s3://bucket/prefix"):
         Mnemo.open(profile_dir / "other", embedder=embedder, archival_url="ftp://example/x")
@@ -75,3 +75,18 @@ def test_where_archival_memory_lives_is_chosen_once_and_not_exported(
     Mnemo.open(local, embedder=embedder).close()
     with pytest.raises(ProfileError, match="already in"):
         Mnemo.open(local, embedder=embedder, archival_url=s3_profile)
+
+
+def test_object_storage_credentials_can_live_in_the_keyring(
+    profile_dir, embedder, s3_server, s3_profile, memory_keyring, monkeypatch
+):
+    from engine import keys
+
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    keys.save_key("s3-key-id", s3_server.access_key)
+    keys.save_key("s3-secret", s3_server.secret_key)
+    with Mnemo.open(profile_dir, embedder=embedder, archival_url=s3_profile) as m:
+        m.archival.insert("The spare key is under the blue pot.")
+        assert m.archival.count() == 1
+    assert s3_server.secret_key not in (profile_dir / "mnemo.sqlite").read_bytes().decode("latin-1")

@@ -12,7 +12,6 @@ imports ``lancedb`` at module level: it is asked for here.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -20,6 +19,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
+from engine import keys
 from engine.errors import ProfileError
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def _defer_rest_client_init() -> None:
 def archival_location(folder: Path, settings: Settings) -> tuple[str, dict[str, str]]:
     """Where LanceDB keeps this profile's tables, and how to reach it: the profile's folder, or
     the ``storage.archival_url``, ``s3://bucket/prefix[?endpoint=URL&region=NAME]``, with the
-    credentials from the environment."""
+    credentials from the keyring or the environment."""
     url = str(settings.get("storage.archival_url")).strip()
     if not url:
         return str(folder), {}
@@ -69,18 +69,17 @@ def archival_location(folder: Path, settings: Settings) -> tuple[str, dict[str, 
             f"Archival memory is set to {url!r}; it can live in the profile's folder (leave "
             "storage.archival_url empty) or in S3-compatible storage (s3://bucket/prefix)."
         )
-    missing = [
-        key for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not os.environ.get(key)
-    ]
-    if missing:
+    key_id, secret = keys.get_key("s3-key-id"), keys.get_key("s3-secret")
+    if not key_id or not secret:
         raise ProfileError(
-            f"Archival memory is in {parts.netloc}{parts.path}, and {' and '.join(missing)} is not "
-            "set; give the storage's credentials in the environment (never kept in the profile)."
+            f"Archival memory is in {parts.netloc}{parts.path}, and its credentials are not set: "
+            "save them with `mnemo keys set s3-key-id` and `mnemo keys set s3-secret`, or set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (they are never kept in the profile)."
         )
     query = parse_qs(parts.query)
     options = {
-        "aws_access_key_id": os.environ["AWS_ACCESS_KEY_ID"],
-        "aws_secret_access_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        "aws_access_key_id": key_id,
+        "aws_secret_access_key": secret,
         "aws_region": query.get("region", ["us-east-1"])[0],
     }
     endpoint = query.get("endpoint", [""])[0]
