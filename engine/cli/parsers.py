@@ -393,7 +393,7 @@ def _server(commands: Commands) -> None:
         "--archival-url",
         metavar="URL",
         help="new assistants' archival memory in object storage: s3://bucket/prefix"
-        "[?endpoint=URL] (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+        "[?endpoint=URL] (credentials: `mnemo keys set s3-key-id`/`s3-secret`, or AWS_* variables)",
     )
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
     users = commands.add_parser("server-users", help="who may use `mnemo serve`")
