@@ -271,3 +271,34 @@ def test_users_are_added_from_the_command_line_and_only_a_hash_is_kept(tmp_path)
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert listed.stdout.split() == ["carol"]
+
+
+def test_a_model_loading_for_one_turn_holds_up_no_other_request(tmp_path, model):
+    loading = threading.Event()
+    release = threading.Event()
+
+    def slow_model(_settings):
+        loading.set()
+        release.wait(20)
+        return model
+
+    server = Server(tmp_path / "server", slow_model)
+    try:
+        alice, bob = server.client("alice"), server.client("bob")
+        alice.post("/v1/assistants", json={"name": "home"})
+        bob.post("/v1/assistants", json={"name": "home"})
+        model.enqueue([say("Hello.")])
+        turn = threading.Thread(
+            target=lambda: alice.post("/v1/assistants/home/turns", json={"text": "Hi"})
+        )
+        turn.start()
+        assert loading.wait(20)
+        started = time.monotonic()
+        found = bob.get("/v1/assistants/home/search", params={"q": "anything"})
+        assert found.status_code == 200 and time.monotonic() - started < 5
+        release.set()
+        turn.join(20)
+        assert [m["text"] for m in alice.get("/v1/assistants/home/messages").json()][-1] == "Hello."
+    finally:
+        release.set()
+        server.stop()

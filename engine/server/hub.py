@@ -52,6 +52,7 @@ class Hub:
         self._archival_url = archival_url
         self._open: dict[tuple[str, str], OpenAssistant] = {}
         self._models: dict[ModelConfig, tuple[ChatModel, threading.Lock]] = {}
+        self._loading: dict[ModelConfig, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def assistants(self, user: str) -> Assistants:
@@ -105,11 +106,19 @@ class Hub:
             opened.turn.release()
 
     def _model_for(self, settings: Settings) -> tuple[ChatModel, threading.Lock]:
+        """The loaded model these settings name, loaded once; while it loads (seconds), only
+        turns that need the same model wait, never other users' requests."""
         config = model_settings(settings)
         with self._lock:
-            if config not in self._models:
-                self._models[config] = (self._load_model(settings), threading.Lock())
-            return self._models[config]
+            loading = self._loading.setdefault(config, threading.Lock())
+        with loading:
+            with self._lock:
+                if config in self._models:
+                    return self._models[config]
+            model = self._load_model(settings)
+            with self._lock:
+                self._models[config] = (model, threading.Lock())
+                return self._models[config]
 
     def close(self) -> None:
         with self._lock:
