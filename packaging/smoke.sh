@@ -7,7 +7,8 @@
 #   1. `mnemo --version`
 #   2. `mnemo chat -m hello` with the bundled model
 #   3. `mnemo ingest` of a small folder, then a search that finds it
-#   4. the window on a virtual screen (Xvfb) for 15 s, with a screenshot, and a check that every
+#   4. `mnemo serve` on 127.0.0.1: an assistant created with a token, a request without one refused
+#   5. the window on a virtual screen (Xvfb) for 15 s, with a screenshot, and a check that every
 #      shared library it loaded came from the bundle or the system, none from a Python install.
 # It fails on any traceback, missing library or Qt plugin error. Needs Xvfb (Debian: xvfb).
 set -euo pipefail
@@ -15,7 +16,7 @@ artefact=$(realpath "$1")
 shot=$(realpath -m "${2:-smoke-window.png}")
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
-trap 'kill "${xvfb:-}" "${app:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "${xvfb:-}" "${app:-}" "${server:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 
 case "$artefact" in
     *.tar.gz) tar -xzf "$artefact" -C "$work"; app_dir=$(echo "$work"/mnemo-*/mnemo) ;;
@@ -70,6 +71,26 @@ clean "$mnemo" search archival "who services the boiler" > "$work/search.log" 2>
 check search "$work/search.log"
 grep -q "Dana" "$work/search.log" || { echo "FAIL: the ingested note was not found" >&2; cat "$work/search.log"; exit 1; }
 echo "2 files ingested and found again"
+
+step serve
+token=$(clean "$mnemo" server-users --root "$work/server" add smoke 2> "$work/users.log" | tail -1)
+check "server-users" "$work/users.log"
+port=$((20000 + RANDOM % 20000))
+clean "$mnemo" serve --root "$work/server" --port "$port" > "$work/serve.log" 2>&1 &
+server=$!
+for _ in $(seq 1 100); do
+    curl -s -o /dev/null "http://127.0.0.1:$port/openapi.json" && break
+    sleep 0.2
+done
+status=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $token" \
+    -H 'content-type: application/json' -d '{"name":"home"}' "http://127.0.0.1:$port/v1/assistants")
+refused=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/v1/assistants")
+kill "$server"
+wait "$server" 2>/dev/null || true
+check serve "$work/serve.log"
+[ "$status" = 201 ] && [ "$refused" = 401 ] ||
+    { echo "FAIL: the server answered $status and $refused (expected 201 and 401)" >&2; cat "$work/serve.log"; exit 1; }
+echo "created an assistant over HTTP; no token, 401"
 
 step window
 display=:$((90 + RANDOM % 100))
