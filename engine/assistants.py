@@ -37,7 +37,7 @@ class Assistants:
         found = sorted(
             path.name
             for path in (self.folder.iterdir() if self.folder.is_dir() else [])
-            if path.is_dir() and not path.name.startswith(".") and _is_profile(path)
+            if path.is_dir() and not path.name.startswith(".") and is_profile(path)
         )
         return [Assistant(name, self.folder / name, name == current) for name in found]
 
@@ -46,7 +46,7 @@ class Assistants:
 
     def path(self, name: str) -> Path:
         path = self.folder / check_name(name)
-        if not _is_profile(path):
+        if not is_profile(path):
             raise NotFoundError(f"There is no assistant called {name!r}; `mnemo assistants list`.")
         return path
 
@@ -134,5 +134,6 @@ def check_name(name: str) -> str:
     return clean
 
 
-def _is_profile(path: Path) -> bool:
+def is_profile(path: Path) -> bool:
+    """Whether ``path`` is an assistant's profile folder (it has its database)."""
     return (path / "mnemo.sqlite").is_file()

@@ -17,8 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import asdict, dataclass, is_dataclass
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -29,6 +28,7 @@ from pydantic import BaseModel, Field
 
 from engine import __version__
 from engine.assistants import check_name
+from engine.cli.output import jsonable
 from engine.errors import CoreMemoryError, InputError, MnemoError, NotFoundError, user_message
 from engine.events import Event
 from engine.ingest.ingestor import Ingestor
@@ -73,18 +73,6 @@ class _Buckets:
             allowed = tokens >= 1
             self._state[user] = (tokens - 1 if allowed else tokens, now)
             return allowed
-
-
-def jsonable(value: Any) -> Any:
-    if is_dataclass(value) and not isinstance(value, type):
-        return {key: jsonable(item) for key, item in asdict(value).items()}
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(key): jsonable(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(item) for item in value]
-    return value
 
 
 def event_name(event: Event) -> str:

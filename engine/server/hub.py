@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.agent import Agent
-from engine.assistants import Assistants, check_name
+from engine.assistants import Assistants, check_name, is_profile
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, TurnFinished
 from engine.llm import ChatModel, ModelConfig, load_model, model_settings
@@ -34,7 +34,6 @@ class OpenAssistant:
     mnemo: Mnemo
     agent: Agent | None = None
     turn: threading.Lock = field(default_factory=threading.Lock)
-    lock: threading.Lock = field(default_factory=threading.Lock)  # writes outside turns
 
 
 class Hub:
@@ -71,17 +70,10 @@ class Hub:
         with self._lock:
             if key not in self._open:
                 path = self.assistants(user).folder / name
-                if not (path / "mnemo.sqlite").exists():
+                if not is_profile(path):
                     raise NotFoundError(f"You have no assistant called {name!r}.")
                 self._open[key] = OpenAssistant(Mnemo.open(path))
             return self._open[key]
-
-    def forget(self, user: str, name: str) -> None:
-        """Close an assistant that is about to be renamed or deleted."""
-        with self._lock:
-            opened = self._open.pop((user, name), None)
-        if opened is not None:
-            opened.mnemo.close()
 
     def start_turn(self, user: str, name: str) -> OpenAssistant:
         """Claim the assistant for one turn (``run_turn`` gives it back); refused while it is
