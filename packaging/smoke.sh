@@ -76,7 +76,9 @@ step serve
 token=$(clean "$mnemo" server-users --root "$work/server" add smoke 2> "$work/users.log" | tail -1)
 check "server-users" "$work/users.log"
 port=$((20000 + RANDOM % 20000))
-clean "$mnemo" serve --root "$work/server" --port "$port" > "$work/serve.log" 2>&1 &
+# env itself, not `clean` (a function): $! must be the server, so that kill stops it.
+env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8 "$mnemo" serve --root "$work/server" \
+    --port "$port" > "$work/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 1 100); do
     curl -s -o /dev/null "http://127.0.0.1:$port/openapi.json" && break
@@ -98,6 +100,7 @@ mkdir -p "$work/fb"
 Xvfb "$display" -screen 0 1280x800x24 -fbdir "$work/fb" -nolisten tcp > "$work/xvfb.log" 2>&1 &
 xvfb=$!
 sleep 1
+# env itself again: $! must be Mnemo's process, whose mapped libraries are read below.
 env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8 DISPLAY="$display" "$mnemo" \
     > "$work/window.log" 2>&1 &
 app=$!
@@ -112,8 +115,8 @@ if [ -n "$outside" ]; then
 fi
 python3 "$here/xwd_to_png.py" "$work/fb/Xvfb_screen0" "$shot" > /dev/null
 # A second start on the same profile brings this window forward and ends, opening nothing twice.
-env -i HOME="$work/home" PATH=/usr/bin:/bin LANG=C.UTF-8 DISPLAY="$display" timeout 30 "$mnemo" \
-    > "$work/second.log" 2>&1 || { echo "FAIL: a second start failed" >&2; cat "$work/second.log"; exit 1; }
+clean DISPLAY="$display" timeout 30 "$mnemo" > "$work/second.log" 2>&1 ||
+    { echo "FAIL: a second start failed" >&2; cat "$work/second.log"; exit 1; }
 check "second start" "$work/second.log"
 kill -0 "$app" 2>/dev/null || { echo "FAIL: the first window ended on a second start" >&2; exit 1; }
 kill "$app"
