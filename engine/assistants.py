@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.errors import InputError, NotFoundError
-from engine.profile import CURRENT_FILE, DEFAULT_PROFILE_NAME, Profile, current_assistant
+from engine.profile import (
+    CURRENT_FILE,
+    DATABASE_LOCATION,
+    DEFAULT_PROFILE_NAME,
+    Profile,
+    current_assistant,
+)
 
 # A name is a folder name on every system: letters, digits, spaces, dots, dashes, underscores.
 _NAME = re.compile(r"[\w][\w .-]{0,59}")
@@ -51,16 +57,21 @@ class Assistants:
         return path
 
     def create(
-        self, name: str, persona: str | None = None, archival_url: str | None = None
+        self,
+        name: str,
+        persona: str | None = None,
+        archival_url: str | None = None,
+        database_url: str | None = None,
     ) -> Path:
         """A new, empty assistant (with ``persona`` as its persona block, if given; its archival
-        memory in ``archival_url``'s storage, if given)."""
+        memory in ``archival_url``'s storage and its other tables on ``database_url``'s
+        PostgreSQL server, if given)."""
         from engine.mnemo import Mnemo  # the stores load only when an assistant is made
 
         path = self.folder / check_name(name)
         if path.exists():
             raise InputError(f"An assistant called {name!r} exists already; choose another name.")
-        with Mnemo.open(path, archival_url=archival_url) as mnemo:
+        with Mnemo.open(path, archival_url=archival_url, database_url=database_url) as mnemo:
             if persona:
                 mnemo.core.set("persona", persona)
         return path
@@ -135,5 +146,6 @@ def check_name(name: str) -> str:
 
 
 def is_profile(path: Path) -> bool:
-    """Whether ``path`` is an assistant's profile folder (it has its database)."""
-    return (path / "mnemo.sqlite").is_file()
+    """Whether ``path`` is an assistant's profile folder (it has its database, or says which
+    PostgreSQL server holds it)."""
+    return (path / "mnemo.sqlite").is_file() or (path / DATABASE_LOCATION).is_file()

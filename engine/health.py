@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 
+from engine.db import on_postgres
 from engine.memory.recall_vectors import EMBEDDED_ROLES
 from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
@@ -100,6 +101,8 @@ def _sqlite(mnemo: Mnemo) -> sqlite3.Connection:
 
 
 def _database(mnemo: Mnemo) -> list[Problem]:
+    if on_postgres(mnemo.database):  # the server checks its own pages
+        return []
     with _sqlite(mnemo) as connection:
         rows = [row[0] for row in connection.execute("PRAGMA integrity_check")]
     if rows == ["ok"]:
@@ -115,6 +118,8 @@ def _database(mnemo: Mnemo) -> list[Problem]:
 
 
 def _keyword_index(mnemo: Mnemo) -> list[Problem]:
+    if on_postgres(mnemo.database):  # a generated column: it cannot disagree with the text
+        return []
     with _sqlite(mnemo) as connection:
         try:
             connection.execute(

@@ -17,13 +17,15 @@ from keyring.backend import KeyringBackend
 from engine.errors import MnemoError, register_secret
 
 SERVICE = "mnemo"
-# The model providers, and the credentials of S3-compatible storage for archival memory.
-PROVIDERS = ("openai", "anthropic", "s3-key-id", "s3-secret")
+# The model providers, the credentials of S3-compatible storage for archival memory, and the
+# password of a PostgreSQL server holding the rest.
+PROVIDERS = ("openai", "anthropic", "s3-key-id", "s3-secret", "postgres")
 ENVIRONMENT = {
     "openai": "OPENAI_API_KEY",
     "anthropic": "ANTHROPIC_API_KEY",
     "s3-key-id": "AWS_ACCESS_KEY_ID",
     "s3-secret": "AWS_SECRET_ACCESS_KEY",
+    "postgres": "PGPASSWORD",
 }
 NO_KEYRING = (
     "This computer has no secure keyring (common on headless Linux), so Mnemo cannot save the "

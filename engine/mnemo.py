@@ -11,7 +11,7 @@ from types import TracebackType
 
 from sqlalchemy import Engine
 
-from engine.db import open_database
+from engine.db import on_postgres, open_database, postgres
 from engine.embed import Embedder, default_embedder
 from engine.errors import ProfileError
 from engine.memory import archival, recall
@@ -19,9 +19,10 @@ from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
 from engine.memory.knowledge import KnowledgeStore
 from engine.memory.lance import archival_location, lancedb
+from engine.memory.pg_vectors import PgVectorTable
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
-from engine.memory.snapshots import Snapshot, SnapshotStore
+from engine.memory.snapshots import NOT_ON_POSTGRES, Snapshot, SnapshotStore
 from engine.memory.vectors import VectorTable
 from engine.profile import Profile
 from engine.settings import Settings
@@ -34,6 +35,26 @@ def _snapshot_database(path: Path, what: str) -> None:
     SnapshotStore(path.parent, path, []).create(f"before {what}", automatic=True)
 
 
+def _open_tables(profile: Profile, database_url: str | None) -> tuple[Engine, str | None]:
+    """The profile's relational tables: in its SQLite file, or on the PostgreSQL server it
+    was created on (``database_url`` places a new profile there). Returns the engine and why
+    it is read-only, if it is."""
+    located = postgres.location(profile.root)
+    if database_url and located is None:
+        if profile.database_path.exists():
+            raise ProfileError(
+                f"This assistant's memory is already in {profile.database_path}; it stays there "
+                "(moving a memory between storages is not supported yet)."
+            )
+        url, schema = postgres.check_url(database_url), postgres.new_schema()
+        engine = postgres.open_postgres(url, schema)
+        postgres.record_location(profile.root, url, schema)  # once the server has its tables
+        return engine, None
+    if located is not None:
+        return postgres.open_postgres(*located), None
+    return open_database(profile.database_path, before_upgrade=_snapshot_database)
+
+
 class Mnemo:
     """An open profile. Use ``Mnemo.open(path)``; close it (or use ``with``) when done."""
 
@@ -43,12 +64,11 @@ class Mnemo:
         embedder: Embedder,
         on_settings: Callable[[Settings], object] | None = None,
         archival_url: str | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.profile = profile
         self.embedder = embedder
-        self._engine, self.read_only = open_database(
-            profile.database_path, before_upgrade=_snapshot_database
-        )
+        self._engine, self.read_only = _open_tables(profile, database_url)
         self.settings = Settings(self._engine)
         if archival_url and not self.settings.is_set("storage.archival_url"):
             if profile.archival_path.exists():
@@ -72,7 +92,11 @@ class Mnemo:
                 f"Cannot open archival memory at {where} ({error}); check that it is reachable, "
                 "readable and not damaged."
             ) from error
-        self._message_vectors = VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
+        self._message_vectors: VectorTable = (
+            PgVectorTable(self._engine, "recall_vectors", embedder)
+            if on_postgres(self._engine)
+            else VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
+        )
         self._passage_vectors = VectorTable(
             lance, "passages", archival.SCHEMA, embedder, fts_column="text", key_column="id"
         )
@@ -84,7 +108,10 @@ class Mnemo:
             self._engine, self.core, self.recall, self.knowledge, self.archival
         )
         self.snapshots = SnapshotStore(
-            profile.root, profile.database_path, [self._message_vectors, self._passage_vectors]
+            profile.root,
+            profile.database_path,
+            [self._message_vectors, self._passage_vectors],
+            NOT_ON_POSTGRES if on_postgres(self._engine) else None,
         )
         if not self.read_only:
             try:
@@ -105,7 +132,7 @@ class Mnemo:
 
     @property
     def database(self) -> Engine:
-        """The profile's SQLite engine (the agent keeps its state there)."""
+        """The profile's SQLite (or PostgreSQL) engine (the agent keeps its state there)."""
         return self._engine
 
     @classmethod
@@ -116,14 +143,22 @@ class Mnemo:
         embedder: Embedder | None = None,
         on_settings: Callable[[Settings], object] | None = None,
         archival_url: str | None = None,
+        database_url: str | None = None,
     ) -> Mnemo:
         """Open the profile at ``path`` (default: ``$MNEMO_HOME`` or the user data folder),
         creating it if it does not exist. ``on_settings`` is called with the profile's settings
         as soon as they can be read, before LanceDB is imported and opened: the window starts
         loading the model there, so that llama.cpp's load (native code, without the GIL) runs
         beside that import instead of after it. ``archival_url`` places a new profile's archival
-        memory (see ``storage.archival_url``); an existing profile keeps its own."""
-        return cls(Profile.resolve(path), embedder or default_embedder(), on_settings, archival_url)
+        memory (see ``storage.archival_url``), and ``database_url`` (``postgresql://…``) its
+        other tables; an existing profile keeps its own."""
+        return cls(
+            Profile.resolve(path),
+            embedder or default_embedder(),
+            on_settings,
+            archival_url,
+            database_url,
+        )
 
     @property
     def embedder_mismatch(self) -> str | None:
@@ -133,7 +168,7 @@ class Mnemo:
     def snapshot_before(self, what: str) -> Snapshot | None:
         """An automatic snapshot before a risky operation ("re-embedding"), so that it can be
         undone; none on a read-only profile, where nothing can change."""
-        if self.read_only:
+        if self.read_only or on_postgres(self._engine):  # PostgreSQL has backups of its own
             return None
         return self.snapshots.create(f"before {what}", automatic=True)
 

@@ -1,7 +1,9 @@
 """Where a profile's files live.
 
 One profile is one directory: ``mnemo.sqlite`` (recall, core memory, settings) and
-``archival.lance/`` (archival passages and message vectors). The location is, in order of
+``archival.lance/`` (archival passages and message vectors); or, for an assistant kept on a
+server, ``database.json`` naming its PostgreSQL schema (and its archival memory may be in
+object storage, ``storage.archival_url``). The location is, in order of
 precedence: an explicit path, ``$MNEMO_HOME``, or the platform's user data directory.
 """
 
@@ -36,6 +38,8 @@ class ProfileBusyError(ProfileError):
         self.holder = holder
 
 
+# In a profile kept on a PostgreSQL server instead of in mnemo.sqlite: which server and schema.
+DATABASE_LOCATION = "database.json"
 CURRENT_FILE = "current"  # in the data folder: the name of the assistant in use
 
 

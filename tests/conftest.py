@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh profile per test, real SQLite, real LanceDB, the real embedder."""
+"""Shared fixtures: a fresh profile per test, real SQLite (and PostgreSQL), real LanceDB, the real
+embedder."""
 
 from __future__ import annotations
 
@@ -38,6 +39,31 @@ def profile_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def mnemo(profile_dir: Path, embedder) -> Iterator[Mnemo]:
     m = Mnemo.open(profile_dir, embedder=embedder)
+    yield m
+    m.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL 16 with pgvector (the binaries of the ``pgserver`` package), on a Unix
+    socket of its own, stopped after the tests; yields its address."""
+    import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("postgres"), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """Each store test runs on both relational back-ends: None (the profile's SQLite file) and
+    a PostgreSQL server (each profile gets a schema of its own there)."""
+    return request.getfixturevalue("postgres_server") if request.param == "postgresql" else None
+
+
+@pytest.fixture
+def mnemo_on_each_backend(profile_dir: Path, embedder, database_url) -> Iterator[Mnemo]:
+    m = Mnemo.open(profile_dir, embedder=embedder, database_url=database_url)
     yield m
     m.close()
 

@@ -4,6 +4,12 @@ from engine import Mnemo
 from engine.errors import CoreMemoryError, NotFoundError
 
 
+@pytest.fixture
+def mnemo(mnemo_on_each_backend):
+    """The tests that take ``mnemo`` run on SQLite and on PostgreSQL (``database_url``)."""
+    return mnemo_on_each_backend
+
+
 def test_default_blocks_exist_with_descriptions(mnemo):
     labels = [block.label for block in mnemo.core.blocks()]
     assert labels[:2] == ["persona", "human"]

@@ -20,6 +20,12 @@ from engine.llm.scripted import ScriptedModel
 from engine.memory.knowledge import Conflict, Fact, name_key, predicate_key
 
 
+@pytest.fixture
+def mnemo(mnemo_on_each_backend):
+    """The tests that take ``mnemo`` run on SQLite and on PostgreSQL (``database_url``)."""
+    return mnemo_on_each_backend
+
+
 def test_a_move_is_a_conflict_until_accepted_then_the_old_home_is_history(mnemo):
     """Over several sessions: Porto, then Lyon. Nothing is lost, and each fact points back to
     the message it came from."""

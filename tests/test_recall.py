@@ -18,6 +18,12 @@ from tests.corpus import CONVERSATION
 
 
 @pytest.fixture
+def mnemo(mnemo_on_each_backend):
+    """The tests that take ``mnemo`` run on SQLite and on PostgreSQL (``database_url``)."""
+    return mnemo_on_each_backend
+
+
+@pytest.fixture
 def chat(mnemo):
     ids = mnemo.recall.add_many(
         [{"role": role, "text": text, "created_at": when} for role, text, when in CONVERSATION]

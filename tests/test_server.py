@@ -33,10 +33,11 @@ class Server:
         models: Any,
         limits: Limits | None = None,
         archival_url: str | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.accounts = Accounts(root)
         self.tokens = {name: self.accounts.add(name) for name in ("alice", "bob")}
-        self.hub = Hub(self.accounts.folder, models, archival_url)
+        self.hub = Hub(self.accounts.folder, models, archival_url, database_url)
         app = create_app(self.accounts, self.hub, limits)
         self._server = uvicorn.Server(
             uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
@@ -167,10 +168,15 @@ def test_a_document_sent_to_the_server_is_ingested_and_found(server):
     assert hidden.status_code == 422
 
 
-def test_with_object_storage_each_users_archival_memory_is_on_the_s3_server(
-    tmp_path, model, s3_profile
+def test_on_postgres_and_object_storage_each_users_memory_is_on_those_servers(
+    tmp_path, model, s3_profile, postgres_server
 ):
-    server = Server(tmp_path / "server", lambda _s: model, archival_url=s3_profile)
+    server = Server(
+        tmp_path / "server",
+        lambda _s: model,
+        archival_url=s3_profile,
+        database_url=postgres_server,
+    )
     try:
         for user in ("alice", "bob"):
             client = server.client(user)
@@ -183,9 +189,15 @@ def test_with_object_storage_each_users_archival_memory_is_on_the_s3_server(
                 f"{user} keeps the spare key under the blue pot."
             ]
             folder = server.accounts.folder(user) / "home"
-            assert (folder / "mnemo.sqlite").exists() and not (folder / "archival.lance").exists()
+            assert (folder / "database.json").exists()  # which schema on the PostgreSQL server
+            assert not (folder / "mnemo.sqlite").exists()
+            assert not (folder / "archival.lance").exists()
         url = server.hub.get("alice", "home").mnemo.settings.get("storage.archival_url")
         assert url.split("?")[0].endswith("/alice/home")
+        alice, bob = (server.hub.get(user, "home").mnemo for user in ("alice", "bob"))
+        assert alice.database.dialect.name == "postgresql"
+        alice.recall.add("user", "Alice's locker code is 4417.")
+        assert bob.recall.search("locker code").total == 0
     finally:
         server.stop()
 

@@ -90,3 +90,104 @@ def test_object_storage_credentials_can_live_in_the_keyring(
         m.archival.insert("The spare key is under the blue pot.")
         assert m.archival.count() == 1
     assert s3_server.secret_key not in (profile_dir / "mnemo.sqlite").read_bytes().decode("latin-1")
+
+
+# -- the relational tables on PostgreSQL (pgvector for message vectors) ------------------------
+
+
+def test_both_dialects_have_the_same_migrations_in_the_same_order():
+    from engine.db.postgres import POSTGRES_MIGRATIONS
+    from engine.db.schema import MIGRATIONS
+
+    assert list(POSTGRES_MIGRATIONS) == [name for name, _script in MIGRATIONS]
+
+
+def test_a_newer_schema_is_refused_untouched_on_both(profile_dir, embedder, database_url):
+    import sqlite3
+
+    from sqlalchemy import text
+
+    from engine.db import SCHEMA_VERSION
+    from engine.errors import ProfileTooNewError
+
+    with Mnemo.open(profile_dir, embedder=embedder, database_url=database_url) as m:
+        m.recall.add("user", "Remember the blue pot.")
+        if database_url:
+            with m.database.begin() as connection:
+                connection.execute(text("UPDATE mnemo_schema SET version = version + 1"))
+    if not database_url:
+        with sqlite3.connect(profile_dir / "mnemo.sqlite") as connection:
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(ProfileTooNewError, match="newer version of Mnemo"):
+        Mnemo.open(profile_dir, embedder=embedder)
+
+
+def test_assistants_on_one_server_see_only_their_own_memory(tmp_path, embedder, postgres_server):
+    first = Mnemo.open(tmp_path / "ana", embedder=embedder, database_url=postgres_server)
+    second = Mnemo.open(tmp_path / "bo", embedder=embedder, database_url=postgres_server)
+    with first, second:
+        first.recall.add("user", "My locker code is 4417.")
+        first.core.set("human", "Name: Ana")
+        first.wait_for_background_work()
+        assert second.recall.count() == 0
+        assert second.recall.search("locker code").total == 0
+        assert "Ana" not in second.core.get("human")
+        assert first.recall.search("locker code")[0].text == "My locker code is 4417."
+
+
+def test_a_profile_on_postgres_and_s3_keeps_nothing_but_where_it_is(
+    profile_dir, embedder, postgres_server, s3_profile
+):
+    with Mnemo.open(
+        profile_dir, embedder=embedder, database_url=postgres_server, archival_url=s3_profile
+    ) as m:
+        m.archival.insert("The boiler is serviced every October by Dana.")
+        m.recall.add("user", "My sister Ana moved to Porto last spring.")
+        m.wait_for_background_work()
+        assert m.recall_vectors.count() == 1  # in pgvector
+    assert not (profile_dir / "mnemo.sqlite").exists()
+    assert not (profile_dir / "archival.lance").exists()
+    with Mnemo.open(profile_dir, embedder=embedder) as m:  # the profile remembers where
+        assert m.recall.search("where does my sister live", mode="semantic")[0].text.startswith(
+            "My sister Ana"
+        )
+        assert m.archival.search("who services the boiler")[0].text.endswith("by Dana.")
+        assert m.snapshot_before("anything") is None  # the server's backups cover it
+        with pytest.raises(Exception, match="PostgreSQL, whose own backups"):
+            m.snapshots.create("mine")
+
+
+def test_a_database_address_with_a_password_or_an_unreachable_server_is_refused_in_words(
+    tmp_path, embedder
+):
+    from engine.errors import InputError
+
+    with pytest.raises(InputError, match="Leave the password out"):
+        Mnemo.open(tmp_path / "a", embedder=embedder, database_url="postgresql://u:pw@h/db")
+    down = f"postgresql://postgres@/postgres?host={tmp_path}/no-server"
+    with pytest.raises(ProfileError, match="check that the server is running"):
+        Mnemo.open(tmp_path / "b", embedder=embedder, database_url=down)
+    assert list((tmp_path / "b").iterdir()) == []  # no assistant half made
+
+
+def test_an_archive_moves_a_memory_between_sqlite_and_postgres(tmp_path, embedder, postgres_server):
+    from engine.exchange.archive import export_archive, import_archive
+
+    with Mnemo.open(tmp_path / "local", embedder=embedder) as local:
+        local.recall.add_many(
+            [
+                {"role": "user", "text": "I planted tomatoes by the south fence."},
+                {"role": "assistant", "text": "Tomatoes love that sun."},
+            ]
+        )
+        local.core.set("human", "Name: Ana")
+        export_archive(local, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "pg", embedder=embedder, database_url=postgres_server) as pg:
+        import_archive(pg, tmp_path / "memory.mnemo")
+    with Mnemo.open(tmp_path / "pg", embedder=embedder) as pg:
+        assert pg.core.get("human") == "Name: Ana"
+        assert pg.recall.count() == 2
+        new_id = pg.recall.add("user", "And basil beside them.")  # the id sequence moved on
+        assert new_id == 3
+        pg.wait_for_background_work()
+        assert pg.recall.search("what did I plant by the fence")[0].text.startswith("I planted")

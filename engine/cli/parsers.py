@@ -395,6 +395,12 @@ def _server(commands: Commands) -> None:
         help="new assistants' archival memory in object storage: s3://bucket/prefix"
         "[?endpoint=URL] (credentials: `mnemo keys set s3-key-id`/`s3-secret`, or AWS_* variables)",
     )
+    serve.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="new assistants' other tables on a PostgreSQL server with pgvector: "
+        "postgresql://USER@HOST:PORT/DATABASE (password: `mnemo keys set postgres` or PGPASSWORD)",
+    )
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
     users = commands.add_parser("server-users", help="who may use `mnemo serve`")
     users.add_argument("--root", metavar="DIR", help="the server's folder")

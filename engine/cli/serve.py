@@ -34,7 +34,7 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    hub = Hub(accounts.folder, archival_url=args.archival_url)
+    hub = Hub(accounts.folder, archival_url=args.archival_url, database_url=args.database_url)
     app = create_app(accounts, hub, Limits(rate=args.rate, burst=args.burst))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(

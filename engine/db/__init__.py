@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Connection, Engine, event
 from sqlalchemy.pool import QueuePool
 from sqlmodel import create_engine
 
@@ -37,6 +37,11 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) ->
     cursor.execute("PRAGMA foreign_keys = ON")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
+
+
+def on_postgres(engine: Engine | Connection) -> bool:
+    """Whether this profile's tables are in PostgreSQL (``engine.db.postgres``), not SQLite."""
+    return engine.dialect.name == "postgresql"
 
 
 def storage_problem(folder: Path) -> str | None:

@@ -38,6 +38,7 @@ import numpy as np
 from sqlalchemy import text
 
 from engine import __version__
+from engine.db import on_postgres
 from engine.errors import InputError, MnemoError
 from engine.memory.archival import NewPassage, Source
 from engine.memory.messages import NewMessage
@@ -419,8 +420,14 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
         columns = list(rows[0])
         names = ", ".join(columns)
         values = ", ".join(f":{column}" for column in columns)
-        verb = "INSERT OR IGNORE" if table == "setting" else "INSERT"
-        session.execute(text(f"{verb} INTO {table} ({names}) VALUES ({values})"), rows)
+        keep = " ON CONFLICT DO NOTHING" if table == "setting" else ""
+        session.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values}){keep}"), rows)
+        if "id" in columns and on_postgres(session.get_bind()):  # ids given: move the sequence on
+            session.execute(
+                text(
+                    f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), max(id)) FROM {table}"
+                )
+            )
         report.added[TABLE_NAMES[table]] += len(rows)
 
 

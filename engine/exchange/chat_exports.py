@@ -267,8 +267,8 @@ def _import(
             for conversation_id, (title, origin, created_at) in titles.items():
                 transaction.session.execute(
                     text(
-                        "INSERT OR IGNORE INTO conversation (id, title, origin, created_at) "
-                        "VALUES (:id, :title, :origin, :created_at)"
+                        "INSERT INTO conversation (id, title, origin, created_at) "
+                        "VALUES (:id, :title, :origin, :created_at) ON CONFLICT DO NOTHING"
                     ),
                     {
                         "id": conversation_id,

@@ -140,8 +140,8 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
             transaction.add_many(new)
             transaction.session.execute(
                 text(
-                    "INSERT OR IGNORE INTO conversation (id, title, origin, created_at) "
-                    "VALUES (:id, :title, 'Letta', :created_at)"
+                    "INSERT INTO conversation (id, title, origin, created_at) "
+                    "VALUES (:id, :title, 'Letta', :created_at) ON CONFLICT DO NOTHING"
                 ),
                 {"id": conversation_id, "title": name, "created_at": time.time()},
             )

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Engine, bindparam, text
 from sqlmodel import Session
 
+from engine.db import on_postgres
 from engine.errors import NotFoundError
 from engine.memory import context_index
 from engine.memory.messages import (
@@ -50,10 +51,14 @@ __all__ = [
 
 log = logging.getLogger("mnemo.recall")
 
-_INSERT = (
-    "INSERT INTO message (id, conversation_id, role, name, text, created_at, search_text, "
-    "untrusted_reason) VALUES (:id, :conversation_id, :role, :name, :text, :created_at, :text, "
-    ":untrusted_reason)"
+_COLUMNS = "conversation_id, role, name, text, created_at, search_text, untrusted_reason"
+_VALUES = ":conversation_id, :role, :name, :text, :created_at, :text, :untrusted_reason"
+_INSERT = f"INSERT INTO message ({_COLUMNS}) VALUES ({_VALUES}) RETURNING id"
+# An import keeps the ids it brings (what points at a message stays valid).
+_INSERT_WITH_ID = f"INSERT INTO message (id, {_COLUMNS}) VALUES (:id, {_VALUES}) RETURNING id"
+# PostgreSQL's id sequence does not move past ids given explicitly; SQLite needs no such step.
+_ADVANCE_IDS = (
+    "SELECT setval(pg_get_serial_sequence('message', 'id'), (SELECT max(id) FROM message))"
 )
 
 
@@ -84,6 +89,7 @@ class RecallTransaction:
         neighbours, once per conversation from its first new turn."""
         now = time_module.time()
         added: list[dict[str, Any]] = []
+        explicit_ids = False
         for message in messages:
             check_role(message.role)
             row: dict[str, Any] = {
@@ -97,10 +103,14 @@ class RecallTransaction:
                 or message.untrusted_reason
                 or pasted_for(message.role, message.text),
             }
-            row["id"] = self.session.connection().execute(text(_INSERT), row).lastrowid
+            insert = _INSERT if message.id is None else _INSERT_WITH_ID
+            explicit_ids = explicit_ids or message.id is not None
+            row["id"] = self.session.connection().execute(text(insert), row).scalar_one()
             if message.vector is not None:
                 row["vector"] = message.vector
             added.append(row)
+        if explicit_ids and on_postgres(self.session.get_bind()):
+            self.session.execute(text(_ADVANCE_IDS))
         firsts: dict[str, int] = {}
         for row in added:
             if row["role"] in context_index.TURN_ROLES:

@@ -10,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from engine.db import on_postgres
 from engine.memory import context_index, trace
 from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall_vectors import EMBEDDED_ROLES
@@ -25,6 +26,7 @@ from engine.memory.search import (
     fuse,
     is_weak,
     prefer_role,
+    query_terms,
     to_timestamp,
 )
 from engine.memory.vectors import VectorTable, quote_sql
@@ -40,6 +42,7 @@ class RecallSearch:
         self._vectors = vectors
         # Set when the vectors are all of turn roles (``recall_vectors.MessageVectors``).
         self._only_turns = only_turns or threading.Event()
+        self._postgres = on_postgres(engine)
 
     def search_by_date(
         self,
@@ -69,11 +72,14 @@ class RecallSearch:
     ) -> Page[MessageHit]:
         """Run a paged query and its count in one read transaction.
 
-        In WAL mode a transaction reads one snapshot, so a concurrent writer can never make the
-        page and its total disagree.
+        In WAL mode (and PostgreSQL's repeatable read) a transaction reads one snapshot, so a
+        concurrent writer can never make the page and its total disagree.
         """
         with self._engine.connect() as connection:
-            connection.exec_driver_sql("BEGIN")
+            if self._postgres:  # one snapshot for both queries
+                connection.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
+            else:
+                connection.exec_driver_sql("BEGIN")
             total = int(connection.execute(text(count_sql), params).scalar_one())
             rows = connection.execute(
                 text(sql), {**params, "limit": limit, "offset": (page - 1) * limit}
@@ -173,20 +179,40 @@ class RecallSearch:
             params["conversation_id"] = conversation_id
         return " AND ".join(clauses), params
 
+    def _words_query(self, query: str, where: str) -> tuple[str, str, str, str | None]:
+        """The FROM-WHERE clause of a search by words, its score (higher is better), its
+        order, and what ``:match`` is (None: the query has no words).
+
+        SQLite ranks by FTS5's BM25; PostgreSQL by ``ts_rank`` over the generated tsvector
+        (normalised by the text's length, as BM25 is), through its GIN index."""
+        extra = f"AND {where}" if where else ""
+        if self._postgres:
+            terms = query_terms(query)
+            match = " | ".join(f"'{term}'" for term in terms) if terms else None
+            tsquery = "to_tsquery('english', :match)"
+            return (
+                f"FROM message m WHERE m.search_vector @@ {tsquery} {extra}",
+                f"ts_rank(m.search_vector, {tsquery}, 1)",
+                "score DESC, m.id",  # ties in a stable order, or pages could overlap
+                match,
+            )
+        return (
+            "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
+            f"WHERE message_fts MATCH :match {extra}",
+            "-bm25(message_fts)",
+            "bm25(message_fts)",
+            fts5_match(query),
+        )
+
     def _keyword_page(
         self, query: str, limit: int, page: int, where: str, params: dict[str, Any]
     ) -> Page[MessageHit]:
-        match = fts5_match(query)
+        base, score, order, match = self._words_query(query, where)
         if match is None:
             return Page([], 0, page, limit)
-        extra = f"AND {where}" if where else ""
-        base = (
-            "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
-            f"WHERE message_fts MATCH :match {extra}"
-        )
         return self._page(
-            f"SELECT {COLUMNS}, -bm25(message_fts) AS score {base} "
-            "ORDER BY bm25(message_fts) LIMIT :limit OFFSET :offset",
+            f"SELECT {COLUMNS}, {score} AS score {base} ORDER BY {order} "
+            "LIMIT :limit OFFSET :offset",
             f"SELECT count(*) {base}",
             {**params, "match": match},
             limit,
@@ -198,18 +224,14 @@ class RecallSearch:
     ) -> tuple[dict[int, float], float]:
         """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
         one's indexed text holds, and the keyword side's weight (``search.coordinated``)."""
-        match = fts5_match(query)
+        base, score, order, match = self._words_query(query, where)
         if match is None:
             return {}, 0.0
-        extra = f"AND {where}" if where else ""
         with self._engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    "SELECT message_fts.rowid AS id, -bm25(message_fts) AS score, "
-                    "m.search_text AS indexed FROM message_fts "
-                    "JOIN message m ON m.id = message_fts.rowid "
-                    f"WHERE message_fts MATCH :match {extra} "
-                    "ORDER BY bm25(message_fts) LIMIT :limit"
+                    f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed {base} "
+                    f"ORDER BY {order} LIMIT :limit"
                 ),
                 {**params, "match": match, "limit": limit},
             ).all()

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine, text
 
+from engine.db import on_postgres
 from engine.memory import context_index
 from engine.memory.search import chunked
 from engine.memory.vectors import VectorTable, quote_sql
@@ -131,9 +132,22 @@ class MessageVectors:
                 )
             ]
         for conversation_id in pending:
-            with self._immediate() as connection:
-                _refresh_context(connection, conversation_id, 0)
-                connection.execute(
+            if on_postgres(self._engine):  # rows are locked as they are written; no BEGIN IMMEDIATE
+                with self._engine.begin() as connection:
+                    context_index.refresh(
+                        lambda sql, params: connection.execute(text(sql), params).all(),
+                        lambda sql, rows: connection.execute(text(sql), rows),
+                        conversation_id,
+                        0,
+                    )
+                    connection.execute(
+                        text("DELETE FROM message_context_pending WHERE conversation_id = :c"),
+                        {"c": conversation_id},
+                    )
+                continue
+            with self._immediate() as raw:
+                _refresh_context(raw, conversation_id, 0)
+                raw.execute(
                     "DELETE FROM message_context_pending WHERE conversation_id = ?",
                     (conversation_id,),
                 )

@@ -69,16 +69,33 @@ class Snapshot:
         return f"{self.id} ({self.created_at:%Y-%m-%d %H:%M}, {kind}, {size}){note}"
 
 
+# Snapshots copy the SQLite file; an assistant on a server is kept by the server's backups.
+NOT_ON_POSTGRES = (
+    "Snapshots are kept for assistants stored on this computer; this one is in PostgreSQL, "
+    "whose own backups (pg_dump, or the server's) cover it."
+)
+
+
 class SnapshotStore:
-    def __init__(self, root: Path, database_path: Path, tables: list[VectorTable]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        database_path: Path,
+        tables: list[VectorTable],
+        unavailable: str | None = None,
+    ) -> None:
+        """``unavailable``: why this profile cannot have snapshots (it is on a server)."""
         self._folder = root / FOLDER
         self._database_path = database_path
         self._tables = tables
+        self._unavailable = unavailable
 
     # -- taking -------------------------------------------------------------------------------
 
     def create(self, note: str = "", *, automatic: bool = False) -> Snapshot:
         """Take a snapshot now (it takes as long as copying the SQLite file)."""
+        if self._unavailable:
+            raise SnapshotError(self._unavailable)
         snapshot_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
         partial = self._folder / f"{snapshot_id}.partial"
         try:
@@ -148,6 +165,8 @@ class SnapshotStore:
         state (returned: it undoes the restore; not taken when ``keep_current`` is False, as
         when a failed import is undone). Reopen the profile afterwards: what was read before
         the restore (the window's pages, caches) shows the old state."""
+        if self._unavailable:
+            raise SnapshotError(self._unavailable)
         snapshot = self.get(snapshot_id)
         before = (
             self.create(f"before restoring {snapshot.id}", automatic=True) if keep_current else None

@@ -42,13 +42,16 @@ class Hub:
         folder_of: Callable[[str], Path],
         models: ModelFactory = load_model,
         archival_url: str | None = None,
+        database_url: str | None = None,
     ) -> None:
         """``archival_url``: object storage (``s3://bucket/prefix?endpoint=…``) under which each
-        new assistant's archival memory goes, in ``prefix/USER/ASSISTANT``; None: each
-        assistant's own folder."""
+        new assistant's archival memory goes, in ``prefix/USER/ASSISTANT``; ``database_url``:
+        the PostgreSQL server that holds each new assistant's other tables (a schema each);
+        None: each assistant's own folder."""
         self._folder_of = folder_of
         self._load_model = models
         self._archival_url = archival_url
+        self._database_url = database_url
         self._open: dict[tuple[str, str], OpenAssistant] = {}
         self._models: dict[ModelConfig, tuple[ChatModel, threading.Lock]] = {}
         self._loading: dict[ModelConfig, threading.Lock] = {}
@@ -63,7 +66,9 @@ class Hub:
             parts = urlsplit(self._archival_url)
             path = f"{parts.path.rstrip('/')}/{user}/{check_name(name)}"
             archival = urlunsplit(parts._replace(path=path))
-        self.assistants(user).create(name, persona, archival_url=archival)
+        self.assistants(user).create(
+            name, persona, archival_url=archival, database_url=self._database_url
+        )
 
     def get(self, user: str, name: str) -> OpenAssistant:
         key = (user, check_name(name))
