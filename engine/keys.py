@@ -120,3 +120,33 @@ def delete_key(provider: str) -> bool:
         except keyring.errors.PasswordDeleteError:
             pass
     return removed
+
+
+def save_secret(name: str, secret: str) -> None:
+    """Keep another secret under ``name`` (a server's token): in the keyring if this computer
+    has one, else for this run only (``KeyringUnavailableError`` says so after keeping it)."""
+    secret = secret.strip()
+    if not secret:
+        raise MnemoError("The token is empty; paste the whole token.")
+    register_secret(secret)
+    _session_keys[name] = secret
+    if not keyring_status()[1]:
+        raise KeyringUnavailableError(NO_KEYRING)
+    try:
+        keyring.set_password(SERVICE, name, secret)
+    except keyring.errors.KeyringError as error:
+        raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
+
+
+def get_secret(name: str) -> str | None:
+    """A secret kept by ``save_secret``: this run's, else the keyring's; None when none."""
+    if name in _session_keys:
+        return _session_keys[name]
+    if not keyring_status()[1]:
+        return None
+    try:
+        secret = keyring.get_password(SERVICE, name)
+    except keyring.errors.KeyringError:
+        return None
+    register_secret(secret)
+    return secret

@@ -32,6 +32,7 @@ from engine.cli.output import jsonable
 from engine.errors import CoreMemoryError, InputError, MnemoError, NotFoundError, user_message
 from engine.events import Event
 from engine.ingest.ingestor import Ingestor
+from engine.server import wire
 from engine.server.accounts import Accounts
 from engine.server.hub import BusyError, Hub
 
@@ -101,6 +102,15 @@ class Decision(BaseModel):
     content: str | None = Field(default=None, max_length=100_000)
 
 
+class Call(BaseModel):
+    """One memory call of a connected window (``wire.CALLS`` lists what may be called)."""
+
+    store: str = Field(max_length=40)
+    method: str = Field(max_length=40)
+    args: list[Any] = Field(default_factory=list)
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+
 # -- the app --------------------------------------------------------------------------------------
 
 
@@ -136,7 +146,14 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             status = 404
         elif isinstance(error, BusyError | CoreMemoryError) or "exists already" in str(error):
             status = 409
-        return JSONResponse({"error": user_message(error) or str(error)}, status)
+        kind = type(error)
+        return JSONResponse(
+            {
+                "error": user_message(error) or str(error),
+                "kind": f"{kind.__module__}:{kind.__qualname__}",  # the client raises the same
+            },
+            status,
+        )
 
     @app.middleware("http")
     async def size_limit(
@@ -166,6 +183,11 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
     async def run(work: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(work)
 
+    @app.get("/v1/version")
+    async def version() -> dict[str, str]:
+        """Which Mnemo answers (a connected window checks it matches its own); no token."""
+        return {"version": __version__}
+
     @app.get("/v1/assistants")
     async def list_assistants(user: User) -> list[dict[str, str]]:
         found = await run(lambda: hub.assistants(user).all())
@@ -189,7 +211,10 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         def work() -> None:
             try:
                 # The engine's last event is TurnFinished, streamed like the others.
-                hub.run_turn(opened, body.text, lambda e: events.put((event_name(e), jsonable(e))))
+                # Typed (``wire``): a window rebuilds the very events its bridge takes.
+                hub.run_turn(
+                    opened, body.text, lambda e: events.put((event_name(e), wire.encode(e)))
+                )
             except MnemoError as error:
                 events.put(("error", {"error": user_message(error) or str(error)}))
             except Exception:  # a bug: said plainly, logged by the server
@@ -209,6 +234,26 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
                 yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
         return StreamingResponse(stream(), media_type="text/event-stream")
+
+    @app.post("/v1/assistants/{name}/call")
+    async def call(user: User, name: str, body: Call) -> dict[str, Any]:
+        """A memory call of a connected window: ``store.method(*args, **kwargs)``, answered with
+        the engine's own values, typed (``engine.server.wire``)."""
+        if body.method not in wire.CALLS.get(body.store, ()):
+            raise ApiError(404, f"There is no memory call {body.store}.{body.method}.")
+        opened = await run(lambda: hub.get(user, name))
+        target = (
+            Ingestor(opened.mnemo)
+            if body.store == "documents"
+            else getattr(opened.mnemo, body.store)
+        )
+        method = getattr(target, body.method)
+        args, kwargs = wire.decode(body.args), wire.decode(body.kwargs)
+        try:
+            result = await run(lambda: method(*args, **kwargs))
+        except TypeError as error:  # the wrong arguments: the client's mistake, not a crash
+            raise ApiError(422, f"The call {body.store}.{body.method} got {error}.") from error
+        return {"result": wire.encode(result)}
 
     @app.get("/v1/assistants/{name}/core")
     async def core(user: User, name: str) -> dict[str, str]:

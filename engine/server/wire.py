@@ -1,0 +1,146 @@
+"""What crosses the wire between `mnemo serve` and the window connected to it: engine values as
+JSON, and the memory calls a client may make.
+
+The window works on the engine's own objects (a ``Block``, a ``Page`` of ``MessageHit``, a
+``Proposal``, the events of a turn), so the server sends them typed: a dataclass carries its
+class (``"$type": "engine.memory.core:Block"``), a datetime its ISO form. The client rebuilds the
+very same objects, and only dataclasses of the engine: nothing else is ever constructed from what
+a server sends. Both sides run the same Mnemo version (``/v1/version`` says which).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from datetime import date, datetime
+from enum import Enum
+from pathlib import Path, PurePath
+from typing import Any
+
+import numpy as np
+
+# The memory calls a connected window makes, store by store: what the window shows and edits.
+# Nothing here reads or writes a path on the server, or replaces a store wholesale.
+CALLS: dict[str, frozenset[str]] = {
+    "core": frozenset(
+        {"blocks", "block", "get", "room_left", "set", "append", "replace", "preview"}
+        | {"add_block", "remove_block", "configure", "edit", "history", "undo"}
+    ),
+    "recall": frozenset(
+        {"recent", "get", "search", "search_by_date", "delete", "count", "titles", "latest_id"}
+    ),
+    "archival": frozenset(
+        {"search", "get", "recent", "count", "delete", "update", "insert", "set_expiry"}
+        | {"duplicate_clusters", "merge", "expired", "list_by_source", "describe"}
+    ),
+    "knowledge": frozenset(
+        {"entities", "entity", "facts", "fact", "correct", "retract", "add", "merge"}
+        | {"similar", "history", "expired", "set_expiry", "mentioned", "sentence", "line"}
+    ),
+    "proposals": frozenset(
+        {"pending", "count_pending", "all", "get", "preview", "approve", "reject", "describe"}
+    ),
+    "settings": frozenset({"get", "set", "is_set", "all"}),
+    "documents": frozenset({"documents"}),
+}
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON-ready data that ``decode`` turns back into the same value."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        data = {
+            field.name: encode(getattr(value, field.name)) for field in dataclasses.fields(value)
+        }
+        return {"$type": f"{kind.__module__}:{kind.__qualname__}", **data}
+    if isinstance(value, datetime):
+        return {"$datetime": value.isoformat()}
+    if isinstance(value, date):
+        return {"$date": value.isoformat()}
+    if isinstance(value, PurePath):
+        return {"$path": str(value)}
+    if isinstance(value, Enum):
+        return encode(value.value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        if all(isinstance(key, str) and not key.startswith("$") for key in value):
+            return {key: encode(item) for key, item in value.items()}
+        return {"$items": [[encode(key), encode(item)] for key, item in value.items()]}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [encode(item) for item in value]
+    if hasattr(value, "model_dump"):  # a SQLModel row (DocumentRow)
+        kind = type(value)
+        return {"$type": f"{kind.__module__}:{kind.__qualname__}", **encode(value.model_dump())}
+    raise TypeError(f"{type(value).__name__} cannot be sent to a Mnemo client")
+
+
+def decode(data: Any) -> Any:
+    """The value ``encode`` made ``data`` from (engine types only; anything else is refused)."""
+    if isinstance(data, list):
+        return [decode(item) for item in data]
+    if not isinstance(data, dict):
+        return data
+    if "$datetime" in data:
+        return datetime.fromisoformat(data["$datetime"])
+    if "$date" in data:
+        return date.fromisoformat(data["$date"])
+    if "$path" in data:
+        return Path(data["$path"])
+    if "$items" in data:
+        return {_hashable(decode(key)): decode(item) for key, item in data["$items"]}
+    if "$type" in data:
+        return _build(str(data["$type"]), {k: decode(v) for k, v in data.items() if k != "$type"})
+    return {key: decode(item) for key, item in data.items()}
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+# Where the values that cross the wire are defined; a type from anywhere else is refused (and
+# no other module is ever imported because a peer named it).
+TYPE_MODULES = (
+    "engine.events",
+    "engine.memory.",
+    "engine.db.schema",
+    "engine.ingest.ingestor",
+    "engine.context.window",
+    "engine.transcript",
+)
+
+
+def _build(name: str, fields: dict[str, Any]) -> Any:
+    module_name, _, qualname = name.partition(":")
+    allowed = any(
+        module_name == prefix or (prefix.endswith(".") and module_name.startswith(prefix))
+        for prefix in TYPE_MODULES
+    )
+    if not allowed or not qualname.isidentifier():
+        raise ValueError(f"A value of type {name!r} was sent, which Mnemo does not build.")
+    kind = getattr(importlib.import_module(module_name), qualname, None)
+    if kind is None:
+        raise ValueError(f"A value of type {name!r} was sent, unknown to this version of Mnemo.")
+    if hasattr(kind, "model_validate"):  # a SQLModel row
+        return kind.model_validate(fields)
+    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+        raise ValueError(f"A value of type {name!r} was sent, which Mnemo does not build.")
+    known = {field.name: field for field in dataclasses.fields(kind)}
+    values = {key: _as_field(known[key], value) for key, value in fields.items() if key in known}
+    settable = {key: value for key, value in values.items() if known[key].init}
+    built = kind(**settable)
+    for key, value in values.items():
+        if not known[key].init:
+            object.__setattr__(built, key, value)
+    return built
+
+
+def _as_field(field: dataclasses.Field[Any], value: Any) -> Any:
+    """Lists that were tuples come back as tuples (frozen events compare and hash them)."""
+    if isinstance(value, list) and "tuple" in str(field.type):
+        return tuple(value)
+    return value

@@ -1,0 +1,49 @@
+"""A real `mnemo serve` (uvicorn on 127.0.0.1, a free port) over real profiles, for the tests."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from engine.server.accounts import Accounts
+from engine.server.app import Limits, create_app
+from engine.server.hub import Hub
+
+
+class Server:
+    def __init__(
+        self,
+        root: Path,
+        models: Any,
+        limits: Limits | None = None,
+        archival_url: str | None = None,
+        database_url: str | None = None,
+    ) -> None:
+        self.accounts = Accounts(root)
+        self.tokens = {name: self.accounts.add(name) for name in ("alice", "bob")}
+        self.hub = Hub(self.accounts.folder, models, archival_url, database_url)
+        app = create_app(self.accounts, self.hub, limits)
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        )
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    def client(self, user: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[user]}"} if user else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=20)
+        self.hub.close()
