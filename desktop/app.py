@@ -23,9 +23,13 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QCoreApplication
     from PySide6.QtWidgets import QWidget
 
+    from desktop.remote import ServerChoice
     from desktop.workers import ModelLoader
     from engine.mnemo import Mnemo
+    from engine.server.client import RemoteMnemo
     from engine.settings import Settings
+
+SERVER_PREFIX = "mnemo-server:"  # a remembered choice of an assistant on a server (remote.py)
 
 # Set by tests/benchmarks/startup.py and a test: the app writes "shown", "opened" and "ready"
 # with the wall-clock time to standard error when the first window is painted, when the profile
@@ -58,6 +62,13 @@ def has_display() -> bool:
 def run(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="mnemo", description="Open Mnemo's window.")
     parser.add_argument("--profile", metavar="PATH", help="profile folder")
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="use an assistant on a Mnemo server (`mnemo serve`); the token comes from the "
+        "keyring (saved when you connect from the window) or MNEMO_SERVER_TOKEN",
+    )
+    parser.add_argument("--assistant", default="home", help="the assistant on --server")
     args = parser.parse_args(argv)
     if not has_display():
         print(f"mnemo: {NO_DISPLAY}", file=sys.stderr)
@@ -72,6 +83,8 @@ def run(argv: Sequence[str]) -> int:
     QApplication.setDesktopFileName("mnemo")  # the installed mnemo.desktop: its icon and name
     QApplication.setWindowIcon(app_icon())
     chosen: str | None = args.profile
+    if args.server:
+        chosen = f"{SERVER_PREFIX}{args.assistant}@{args.server.rstrip('/')}"
     if chosen is None and not os.environ.get("MNEMO_HOME"):
         chosen = app_settings().value(PROFILE_SETTING) or None
     # One window after another in this process: the next opens when one closes asking for it
@@ -90,9 +103,14 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
 
     from desktop.opening import OpeningWindow
 
+    server = None
+    if chosen and chosen.startswith(SERVER_PREFIX):
+        from desktop.remote import ServerChoice
+
+        server = ServerChoice.read(chosen)
     with ExitStack() as stack:
         try:
-            profile = Profile.resolve(chosen)
+            profile = server.local_folder if server else Profile.resolve(chosen)
             stack.enter_context(profile.hold_assistant(WINDOW))
         except ProfileBusyError as busy:
             if busy.holder.get("program") == WINDOW and bring_forward(profile):
@@ -106,7 +124,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
         opening.show()
         QTimer.singleShot(0, lambda: trace("shown"))  # after the first paint
         try:
-            mnemo, loader = open_behind(profile)
+            mnemo, loader = open_behind(profile, server)
         except MnemoError as error:
             opening.close()
             QMessageBox.critical(None, "Mnemo cannot start", str(error))
@@ -134,7 +152,9 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
         return code, str(window.next_profile) if window.next_profile else None
 
 
-def open_behind(profile: Profile) -> tuple[Mnemo, ModelLoader]:
+def open_behind(
+    profile: Profile, server: ServerChoice | None = None
+) -> tuple[Mnemo | RemoteMnemo, ModelLoader]:
     """Open the profile and load the full window's modules on a thread, while the first window
     stays painted and responsive; errors are raised here, on the GUI thread. The model starts
     loading as soon as the profile is open (its settings name it), beside the window's modules
@@ -145,6 +165,15 @@ def open_behind(profile: Profile) -> tuple[Mnemo, ModelLoader]:
 
     def work() -> None:
         try:
+            if server is not None:  # the server's memory, embedder and model
+                from desktop.remote import open_remote
+                from desktop.workers import load_configured_model
+
+                outcome["mnemo"] = open_remote(server, while_away=True)
+                outcome["loader"] = load_configured_model  # not used: the server answers
+                import desktop.main_window  # noqa: F401
+
+                return
             from engine.embed import default_embedder
 
             # ONNX Runtime builds its session in C++ while LanceDB's Python is imported (chat

@@ -34,10 +34,13 @@ class AssistantSwitcher(QComboBox):
 
     switch_requested = Signal(object)
 
-    def __init__(self, current: Path, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, current: Path, parent: QWidget | None = None, current_label: str | None = None
+    ) -> None:
         super().__init__(parent)
         self.setToolTip("Each assistant has a memory of its own")
         self.current = current
+        self._current_label = current_label or current.name  # "home @ server:8765"
         self.assistants = Assistants(data_folder())
         self.refresh()
         self.activated.connect(self._chosen)
@@ -49,7 +52,7 @@ class AssistantSwitcher(QComboBox):
             self.addItem(assistant.name, assistant.path)
         paths = [self.itemData(i) for i in range(self.count())]
         if self.current not in paths:  # a profile outside the data folder (--profile)
-            self.insertItem(0, self.current.name, self.current)
+            self.insertItem(0, self._current_label, self.current)
         self.setCurrentIndex([self.itemData(i) for i in range(self.count())].index(self.current))
         self.addItem(NEW, None)
         self.blockSignals(False)
@@ -95,7 +98,19 @@ class AssistantMenu(QToolButton):
         menu.addAction("Duplicate the persona only…", lambda: self.duplicate(memory=False))
         menu.addAction("Rename another…", self.rename)
         menu.addAction("Delete another…", self.delete)
+        menu.addSeparator()
+        menu.addAction("Connect to a Mnemo server…", self.connect_to_server)
         self.setMenu(menu)
+
+    def connect_to_server(self) -> None:
+        """Use an assistant on a Mnemo server from now on (the app remembers it)."""
+        from desktop.remote import ConnectDialog  # the client only when asked for
+
+        dialog = ConnectDialog(self.window())
+        if dialog.exec() and dialog.choice is not None:
+            remembered = dialog.choice.remembered()
+            app_settings().setValue(PROFILE_SETTING, remembered)
+            self._switcher.switch_requested.emit(remembered)
 
     def _others(self) -> list[str]:
         current = self._switcher.current
@@ -148,12 +163,14 @@ class AssistantMenu(QToolButton):
             self._run("Delete", lambda: self._switcher.assistants.delete(name))
 
 
-def switcher_row(current: Path) -> tuple[QWidget, AssistantSwitcher, AssistantMenu]:
+def switcher_row(
+    current: Path, current_label: str | None = None
+) -> tuple[QWidget, AssistantSwitcher, AssistantMenu]:
     """The switcher and its menu, side by side, for the sidebar."""
     row = QWidget()
     layout = QHBoxLayout(row)
     layout.setContentsMargins(0, 0, 0, 0)
-    switcher = AssistantSwitcher(current)
+    switcher = AssistantSwitcher(current, current_label=current_label)
     menu = AssistantMenu(switcher)
     layout.addWidget(switcher, 1)
     layout.addWidget(menu)

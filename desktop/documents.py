@@ -21,9 +21,10 @@ from desktop import ui
 from desktop.threads import FOLDERS, Tasks
 from desktop.ui import cell, label, table
 from engine.db.schema import DocumentRow
-from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
+from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.ingest.watch import WatchedFolders
 from engine.mnemo import Mnemo
+from engine.server.client import RemoteMnemo
 
 STATUS_WORDS = {
     "queued": "waiting",
@@ -76,6 +77,11 @@ class WatchedFoldersList(QWidget):
 
     def refresh(self) -> None:
         self.list.clear()
+        if isinstance(self._mnemo, RemoteMnemo):  # folders are on this computer, memory is not
+            self.list.addItem("Watched folders are for assistants on this computer; drop files")
+            self.list.addItem("instead, and they are sent to the server.")
+            self.remove_button.setEnabled(False)
+            return
         folders = WatchedFolders(self._mnemo).all()
         for folder in folders:
             missing = "" if folder.path.is_dir() else "  (missing)"
@@ -238,8 +244,7 @@ class DocumentsPage(QWidget):
     # -- the file list -------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        ingestor = Ingestor(self._mnemo)
-        self._tasks.submit(ingestor.documents, self._show)
+        self._tasks.submit(self._mnemo.documents, self._show)
 
     def _show(self, documents: list[DocumentRow]) -> None:
         if self.only_problems.isChecked():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 from PySide6.QtCore import Qt, QThread, Signal
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
@@ -34,6 +35,7 @@ from desktop.exchange_actions import ExchangeActions
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
+from desktop.remote import ConnectionWatch, RemoteChatWorker, RemoteIngestWorker
 from desktop.settings_page import SettingsPage
 from desktop.snapshots_view import SnapshotsView
 from desktop.threads import (
@@ -65,6 +67,7 @@ from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
+from engine.server.client import UNREACHABLE, RemoteMnemo
 from engine.text import one_line
 
 SWITCH_INTERVAL_S = 0.001
@@ -86,33 +89,50 @@ class MainWindow(QMainWindow):
     add_watched_requested = Signal(str)
     remove_watched_requested = Signal(str, bool)
 
-    def __init__(self, mnemo: Mnemo, loader: ModelLoader = load_configured_model) -> None:
+    def __init__(
+        self, opened: Mnemo | RemoteMnemo, loader: ModelLoader = load_configured_model
+    ) -> None:
         super().__init__()
         # Workers run Python between their C calls (chunking, SQL rows, tokenizing); with the
         # default 5 ms switch interval the GUI thread waited up to 100+ ms for the interpreter
         # while three of them were busy. 1 ms hands it over sooner, at little cost to them.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.collector = GuiThreadCollector(self)  # before any worker thread starts
-        self.mnemo = mnemo
+        # A RemoteMnemo stands in for a Mnemo with the attributes the pages use.
+        mnemo = self.mnemo = cast(Mnemo, opened)
         self._restore_on_close: str | None = None
         # The profile the app opens once this window has closed: another assistant, or this
         # one again after a snapshot was restored; None: the app ends.
-        self.next_profile: Path | None = None
-        self.setWindowTitle(f"Mnemo — {mnemo.profile.root}")
+        self.next_profile: Path | str | None = None
+        self.mnemo_on_server = opened if isinstance(opened, RemoteMnemo) else None
+        self.remote = self.mnemo_on_server is not None  # an assistant on a Mnemo server
+        where = opened.where if isinstance(opened, RemoteMnemo) else opened.profile.root
+        self.setWindowTitle(f"Mnemo — {where}")
         self.resize(1180, 760)
         self.setStyleSheet(STYLE)
         self.setAcceptDrops(True)
         self.bridge = EngineBridge()
         self.tasks = Tasks(self)
-        self.chat_worker = ChatWorker(mnemo, self.bridge, loader)
-        self.ingest_worker = IngestWorker(mnemo)
+        if isinstance(opened, RemoteMnemo):
+            self.chat_worker: ChatWorker = RemoteChatWorker(opened, self.bridge)
+            self.ingest_worker: IngestWorker = RemoteIngestWorker(opened)
+            self.connection_watch: ConnectionWatch | None = ConnectionWatch(
+                opened, self.tasks, self
+            )
+        else:
+            self.chat_worker = ChatWorker(mnemo, self.bridge, loader)
+            self.ingest_worker = IngestWorker(mnemo)
+            self.connection_watch = None
         self._threads: list[QThread] = []
         self.model_ready = False
         self._reload_chat_after_turn = False
 
         self._build()
         self._connect()
-        self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES))
+        if self.remote:  # the server may be away: the window opens all the same, and retries
+            self._reload_chat()
+        else:
+            self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES))
         self.proposals.refresh()
         self.core.refresh()
         self.knowledge.refresh()
@@ -150,7 +170,11 @@ class MainWindow(QMainWindow):
         chat_page.setSizes([700, 400])
         chat_page.setChildrenCollapsible(False)
 
-        switcher_box, self.switcher, self.assistant_menu = switcher_row(mnemo.profile.root)
+        on_server = self.mnemo_on_server
+        switcher_box, self.switcher, self.assistant_menu = switcher_row(
+            mnemo.profile.root,
+            f"{on_server.connection.assistant} (server)" if on_server else None,
+        )
         self.switcher.switch_requested.connect(self.switch_to)
         self.nav = QListWidget()
         self.nav.setObjectName("nav")
@@ -170,6 +194,8 @@ class MainWindow(QMainWindow):
             self.pages.addWidget(page)
         self.nav.currentRowChanged.connect(self._show_page)
         self.nav.setCurrentRow(0)
+        if self.remote:  # the server's model answers; its folders are not this computer's
+            self.nav.item(PAGES.index("Models")).setHidden(True)
 
         self.banner = label("", "error_banner")
         self.banner.setVisible(False)
@@ -255,9 +281,16 @@ class MainWindow(QMainWindow):
         self.about_action = help_menu.addAction("About Mnemo")
         self.about_action.triggered.connect(self.show_about)
 
+        if isinstance(self.chat_worker, RemoteChatWorker) and self.connection_watch:
+            self.chat_worker.connection_lost.connect(self._connection_lost)
+            self.connection_watch.back.connect(self._connection_back)
+            for action in (self.exchange.export_action, self.exchange.import_action):
+                action.setEnabled(False)
+                action.setToolTip("Export and import run on the server (`mnemo export`)")
+
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)
-        self.tasks.error.connect(self.show_error)
+        self.tasks.error.connect(self._task_failed)
 
         ingest = self.ingest_worker
         self.documents.ingest_requested.connect(self.ingest)
@@ -447,6 +480,45 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(f"Adding {names}{more} to archival memory…", 5000)
             self.ingest(paths)
 
+    # -- the connection to a server -----------------------------------------------------------
+
+    def _connection_lost(self, text: str, why: str) -> None:
+        """A message could not be sent: it goes back in the box, and the window retries."""
+        if text and not self.chat.input.toPlainText().strip():
+            self.chat.input.setPlainText(text)
+        if text:
+            self.chat.add_notice(
+                "Not sent: the server could not be reached. Your message is back "
+                "in the box; send it again once the connection is back.",
+                error=True,
+            )
+        self._maybe_connection_lost(why)
+
+    def _task_failed(self, message: str) -> None:
+        if self.connection_watch is not None and message.startswith(UNREACHABLE):
+            self._maybe_connection_lost(message)
+        else:
+            self.show_error(message)
+
+    def _maybe_connection_lost(self, message: str) -> None:
+        if self.connection_watch is None:
+            return
+        self.show_error(
+            f"Lost the connection to the Mnemo server. {message} Trying again every few seconds…"
+        )
+        self.chat.set_ready(False)
+        self.connection_watch.start()
+
+    def _connection_back(self) -> None:
+        self.show_error("")
+        if self.model_ready:
+            self.chat.set_ready(True)
+        else:  # it was away when the window opened
+            self.load_requested.emit()
+        self.statusBar().showMessage("Connected to the Mnemo server again.", 10000)
+        for kind in (PROPOSALS, CORE, KNOWLEDGE, PASSAGES, MESSAGES):
+            self.tasks.announce(kind)
+
     # -- pages and errors ----------------------------------------------------------------------
 
     def _show_page(self, row: int) -> None:
@@ -471,7 +543,10 @@ class MainWindow(QMainWindow):
     # -- the health check ------------------------------------------------------------------------
 
     def check_health(self) -> None:
-        """Run the health check behind the window; the banner shows only when it finds something."""
+        """Run the health check behind the window; the banner shows only when it finds something.
+        An assistant on a server is the server's to check (`mnemo doctor` there)."""
+        if self.remote:
+            return
         self.tasks.submit(lambda: health.check(self.mnemo), self._show_health)
 
     def _show_health(self, problems: list[health.Problem]) -> None:
@@ -526,8 +601,9 @@ class MainWindow(QMainWindow):
         if page in PAGES:
             self.show_page(str(page))
 
-    def switch_to(self, profile: Path) -> None:
-        """Close, and let the app open ``profile`` in a new window (see ``app.run``)."""
+    def switch_to(self, profile: Path | str) -> None:
+        """Close, and let the app open ``profile`` in a new window (see ``app.run``): a folder,
+        or an assistant on a server (``remote.ServerChoice.remembered``)."""
         self.next_profile = profile
         self.close()
 

@@ -12,6 +12,7 @@ from types import TracebackType
 from sqlalchemy import Engine
 
 from engine.db import on_postgres, open_database, postgres
+from engine.db.schema import DocumentRow
 from engine.embed import Embedder, default_embedder
 from engine.errors import ProfileError
 from engine.memory import archival, recall
@@ -185,6 +186,12 @@ class Mnemo:
             if store.embedder_mismatch:
                 count += store.reembed(partial(progress, name) if progress else None)
         return count
+
+    def documents(self) -> list[DocumentRow]:
+        """The ingested documents, newest first (the window lists them; so does a server)."""
+        from engine.ingest.ingestor import Ingestor  # the loaders only when asked for
+
+        return Ingestor(self).documents()
 
     def wait_for_background_work(self) -> None:
         """Wait for vector repair, index builds and compaction (tests and benchmarks use this)."""

@@ -23,21 +23,25 @@ class Server:
         limits: Limits | None = None,
         archival_url: str | None = None,
         database_url: str | None = None,
+        *,
+        port: int = 0,
+        tokens: dict[str, str] | None = None,
     ) -> None:
+        """``port`` and ``tokens``: the same server started again (after ``stop``)."""
         self.accounts = Accounts(root)
-        self.tokens = {name: self.accounts.add(name) for name in ("alice", "bob")}
+        self.tokens = tokens or {name: self.accounts.add(name) for name in ("alice", "bob")}
         self.hub = Hub(self.accounts.folder, models, archival_url, database_url)
         app = create_app(self.accounts, self.hub, limits)
         self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
         )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 20
         while not self._server.started and time.monotonic() < deadline:
             time.sleep(0.02)
-        port = self._server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.port = self._server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def client(self, user: str | None) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[user]}"} if user else {}

@@ -22,6 +22,7 @@ import httpx
 from engine import __version__, keys
 from engine.errors import MnemoError
 from engine.events import Event, TurnFinished
+from engine.memory.snapshots import SnapshotError
 from engine.profile import Profile
 from engine.server import wire
 from engine.settings import Settings
@@ -29,6 +30,9 @@ from engine.settings import Settings
 TOKEN_USER = "server:"  # keyring user name of a server's token: this + the server's address
 CONNECT_TIMEOUT_S = 5.0
 CALL_TIMEOUT_S = 60.0  # a search on a loaded server, an approval that re-embeds a note
+
+
+UNREACHABLE = "Cannot reach the Mnemo server"  # how ServerUnreachableError's sentence begins
 
 
 class ServerUnreachableError(MnemoError):
@@ -74,7 +78,7 @@ class Connection:
 
     def _unreachable(self, error: Exception) -> ServerUnreachableError:
         return ServerUnreachableError(
-            f"Cannot reach the Mnemo server at {self.url} ({type(error).__name__}); check that "
+            f"{UNREACHABLE} at {self.url} ({type(error).__name__}); check that "
             "it is running and that this computer can reach it. Nothing was changed."
         )
 
@@ -222,6 +226,21 @@ class RemoteSettings(Settings):
         return dict(self._connection.call("settings", "all"))
 
 
+class ServerSnapshots:
+    """Snapshots are the server's backups: none are listed here, and none can be taken."""
+
+    def all(self) -> list[Any]:
+        return []
+
+    def _refuse(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise SnapshotError(
+            "Snapshots are kept for assistants stored on this computer; this one is on a Mnemo "
+            "server, whose own backups cover it."
+        )
+
+    create = restore = delete = get = _refuse
+
+
 class RemoteMnemo:
     """An assistant on a Mnemo server with the attributes of ``Mnemo`` the window uses.
 
@@ -237,6 +256,7 @@ class RemoteMnemo:
         self.knowledge: Any = RemoteStore(connection, "knowledge")
         self.proposals: Any = RemoteStore(connection, "proposals")
         self.settings: Settings = RemoteSettings(connection)
+        self.snapshots: Any = ServerSnapshots()
 
     @property
     def where(self) -> str:

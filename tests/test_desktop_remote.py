@@ -1,0 +1,124 @@
+"""The window connected to `mnemo serve` as a client: the server's assistants live in a real
+PostgreSQL (pgvector) and a real S3-compatible server; a scripted model plays the agent there.
+The window is the same; only its memory and its model are on the server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import Qt
+
+from desktop import remote
+from desktop.main_window import MainWindow
+from desktop.remote import ServerChoice, open_remote
+from engine.llm import ScriptedModel
+from tests.agent_helpers import call, say
+from tests.mnemo_server import Server
+from tests.test_desktop import TIMEOUT_MS, send
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def server(tmp_path, model, postgres_server, s3_profile) -> Iterator[Server]:
+    running = Server(
+        tmp_path / "server",
+        lambda _settings: model,
+        archival_url=s3_profile,
+        database_url=postgres_server,
+    )
+    for user in ("alice", "bob"):
+        running.client(user).post("/v1/assistants", json={"name": "home"})
+    yield running
+    running.stop()
+
+
+def open_client(qtbot, server: Server, user: str) -> MainWindow:
+    mnemo = open_remote(ServerChoice(server.url, "home"), server.tokens[user])
+    window = MainWindow(mnemo)
+    qtbot.addWidget(window)
+    qtbot.waitUntil(lambda: window.model_ready, timeout=TIMEOUT_MS)
+    return window
+
+
+def test_the_window_chats_approves_ingests_and_finds_through_the_server(
+    qtbot, server, model, tmp_path
+):
+    window = open_client(qtbot, server, "alice")
+    try:
+        assert window.remote and "on http://127.0.0.1" in window.windowTitle()
+        assert window.nav.item(6).isHidden()  # Models: the server's model answers
+        model.enqueue(
+            [
+                call("core_memory_append", label="human", content="Name: Ada.",
+                     request_heartbeat=True),
+                say("Hi Ada, noted."),
+            ]
+        )  # fmt: skip
+        send(qtbot, window, "I am Ada.")
+        assert window.chat.bubbles()[-1].text == "Hi Ada, noted."
+        qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
+        (proposal,) = window.mnemo.proposals.pending()
+        card = window.proposals.card(proposal.id)
+        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.proposals.count == 0, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: "Name: Ada." in window.core.cards["human"].editor.toPlainText(),
+            timeout=TIMEOUT_MS,
+        )
+
+        manual = tmp_path / "boiler.md"
+        manual.write_text("# Boiler\n\nThe boiler is serviced every October by Dana.\n")
+        window.ingest([str(manual)])  # what a drop does
+        qtbot.waitUntil(lambda: not window.ingest_bar.isVisible(), timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda: len(window.documents.documents) == 1, timeout=TIMEOUT_MS)
+        assert window.documents.documents[0].status == "done"
+        found = window.mnemo.archival.search("who services the boiler")
+        assert "Dana" in found.hits[0].text
+        assert not list((tmp_path / "server").glob("**/mnemo.sqlite"))  # all on the servers
+    finally:
+        window.shutdown()
+
+    other = open_client(qtbot, server, "bob")
+    try:
+        assert other.mnemo.archival.search("who services the boiler").total == 0
+        assert other.chat.bubbles() == [] and other.proposals.count == 0
+        assert "Ada" not in other.mnemo.core.get("human")
+    finally:
+        other.shutdown()
+
+
+def test_a_lost_connection_gives_the_message_back_and_the_window_retries(
+    qtbot, server, model, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(remote, "RETRY_EVERY_MS", 200)
+    window = open_client(qtbot, server, "alice")
+    try:
+        server.stop()
+        window.chat.input.setPlainText("Are you still there?")
+        qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+        assert "Lost the connection to the Mnemo server" in window.banner.text()
+        assert window.chat.input.toPlainText() == "Are you still there?"  # never lost
+        assert not window.chat.ready
+
+        again = Server(
+            tmp_path / "server",
+            lambda _settings: model,
+            port=server.port,
+            tokens=server.tokens,
+        )
+        try:
+            qtbot.waitUntil(lambda: not window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
+            assert window.chat.ready
+            model.enqueue([say("Yes, I am here.")])
+            send(qtbot, window, window.chat.input.toPlainText())
+            assert window.chat.bubbles()[-1].text == "Yes, I am here."
+        finally:
+            again.stop()
+    finally:
+        window.shutdown()
