@@ -65,7 +65,7 @@ class WatchedFoldersList(QWidget):
         self.list.setMaximumHeight(84)
         layout.addWidget(self.list)
         buttons = QHBoxLayout()
-        add = QPushButton("Watch a folder…")
+        self.add_button = add = QPushButton("Watch a folder…")
         self.remove_button = QPushButton("Stop watching")
         buttons.addWidget(add)
         buttons.addWidget(self.remove_button)
@@ -81,6 +81,7 @@ class WatchedFoldersList(QWidget):
             self.list.addItem("Watched folders are for assistants on this computer; drop files")
             self.list.addItem("instead, and they are sent to the server.")
             self.remove_button.setEnabled(False)
+            self.add_button.setEnabled(False)
             return
         folders = WatchedFolders(self._mnemo).all()
         for folder in folders:

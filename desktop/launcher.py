@@ -8,14 +8,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+WINDOW_OPTIONS = ("--profile", "--server", "--assistant")  # desktop.app.run's own
+
 
 def wants_window(argv: Sequence[str]) -> bool:
-    """True for ``mnemo`` and ``mnemo --profile PATH``: no command was given."""
+    """True for ``mnemo``, ``mnemo --profile PATH`` and ``mnemo --server URL [--assistant
+    NAME]``: no command was given."""
     rest = list(argv)
-    if rest[:1] == ["--profile"]:
-        rest = rest[2:]
-    elif rest[:1] and rest[0].startswith("--profile="):
-        rest = rest[1:]
+    while rest:
+        if rest[0] in WINDOW_OPTIONS:
+            rest = rest[2:]
+        elif rest[0].split("=", 1)[0] in WINDOW_OPTIONS and "=" in rest[0]:
+            rest = rest[1:]
+        else:
+            break
     return not rest
 
 

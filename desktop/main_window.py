@@ -194,8 +194,9 @@ class MainWindow(QMainWindow):
             self.pages.addWidget(page)
         self.nav.currentRowChanged.connect(self._show_page)
         self.nav.setCurrentRow(0)
-        if self.remote:  # the server's model answers; its folders are not this computer's
+        if self.remote:  # the server's model answers, with a context window of its own
             self.nav.item(PAGES.index("Models")).setHidden(True)
+            self.nav.item(PAGES.index("Context")).setHidden(True)
 
         self.banner = label("", "error_banner")
         self.banner.setVisible(False)
@@ -421,6 +422,13 @@ class MainWindow(QMainWindow):
         self._model_size = parameters
         self.model_ready = True
         self.chat.set_ready(True)
+        if self.remote:  # the server chose the model, the memory mode and the context size
+            self.model_label.setText(f"Connected: {name}")
+            self.mode_label.setText("memory and model on the server")
+            self.context_bar.setVisible(False)
+            self.chat.offer_better_model(False)
+            self.chat_ready.emit()
+            return
         self.model_label.setText(f"{name} · {context_length:,}-token context")
         self.settings.model_loaded(name, context_length)
         settings = self.mnemo.settings
@@ -503,9 +511,8 @@ class MainWindow(QMainWindow):
     def _maybe_connection_lost(self, message: str) -> None:
         if self.connection_watch is None:
             return
-        self.show_error(
-            f"Lost the connection to the Mnemo server. {message} Trying again every few seconds…"
-        )
+        self.show_error(f"Lost the connection. {message} Trying again every few seconds…")
+        self.model_label.setText("Reconnecting…")
         self.chat.set_ready(False)
         self.connection_watch.start()
 
@@ -515,6 +522,9 @@ class MainWindow(QMainWindow):
             self.chat.set_ready(True)
         else:  # it was away when the window opened
             self.load_requested.emit()
+        on_server = self.mnemo_on_server
+        if on_server is not None:
+            self.model_label.setText(f"Connected: {on_server.where}")
         self.statusBar().showMessage("Connected to the Mnemo server again.", 10000)
         for kind in (PROPOSALS, CORE, KNOWLEDGE, PASSAGES, MESSAGES):
             self.tasks.announce(kind)

@@ -886,7 +886,9 @@ def test_mnemo_alone_opens_the_window_and_commands_stay_the_cli():
 
     assert wants_window([]) and wants_window(["--profile", "/tmp/p"])
     assert wants_window(["--profile=/tmp/p"])
+    assert wants_window(["--server", "http://h:8765", "--assistant", "home"])
     assert not wants_window(["chat"]) and not wants_window(["--profile", "/tmp/p", "status"])
+    assert not wants_window(["--server", "http://h:8765", "serve"])
 
 
 def test_without_a_display_mnemo_says_what_to_do(tmp_path):

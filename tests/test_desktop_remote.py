@@ -102,7 +102,8 @@ def test_a_lost_connection_gives_the_message_back_and_the_window_retries(
         window.chat.input.setPlainText("Are you still there?")
         qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
-        assert "Lost the connection to the Mnemo server" in window.banner.text()
+        assert window.banner.text().startswith("Lost the connection. Cannot reach the Mnemo server")
+        assert window.model_label.text() == "Reconnecting…"
         assert window.chat.input.toPlainText() == "Are you still there?"  # never lost
         assert not window.chat.ready
 

@@ -125,6 +125,7 @@ def test_a_document_sent_to_the_server_is_ingested_and_found(server):
     text = "# Boiler\n\nThe boiler is serviced every October by Dana from Heatwell.\n"
     done = alice.put("/v1/assistants/home/documents/boiler.md", content=text.encode())
     assert done.status_code == 200 and done.json()["outcome"] == "done"
+    assert done.json()["path"] == "boiler.md"  # not where the server keeps it
     hits = alice.get("/v1/assistants/home/search", params={"q": "who services the boiler"})
     assert "Dana" in hits.json()["hits"][0]["text"]
     hidden = alice.put("/v1/assistants/home/documents/.env", content=b"x")
@@ -178,6 +179,16 @@ def test_limits_and_bad_requests_get_their_status_and_a_sentence(tmp_path, model
         empty = alice.post("/v1/assistants/home/turns", json={"text": ""})
         assert empty.status_code == 422
         assert empty.json()["error"].startswith("The request's text is not valid:")
+        broken = alice.post(
+            "/v1/assistants/home/turns",
+            content=b'{"text": ',
+            headers={"content-type": "application/json"},
+        )
+        assert broken.json() == {"error": "The request's body is not valid JSON."}
+        nowhere = alice.get("/v1/nothing-here")
+        assert nowhere.status_code == 404 and nowhere.json() == {
+            "error": "There is nothing at /v1/nothing-here on this server; see /openapi.json."
+        }
 
         model.enqueue([ScriptedStep(say("Done."), delay_s=1.5)])
         first: list[httpx.Response] = []

@@ -25,6 +25,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engine import __version__
 from engine.assistants import check_name
@@ -135,9 +136,21 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {}
+        if first.get("type") == "json_invalid":  # its "loc" is a character offset
+            return JSONResponse({"error": "The request's body is not valid JSON."}, 422)
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         sentence = f"The request's {where or 'body'} is not valid: {first.get('msg', 'invalid')}."
         return JSONResponse({"error": sentence}, 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """Starlette's own answers (an unknown address, a wrong method), in the API's form."""
+        sentences = {
+            404: f"There is nothing at {request.url.path} on this server; see /openapi.json.",
+            405: f"{request.url.path} does not take {request.method}; see /openapi.json.",
+        }
+        sentence = sentences.get(error.status_code, str(error.detail))
+        return JSONResponse({"error": sentence}, error.status_code)
 
     @app.exception_handler(MnemoError)
     async def engine_error(_request: Request, error: MnemoError) -> JSONResponse:
@@ -329,6 +342,6 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
                 file.write(chunk)
         partial.replace(target)
         result = await run(lambda: Ingestor(opened.mnemo).ingest_file(target))
-        return dict(jsonable(result))
+        return {**jsonable(result), "path": filename}  # where the server keeps it is its own
 
     return app
