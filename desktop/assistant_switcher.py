@@ -94,8 +94,10 @@ class AssistantMenu(QToolButton):
         self.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self._switcher = switcher
         menu = QMenu(self)
-        menu.addAction("Duplicate…", lambda: self.duplicate(memory=True))
-        menu.addAction("Duplicate the persona only…", lambda: self.duplicate(memory=False))
+        self.duplicate_actions = [
+            menu.addAction("Duplicate…", lambda: self.duplicate(memory=True)),
+            menu.addAction("Duplicate the persona only…", lambda: self.duplicate(memory=False)),
+        ]
         menu.addAction("Rename another…", self.rename)
         menu.addAction("Delete another…", self.delete)
         menu.addSeparator()
@@ -172,6 +174,9 @@ def switcher_row(
     layout.setContentsMargins(0, 0, 0, 0)
     switcher = AssistantSwitcher(current, current_label=current_label)
     menu = AssistantMenu(switcher)
+    if current_label is not None:  # an assistant elsewhere (a server's) is not copied here
+        for action in menu.duplicate_actions:
+            action.setEnabled(False)
     layout.addWidget(switcher, 1)
     layout.addWidget(menu)
     return row, switcher, menu

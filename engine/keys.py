@@ -129,12 +129,13 @@ def save_secret(name: str, secret: str) -> None:
     if not secret:
         raise MnemoError("The token is empty; paste the whole token.")
     register_secret(secret)
-    _session_keys[name] = secret
     if not keyring_status()[1]:
+        _session_keys[name] = secret
         raise KeyringUnavailableError(NO_KEYRING)
     try:
         keyring.set_password(SERVICE, name, secret)
     except keyring.errors.KeyringError as error:
+        _session_keys[name] = secret
         raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
 
 

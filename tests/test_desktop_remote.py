@@ -123,3 +123,28 @@ def test_a_lost_connection_gives_the_message_back_and_the_window_retries(
             again.stop()
     finally:
         window.shutdown()
+
+
+def test_connecting_keeps_the_token_in_the_keyring_and_says_what_is_wrong(
+    qtbot, server, memory_keyring
+):
+    from desktop.remote import ConnectDialog
+    from engine.server.client import saved_token
+
+    dialog = ConnectDialog()
+    qtbot.addWidget(dialog)
+    dialog.url.setText(server.url)
+    dialog.token.setText("mnemo_not-a-token")
+    dialog._connect()
+    assert "valid token" in dialog.problem.text() and dialog.choice is None
+    dialog.token.setText(server.tokens["alice"])
+    dialog.assistant.setText("work")
+    dialog._connect()
+    assert "no assistant called 'work'" in dialog.problem.text()
+    dialog.assistant.setText("home")
+    dialog._connect()
+    assert dialog.choice == ServerChoice(server.url, "home")
+    assert saved_token(server.url) == server.tokens["alice"]
+    kept = memory_keyring.get_password("mnemo", f"server:{server.url}")
+    assert kept == server.tokens["alice"]  # in the keyring, never in a file
+    assert ServerChoice.read(dialog.choice.remembered()) == dialog.choice
