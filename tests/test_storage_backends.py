@@ -191,3 +191,33 @@ def test_an_archive_moves_a_memory_between_sqlite_and_postgres(tmp_path, embedde
         assert new_id == 3
         pg.wait_for_background_work()
         assert pg.recall.search("what did I plant by the fence")[0].text.startswith("I planted")
+
+
+def test_a_large_import_builds_the_vector_index_once_at_the_end(
+    profile_dir, embedder, postgres_server, monkeypatch
+):
+    from sqlalchemy import text
+
+    from engine.memory import pg_vectors
+
+    monkeypatch.setattr(pg_vectors, "BULK_ROWS", 40)
+    with Mnemo.open(profile_dir, embedder=embedder, database_url=postgres_server) as m:
+        built: list[str] = []
+        create = pg_vectors.PgVectorTable._create_index
+        monkeypatch.setattr(
+            pg_vectors.PgVectorTable,
+            "_create_index",
+            lambda self, connection: (built.append("index"), create(self, connection)),
+        )
+        m.recall.add_many(
+            [{"role": "user", "text": f"Note {i}: the key is in drawer {i}."} for i in range(60)]
+            + [{"role": "user", "text": "My sister Ana moved to Porto last spring."}]
+        )
+        assert built == ["index"]  # once, after the 61 rows, not grown row by row
+        with m.database.connect() as connection:
+            names = connection.execute(text("SELECT indexname FROM pg_indexes")).scalars().all()
+        assert "recall_vectors_hnsw" in names
+        m.recall.add("user", "And one more, a small add: the index grows by itself.")
+        assert built == ["index"]
+        found = m.recall.search("where does my sister live", mode="semantic")
+        assert found[0].text.startswith("My sister Ana")

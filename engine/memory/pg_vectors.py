@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,12 @@ from engine.embed.base import Embedder
 from engine.memory.snapshots import NOT_ON_POSTGRES, SnapshotError
 from engine.memory.vectors import VectorTable
 
+# An add at least this large, and at least as large as the table, builds the index once after
+# the rows are in instead of growing it row by row: measured here on 384-dim vectors, a build
+# cost 0.4 ms a row and growing it 4.7 ms (pgvector 0.6, 2 cores).
+BULK_ROWS = 20_000
+# Bytes a bulk build may use: what its graph needs, between PostgreSQL's default and 1 GB.
+MIN_BUILD_MEMORY, MAX_BUILD_MEMORY = 64 << 20, 1 << 30
 # HNSW's candidate list: pgvector's default (40) found 0.9+ of the exact top 10 in its own
 # measurements; a search asks for at least its limit, and a filtered search (whose matches the
 # index drops after it has picked its candidates) for this many.
@@ -63,9 +71,7 @@ class PgVectorTable(VectorTable):
                 f"vector vector({dim}) NOT NULL)"
             )
         )
-        connection.execute(
-            text(f"CREATE INDEX {name}_hnsw ON {name} USING hnsw (vector vector_cosine_ops)")
-        )
+        self._create_index(connection)
         connection.execute(text(f"CREATE INDEX {name}_conversation ON {name} (conversation_id)"))
         connection.execute(
             text(
@@ -74,6 +80,34 @@ class PgVectorTable(VectorTable):
             ),
             {"name": name, "embedder": self._embedder.name, "dim": dim},
         )
+
+    def _create_index(self, connection: Any) -> None:
+        connection.execute(
+            text(
+                f"CREATE INDEX IF NOT EXISTS {self.name}_hnsw ON {self.name} "
+                "USING hnsw (vector vector_cosine_ops)"
+            )
+        )
+
+    @contextmanager
+    def bulk(self, rows: int) -> Iterator[None]:
+        """Around the adds of ``rows`` new rows (an import): when there are many, compared with
+        the table, the index is dropped first and built once at the end (BULK_ROWS)."""
+        if rows < BULK_ROWS or rows < self.count():
+            yield
+            return
+        with self._write_lock:
+            with self._engine.begin() as connection:
+                connection.execute(text(f"DROP INDEX IF EXISTS {self.name}_hnsw"))
+            try:
+                yield
+            finally:  # searches scan every row until it is back: build it even after a failure
+                with self._engine.begin() as connection:
+                    # A graph larger than this memory builds several times slower.
+                    graph = (rows + self.count()) * 2 * 4 * self._stored[1]
+                    memory = max(MIN_BUILD_MEMORY, min(MAX_BUILD_MEMORY, graph))
+                    connection.execute(text(f"SET LOCAL maintenance_work_mem = {memory // 1024}"))
+                    self._create_index(connection)
 
     @property
     def stored_embedder(self) -> tuple[str, int]:

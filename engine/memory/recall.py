@@ -18,6 +18,7 @@ from sqlalchemy import Engine, bindparam, text
 from sqlmodel import Session
 
 from engine.db import on_postgres
+from engine.db.schema import Message
 from engine.errors import NotFoundError
 from engine.memory import context_index
 from engine.memory.messages import (
@@ -51,11 +52,17 @@ __all__ = [
 
 log = logging.getLogger("mnemo.recall")
 
-_COLUMNS = "conversation_id, role, name, text, created_at, search_text, untrusted_reason"
-_VALUES = ":conversation_id, :role, :name, :text, :created_at, :text, :untrusted_reason"
-_INSERT = f"INSERT INTO message ({_COLUMNS}) VALUES ({_VALUES}) RETURNING id"
-# An import keeps the ids it brings (what points at a message stays valid).
-_INSERT_WITH_ID = f"INSERT INTO message (id, {_COLUMNS}) VALUES (:id, {_VALUES}) RETURNING id"
+# What a new message row is given (the id comes from the database unless an import brings it).
+_MESSAGES = Message.__table__  # type: ignore[attr-defined]
+_INSERTED = (
+    "conversation_id",
+    "role",
+    "name",
+    "text",
+    "search_text",
+    "created_at",
+    "untrusted_reason",
+)
 # PostgreSQL's id sequence does not move past ids given explicitly; SQLite needs no such step.
 _ADVANCE_IDS = (
     "SELECT setval(pg_get_serial_sequence('message', 'id'), (SELECT max(id) FROM message))"
@@ -89,7 +96,6 @@ class RecallTransaction:
         neighbours, once per conversation from its first new turn."""
         now = time_module.time()
         added: list[dict[str, Any]] = []
-        explicit_ids = False
         for message in messages:
             check_role(message.role)
             row: dict[str, Any] = {
@@ -98,19 +104,16 @@ class RecallTransaction:
                 "role": message.role,
                 "name": message.name,
                 "text": message.text,
+                "search_text": message.text,
                 "created_at": to_timestamp(message.created_at) or now,
                 "untrusted_reason": untrusted_reason
                 or message.untrusted_reason
                 or pasted_for(message.role, message.text),
             }
-            insert = _INSERT if message.id is None else _INSERT_WITH_ID
-            explicit_ids = explicit_ids or message.id is not None
-            row["id"] = self.session.connection().execute(text(insert), row).scalar_one()
             if message.vector is not None:
                 row["vector"] = message.vector
             added.append(row)
-        if explicit_ids and on_postgres(self.session.get_bind()):
-            self.session.execute(text(_ADVANCE_IDS))
+        self._insert(added)
         firsts: dict[str, int] = {}
         for row in added:
             if row["role"] in context_index.TURN_ROLES:
@@ -125,6 +128,24 @@ class RecallTransaction:
             )
         self.rows += added
         return [row["id"] for row in added]
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        """Insert the rows and set their ids: those given (an import keeps them), else new ones,
+        many to a statement (on PostgreSQL a statement per message was a round trip each)."""
+        connection = self.session.connection()
+        new = [row for row in rows if row["id"] is None]
+        given = [
+            {key: row[key] for key in ("id", *_INSERTED)} for row in rows if row["id"] is not None
+        ]
+        if new:
+            insert = _MESSAGES.insert().returning(_MESSAGES.c.id, sort_by_parameter_order=True)
+            values = [{key: row[key] for key in _INSERTED} for row in new]
+            for row, found in zip(new, connection.execute(insert, values), strict=True):
+                row["id"] = found.id
+        if given:
+            connection.execute(_MESSAGES.insert(), given)
+            if on_postgres(connection):  # its id sequence does not move past given ids
+                connection.execute(text(_ADVANCE_IDS))
 
 
 class RecallStore:

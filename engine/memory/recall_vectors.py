@@ -95,6 +95,10 @@ class MessageVectors:
         """
         if self._vectors.mismatch:
             return  # left unembedded; re-embedding after the user agrees picks them up
+        with self._vectors.bulk(len(rows)):
+            self._embed_chunks(rows)
+
+    def _embed_chunks(self, rows: Sequence[Mapping[str, Any]]) -> None:
         for chunk in chunked(rows, EMBED_CHUNK):
             turns = [row for row in chunk if row["role"] in EMBEDDED_ROLES]
             if turns:
@@ -213,10 +217,11 @@ class MessageVectors:
                         text("SELECT id, conversation_id, role, text, created_at FROM message")
                     )
                 ]
-            for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
-                self.embed(chunk)
-                if progress:
-                    progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
+            with self._vectors.bulk(len(rows)):
+                for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
+                    self.embed(chunk)
+                    if progress:
+                        progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
         return len(rows)
 
     def wait_until_indexed(self) -> None:

@@ -12,7 +12,8 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +251,12 @@ class VectorTable:
         with self._write_lock:
             if self.has_tag(name):
                 self.table.tags.delete(name)
+
+    @contextmanager
+    def bulk(self, rows: int) -> Iterator[None]:
+        """Around the adds of many rows (an import); LanceDB needs nothing (its upkeep indexes
+        new rows later), pgvector does (``PgVectorTable.bulk``)."""
+        yield
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors to store. One text stored alone is usually the newest chat message, which the

@@ -25,22 +25,18 @@ MODES = ("keyword", "semantic", "hybrid")
 
 
 def load(folder: Path, database_url: str | None, messages: int, loader) -> float:
-    """Store ``messages`` messages (resuming a partly loaded profile); returns the seconds."""
-    generator = TextGenerator(seed=3)
+    """Store ``messages`` messages in one ``add_many`` (as an import of a long history does);
+    returns the seconds. A profile loaded before (``--keep``) is reused as it is."""
+    texts = TextGenerator(seed=3).sentences(messages, 4, 40)
     start_time = datetime(2020, 1, 1)
     started = time.perf_counter()
     with Mnemo.open(folder, embedder=loader, database_url=database_url) as m:
-        done = m.recall.count()
-        for offset in range(0, messages, 10_000):
-            count = min(10_000, messages - offset)
-            texts = generator.sentences(count, 4, 40)  # the same texts whatever is resumed
-            if offset < done:
-                continue
+        if m.recall.count() == 0:
             m.recall.add_many(
                 {
                     "role": ("user", "assistant")[i % 2],
                     "text": text,
-                    "created_at": start_time + timedelta(minutes=offset + i),
+                    "created_at": start_time + timedelta(minutes=i),
                 }
                 for i, text in enumerate(texts)
             )
