@@ -7,7 +7,10 @@ is one assistant of one of five users; it loops: a turn with a numbered note, th
 search. At the end every client's messages are read back: each turn must have stored exactly
 its user message and its reply (no lost writes), and no request may have failed.
 
-    uv run python tests/benchmarks/server_load.py [--clients 20] [--seconds 300]
+    uv run python tests/benchmarks/server_load.py [--clients 20] [--seconds 300] [--postgres]
+
+``--postgres`` keeps the assistants' tables in a PostgreSQL with pgvector (``pgserver``'s, started
+here) instead of each assistant's SQLite file.
 """
 
 from __future__ import annotations
@@ -33,12 +36,13 @@ from engine.llm import ScriptedModel
 from engine.server.accounts import Accounts
 from engine.server.app import Limits, create_app
 from engine.server.hub import Hub
-root, port = Path(sys.argv[1]), int(sys.argv[2])
+root, port, database = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3] or None
 model = ScriptedModel(
     default=lambda _prompt: {"function": "send_message", "arguments": {"message": "Noted."}}
 )
 accounts = Accounts(root)
-app = create_app(accounts, Hub(accounts.folder, lambda _s: model), Limits(rate=1000, burst=1000))
+hub = Hub(accounts.folder, lambda _s: model, database_url=database)
+app = create_app(accounts, hub, Limits(rate=1000, burst=1000))
 uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 """
 
@@ -47,6 +51,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         sys.path.insert(0, str(ROOT))
@@ -57,7 +62,15 @@ def main() -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
-        server = subprocess.Popen([sys.executable, "-c", SERVER, scratch, str(port)], cwd=ROOT)
+        database = ""
+        if args.postgres:
+            import pgserver
+
+            postgres = pgserver.get_server(Path(scratch) / "postgres", cleanup_mode="stop")
+            database = postgres.get_uri()
+        server = subprocess.Popen(
+            [sys.executable, "-c", SERVER, scratch, str(port), database], cwd=ROOT
+        )
         url = f"http://127.0.0.1:{port}"
         try:
             for _ in range(300):
@@ -72,12 +85,15 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(30)
+            if args.postgres:
+                postgres.cleanup()
     turns = [t for r in results for t in r["turns"]]
     searches = [s for r in results for s in r["searches"]]
     emit(
         {
             "benchmark": "server_load",
             "clients": args.clients,
+            "tables": "postgresql" if args.postgres else "sqlite",
             "seconds": args.seconds,
             "turns": len(turns),
             "searches": len(searches),
