@@ -427,6 +427,7 @@ class MainWindow(QMainWindow):
             self.mode_label.setText("memory and model on the server")
             self.context_bar.setVisible(False)
             self.chat.offer_better_model(False)
+            self.settings.model_loaded(name, 0)  # its clock stops (the group is hidden)
             self.chat_ready.emit()
             return
         self.model_label.setText(f"{name} · {context_length:,}-token context")

@@ -32,6 +32,7 @@ from engine.errors import MnemoError
 from engine.llm import API_CONTEXT
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
+from engine.server.client import RemoteMnemo
 from engine.settings import DEFAULTS
 
 BACKENDS = {
@@ -72,7 +73,11 @@ class SettingsPage(QWidget):
         content = QWidget()
         scroll.setWidget(content)
         layout = QVBoxLayout(content)
-        layout.addWidget(self._model_group())
+        on_server = mnemo if isinstance(mnemo, RemoteMnemo) else None
+        if on_server is not None:
+            layout.addWidget(self._server_group(on_server))
+        model = self._model_group()
+        layout.addWidget(model)
         layout.addWidget(self._memory_group())
         folders = QGroupBox("Watched folders")
         QVBoxLayout(folders).addWidget(watched)
@@ -82,6 +87,9 @@ class SettingsPage(QWidget):
         layout.addWidget(snapshots_group)
         layout.addWidget(self._profile_group())
         layout.addStretch(1)
+        if on_server is not None:  # the server's model, folders and backups
+            for group in (model, folders, snapshots_group):
+                group.setVisible(False)
         self.load()
 
     # -- building ------------------------------------------------------------------------------
@@ -189,6 +197,21 @@ class SettingsPage(QWidget):
         form.addRow("Steps per message", self.step_limit)
         self.memory_status = label("", "notice_error")
         form.addRow(self.memory_status)
+        return group
+
+    def _server_group(self, mnemo: RemoteMnemo) -> QGroupBox:
+        group = QGroupBox("Server")
+        form = QFormLayout(group)
+        form.addRow("Address", label(mnemo.connection.url))
+        form.addRow("Assistant", label(mnemo.connection.assistant))
+        form.addRow(
+            label(
+                "The server's model answers and its memory is kept there; the model, the "
+                "folders and the backups are set on the server. To use one of this "
+                "computer's assistants again, choose it in the assistant switcher.",
+                "muted",
+            )
+        )
         return group
 
     def _profile_group(self) -> QGroupBox:

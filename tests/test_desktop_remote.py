@@ -52,6 +52,8 @@ def test_the_window_chats_approves_ingests_and_finds_through_the_server(
     try:
         assert window.remote and "on http://127.0.0.1" in window.windowTitle()
         assert window.nav.item(6).isHidden()  # Models: the server's model answers
+        assert window.model_label.text() == f"Connected: home on {server.url}"
+        assert not window.settings_watched.add_button.isEnabled()
         model.enqueue(
             [
                 call("core_memory_append", label="human", content="Name: Ada.",
