@@ -221,3 +221,22 @@ def test_a_large_import_builds_the_vector_index_once_at_the_end(
         assert built == ["index"]
         found = m.recall.search("where does my sister live", mode="semantic")
         assert found[0].text.startswith("My sister Ana")
+
+
+def test_an_older_postgres_schema_is_migrated_on_open(profile_dir, embedder, postgres_server):
+    from sqlalchemy import text
+
+    from engine.db import SCHEMA_VERSION
+
+    with Mnemo.open(profile_dir, embedder=embedder, database_url=postgres_server) as m:
+        m.knowledge.add("user", "lives_in", "Lisbon")
+        with m.database.begin() as connection:  # as the version before fact expiry left it
+            connection.execute(text("ALTER TABLE relation DROP COLUMN expires_at"))
+            connection.execute(text(f"UPDATE mnemo_schema SET version = {SCHEMA_VERSION - 1}"))
+    with Mnemo.open(profile_dir, embedder=embedder) as m:
+        with m.database.connect() as connection:
+            assert connection.execute(text("SELECT version FROM mnemo_schema")).scalar() == (
+                SCHEMA_VERSION
+            )
+        assert m.knowledge.holds("user", "lives_in", "Lisbon")
+        m.knowledge.set_expiry(m.knowledge.facts("user")[0].id, "2030-01-01")  # the new column
