@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -105,3 +107,20 @@ def percentages(rows: list[tuple[float, ...]], names: tuple[str, ...]) -> dict[s
 
 def emit(result: dict) -> None:
     print(json.dumps(result), flush=True)
+
+
+@contextmanager
+def postgres_if(wanted: bool) -> Iterator[str | None]:
+    """A PostgreSQL with pgvector for the run (pgserver's, in a temporary folder) when wanted:
+    its address for ``Mnemo.open(database_url=…)``; else None (each profile's SQLite file)."""
+    if not wanted:
+        yield None
+        return
+    import pgserver
+
+    with tempfile.TemporaryDirectory() as folder:
+        server = pgserver.get_server(Path(folder), cleanup_mode="stop")
+        try:
+            yield server.get_uri()
+        finally:
+            server.cleanup()

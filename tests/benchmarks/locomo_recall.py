@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, percentages
+from _common import REPO, emit, percentages, postgres_if
 
 from engine import Mnemo
 from engine.memory.recall import NewMessage
@@ -84,13 +84,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--conversations", type=int, default=10)
+    parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
     args = parser.parse_args()
+    with postgres_if(args.postgres) as database_url:
+        run(args, database_url)
+
+
+def run(args: argparse.Namespace, database_url: str | None) -> None:
     samples = json.loads((args.data / "locomo" / "locomo10.json").read_text())
     scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     started = time.perf_counter()
     search_ms: list[float] = []
     for sample in samples[: args.conversations]:
-        with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder) as mnemo:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            Mnemo.open(folder, database_url=database_url) as mnemo,
+        ):
             dia_of = load_conversation(mnemo, sample)
             mnemo.wait_for_background_work()
             for qa in sample["qa"]:
@@ -123,6 +132,7 @@ def main() -> None:
     emit(
         {
             "benchmark": "locomo_recall",
+            "tables": "postgresql" if database_url else "sqlite",
             "conversations": min(args.conversations, len(samples)),
             "overall": summary(everything),
             **{name: summary(scores[name]) for name in CATEGORIES.values() if scores[name]},

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, percentages
+from _common import REPO, emit, percentages, postgres_if
 from vector_cache import DEFAULT_CACHE, CachedEmbedder
 
 from engine import Mnemo
@@ -97,7 +97,13 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--questions", type=int, default=0, help="only the first N (0: all)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
     args = parser.parse_args()
+    with postgres_if(args.postgres) as database_url:
+        run(args, database_url)
+
+
+def run(args: argparse.Namespace, database_url: str | None) -> None:
     started = time.perf_counter()
     sessions, questions = load_questions(args.data)
     questions = [q for q in questions if not q["question_id"].endswith("_abs")]
@@ -112,7 +118,10 @@ def main() -> None:
         turns = haystack(sessions, question)
         gold = gold_turns(question, turns)
         answer_sessions = set(question["answer_session_ids"])
-        with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder, embedder=embedder) as m:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            Mnemo.open(folder, embedder=embedder, database_url=database_url) as m,
+        ):
             messages = [
                 NewMessage(
                     role=turn["role"],
@@ -157,6 +166,7 @@ def main() -> None:
     emit(
         {
             "benchmark": "longmemeval_recall",
+            "tables": "postgresql" if database_url else "sqlite",
             "questions": len(everything),
             "overall": summary(everything),
             **{name: summary(rows) for name, rows in sorted(scores.items())},
