@@ -433,3 +433,19 @@ def test_an_excerpt_shows_where_the_query_matched():
     assert excerpt("short", "anything", 60) == "short"
     huge = "peanut " * 200_000 + "satay peanut"
     assert "satay" in excerpt(huge, "peanut satay", 100)
+
+
+def test_a_rare_word_of_the_query_weighs_more_than_a_common_one(mnemo):
+    mnemo.recall.add_many(
+        [{"role": "user", "text": f"Garden note {i}: the garden needs water."} for i in range(40)]
+        + [
+            {
+                "role": "user",
+                "text": "After work I finally planted the zucchini seedlings in the pots by "
+                "the fence, next to the old shed.",
+                "conversation_id": "veg",
+            }
+        ]
+    )
+    hits = mnemo.recall.search("garden zucchini", mode="keyword")
+    assert "zucchini" in hits[0].text  # the word only one message holds decides

@@ -3,6 +3,7 @@ fused, or by date; every search returns a ``Page`` whose total matches the page 
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Sequence
 from datetime import date, datetime
@@ -30,6 +31,15 @@ from engine.memory.search import (
     to_timestamp,
 )
 from engine.memory.vectors import VectorTable, quote_sql
+
+# How far a word's messages are counted for its weight on PostgreSQL (``RecallSearch._idf``).
+IDF_COUNT_CAP = 10_000
+# The messages in all: the planner's estimate once PostgreSQL has analysed the table (a count of
+# 1M rows took ~50 ms), else counted.
+_MESSAGE_COUNT = (
+    "(SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples::bigint "
+    "ELSE (SELECT count(*) FROM message) END FROM pg_class c WHERE c.oid = 'message'::regclass)"
+)
 
 
 class RecallSearch:
@@ -179,42 +189,66 @@ class RecallSearch:
             params["conversation_id"] = conversation_id
         return " AND ".join(clauses), params
 
-    def _words_query(self, query: str, where: str) -> tuple[str, str, str, str | None]:
+    def _words_query(self, query: str, where: str) -> tuple[str, str, str, dict[str, Any] | None]:
         """The FROM-WHERE clause of a search by words, its score (higher is better), its
-        order, and what ``:match`` is (None: the query has no words).
+        order, and its parameters (None: the query has no words).
 
-        SQLite ranks by FTS5's BM25; PostgreSQL by ``ts_rank`` over the generated tsvector
-        (normalised by the text's length, as BM25 is), through its GIN index."""
+        SQLite ranks by FTS5's BM25. PostgreSQL has no BM25: ``ts_rank`` (normalised by the
+        text's length) knows nothing of how rare a word is, so each query word's rank is
+        weighted by its BM25 idf, as FTS5 weighs it (``_idf``)."""
         extra = f"AND {where}" if where else ""
-        if self._postgres:
-            terms = query_terms(query)
-            match = " | ".join(f"'{term}'" for term in terms) if terms else None
-            tsquery = "to_tsquery('english', :match)"
+        if not self._postgres:
+            match = fts5_match(query)
             return (
-                f"FROM message m WHERE m.search_vector @@ {tsquery} {extra}",
-                f"ts_rank(m.search_vector, {tsquery}, 1)",
-                "score DESC, m.id",  # ties in a stable order, or pages could overlap
-                match,
+                "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
+                f"WHERE message_fts MATCH :match {extra}",
+                "-bm25(message_fts)",
+                "bm25(message_fts)",
+                None if match is None else {"match": match},
             )
-        return (
-            "FROM message_fts JOIN message m ON m.id = message_fts.rowid "
-            f"WHERE message_fts MATCH :match {extra}",
-            "-bm25(message_fts)",
-            "bm25(message_fts)",
-            fts5_match(query),
+        terms = query_terms(query)
+        if not terms:
+            return "", "", "", None
+        values: dict[str, Any] = {f"t{i}": f"'{term}'" for i, term in enumerate(terms)}
+        values["match"] = " | ".join(values.values())
+        weights = self._idf(values, len(terms))
+        score = " + ".join(
+            f"{weight:.4f} * ts_rank(m.search_vector, to_tsquery('english', :t{i}), 1)"
+            for i, weight in enumerate(weights)
         )
+        return (
+            f"FROM message m WHERE m.search_vector @@ to_tsquery('english', :match) {extra}",
+            f"({score})",
+            "score DESC, m.id",  # ties in a stable order, or pages could overlap
+            values,
+        )
+
+    def _idf(self, terms: dict[str, Any], count: int) -> list[float]:
+        """BM25's idf of each query word, ln(1 + (N - n + 0.5) / (n + 0.5)), from the messages
+        holding it (counted up to IDF_COUNT_CAP: a word that common weighs little either way)."""
+        found = ", ".join(
+            "(SELECT count(*) FROM (SELECT 1 FROM message WHERE search_vector @@ "
+            f"to_tsquery('english', :t{i}) LIMIT {IDF_COUNT_CAP}) AS s{i})"
+            for i in range(count)
+        )
+        with self._engine.connect() as connection:
+            row = connection.execute(text(f"SELECT {_MESSAGE_COUNT} AS n, {found}"), terms).one()
+        total = float(row[0])
+        return [
+            math.log(1 + (total - float(n) + 0.5) / (float(n) + 0.5)) for n in row[1 : count + 1]
+        ]
 
     def _keyword_page(
         self, query: str, limit: int, page: int, where: str, params: dict[str, Any]
     ) -> Page[MessageHit]:
-        base, score, order, match = self._words_query(query, where)
-        if match is None:
+        base, score, order, words = self._words_query(query, where)
+        if words is None:
             return Page([], 0, page, limit)
         return self._page(
             f"SELECT {COLUMNS}, {score} AS score {base} ORDER BY {order} "
             "LIMIT :limit OFFSET :offset",
             f"SELECT count(*) {base}",
-            {**params, "match": match},
+            {**params, **words},
             limit,
             page,
         )
@@ -224,8 +258,8 @@ class RecallSearch:
     ) -> tuple[dict[int, float], float]:
         """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
         one's indexed text holds, and the keyword side's weight (``search.coordinated``)."""
-        base, score, order, match = self._words_query(query, where)
-        if match is None:
+        base, score, order, words = self._words_query(query, where)
+        if words is None:
             return {}, 0.0
         with self._engine.connect() as connection:
             rows = connection.execute(
@@ -233,7 +267,7 @@ class RecallSearch:
                     f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed {base} "
                     f"ORDER BY {order} LIMIT :limit"
                 ),
-                {**params, "match": match, "limit": limit},
+                {**params, **words, "limit": limit},
             ).all()
         return coordinated(
             {row.id: float(row.score) for row in rows}, {row.id: row.indexed for row in rows}, query
