@@ -28,9 +28,9 @@ from engine.memory.vectors import VectorTable
 BULK_ROWS = 20_000
 # Bytes a bulk build may use: what its graph needs, between PostgreSQL's default and 1 GB.
 MIN_BUILD_MEMORY, MAX_BUILD_MEMORY = 64 << 20, 1 << 30
-# HNSW's candidate list: pgvector's default (40) found 0.9+ of the exact top 10 in its own
-# measurements; a search asks for at least its limit, and a filtered search (whose matches the
-# index drops after it has picked its candidates) for this many.
+# HNSW's candidate list: pgvector's default (40), at least the search's limit, and more for a
+# filtered search (the index drops the rows the filter refuses after it has picked its
+# candidates, so a narrow filter could leave fewer than the limit).
 EF_SEARCH = 40
 FILTERED_EF_SEARCH = 400
 _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
@@ -122,7 +122,7 @@ class PgVectorTable(VectorTable):
         self._stored = (self._embedder.name, self._embedder.dim)
         self.mismatch = None
 
-    # -- writes: binary COPY, the fastest way in (a 10k-message import is one round trip) ----
+    # -- writes: binary COPY, the fastest way in (each chunk of vectors is one round trip) ----
 
     def add(self, rows: list[dict[str, Any]] | pa.Table) -> None:
         table = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows)
