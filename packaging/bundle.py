@@ -123,6 +123,8 @@ db = lancedb.connect(tempfile.mkdtemp())
 table = db.create_table("t", data=[{"vector": list(map(float, vector)), "text": "hello"}])
 table.search(list(map(float, vector))).limit(1).to_list()
 table.create_fts_index("text")
+import psycopg  # `mnemo serve --database-url`: its C implementation, with its own libpq
+assert psycopg.pq.__impl__ == "binary", psycopg.pq.__impl__
 from PySide6.QtWidgets import QApplication, QLabel
 app = QApplication([])
 label = QLabel("hello"); label.show(); app.processEvents()
@@ -138,7 +140,8 @@ json.dump(sorted(loaded), sys.stdout)
 
 def loaded_libraries() -> list[str]:
     """The shared libraries from site-packages that the app's native components load while they
-    work: a model loaded, a sentence embedded, a table searched, a window shown."""
+    work: a model loaded, a sentence embedded, a table searched, PostgreSQL's driver imported,
+    a window shown."""
     with tempfile.TemporaryDirectory() as home:
         env = dict(os.environ, HOME=home, MNEMO_HOME=home)
         result = subprocess.run(
