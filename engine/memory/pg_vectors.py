@@ -93,7 +93,8 @@ class PgVectorTable(VectorTable):
     def bulk(self, rows: int) -> Iterator[None]:
         """Around the adds of ``rows`` new rows (an import): when there are many, compared with
         the table, the index is dropped first and built once at the end (BULK_ROWS)."""
-        if rows < BULK_ROWS or rows < self.count():
+        existing = self.count()
+        if rows < BULK_ROWS or rows < existing:
             yield
             return
         with self._write_lock:
@@ -104,7 +105,7 @@ class PgVectorTable(VectorTable):
             finally:  # searches scan every row until it is back: build it even after a failure
                 with self._engine.begin() as connection:
                     # A graph larger than this memory builds several times slower.
-                    graph = (rows + self.count()) * 2 * 4 * self._stored[1]
+                    graph = (existing + rows) * 2 * 4 * self._stored[1]
                     memory = max(MIN_BUILD_MEMORY, min(MAX_BUILD_MEMORY, graph))
                     connection.execute(text(f"SET LOCAL maintenance_work_mem = {memory // 1024}"))
                     self._create_index(connection)
