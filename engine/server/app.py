@@ -255,11 +255,8 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         if body.method not in wire.CALLS.get(body.store, ()):
             raise ApiError(404, f"There is no memory call {body.store}.{body.method}.")
         opened = await run(lambda: hub.get(user, name))
-        target = (
-            Ingestor(opened.mnemo)
-            if body.store == "documents"
-            else getattr(opened.mnemo, body.store)
-        )
+        # "mnemo": the open assistant's own calls (``Mnemo.documents``), else one of its stores.
+        target = opened.mnemo if body.store == "mnemo" else getattr(opened.mnemo, body.store)
         method = getattr(target, body.method)
         args, kwargs = wire.decode(body.args), wire.decode(body.kwargs)
         try:

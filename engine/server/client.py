@@ -91,7 +91,7 @@ class Connection:
                 f"The server runs Mnemo {version} and this window {__version__}; use the same "
                 "version on both."
             )
-        names = [item["name"] for item in self._request("GET", "/v1/assistants")]
+        names = self.assistants()
         if self.assistant not in names:
             raise MnemoError(
                 f"The server has no assistant called {self.assistant!r} for you"
@@ -264,8 +264,8 @@ class RemoteMnemo:
         return f"{self.connection.assistant} on {self.connection.url}"
 
     def documents(self) -> list[Any]:
-        """The assistant's ingested documents, as ``Ingestor.documents`` lists them."""
-        return list(self.connection.call("documents", "documents"))
+        """The assistant's ingested documents, as ``Mnemo.documents`` lists them."""
+        return list(self.connection.call("mnemo", "documents"))
 
     def snapshot_before(self, what: str) -> None:
         return None  # the server's storage keeps its own backups

@@ -41,7 +41,7 @@ CALLS: dict[str, frozenset[str]] = {
         {"pending", "count_pending", "all", "get", "preview", "approve", "reject", "describe"}
     ),
     "settings": frozenset({"get", "set", "is_set", "all"}),
-    "documents": frozenset({"documents"}),
+    "mnemo": frozenset({"documents"}),  # the assistant's own (``Mnemo.documents``)
 }
 
 
