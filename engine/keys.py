@@ -62,13 +62,9 @@ def _find(provider: str) -> tuple[str | None, str]:
     _check_provider(provider)
     if provider in _session_keys:
         return _session_keys[provider], "given for this run"
-    if keyring_status()[1]:
-        try:
-            stored = keyring.get_password(SERVICE, provider)
-        except keyring.errors.KeyringError:
-            stored = None
-        if stored:
-            return stored, "saved in the keyring"
+    stored = _from_keyring(provider)
+    if stored:
+        return stored, "saved in the keyring"
     variable = ENVIRONMENT[provider]
     if os.environ.get(variable):
         return os.environ[variable], f"from ${variable}"
@@ -93,12 +89,25 @@ def save_key(provider: str, key: str) -> None:
     key = key.strip()
     if not key:
         raise MnemoError("The key is empty; paste the whole key.")
+    _to_keyring(provider, key)
+
+
+def _to_keyring(name: str, secret: str) -> None:
     if not keyring_status()[1]:
         raise KeyringUnavailableError(NO_KEYRING)
     try:
-        keyring.set_password(SERVICE, provider, key)
+        keyring.set_password(SERVICE, name, secret)
     except keyring.errors.KeyringError as error:
         raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
+
+
+def _from_keyring(name: str) -> str | None:
+    if not keyring_status()[1]:
+        return None
+    try:
+        return keyring.get_password(SERVICE, name)
+    except keyring.errors.KeyringError:
+        return None
 
 
 def use_key_for_this_run(provider: str, key: str) -> None:
@@ -129,25 +138,17 @@ def save_secret(name: str, secret: str) -> None:
     if not secret:
         raise MnemoError("The token is empty; paste the whole token.")
     register_secret(secret)
-    if not keyring_status()[1]:
-        _session_keys[name] = secret
-        raise KeyringUnavailableError(NO_KEYRING)
     try:
-        keyring.set_password(SERVICE, name, secret)
-    except keyring.errors.KeyringError as error:
+        _to_keyring(name, secret)
+    except KeyringUnavailableError:
         _session_keys[name] = secret
-        raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
+        raise
 
 
 def get_secret(name: str) -> str | None:
     """A secret kept by ``save_secret``: this run's, else the keyring's; None when none."""
     if name in _session_keys:
         return _session_keys[name]
-    if not keyring_status()[1]:
-        return None
-    try:
-        secret = keyring.get_password(SERVICE, name)
-    except keyring.errors.KeyringError:
-        return None
+    secret = _from_keyring(name)
     register_secret(secret)
     return secret
