@@ -51,3 +51,13 @@ class Server:
         self._server.should_exit = True
         self._thread.join(timeout=20)
         self.hub.close()
+
+
+def on_postgres_and_s3(root: Path, model: Any, database_url: str, archival_url: str) -> Server:
+    """A server whose assistants live in PostgreSQL and S3, with alice's and bob's "home"."""
+    running = Server(
+        root, lambda _settings: model, archival_url=archival_url, database_url=database_url
+    )
+    for user in ("alice", "bob"):
+        running.client(user).post("/v1/assistants", json={"name": "home"})
+    return running

@@ -14,7 +14,7 @@ from desktop.main_window import MainWindow
 from desktop.remote import ServerChoice, open_remote
 from engine.llm import ScriptedModel
 from tests.agent_helpers import call, say
-from tests.mnemo_server import Server
+from tests.mnemo_server import Server, on_postgres_and_s3
 from tests.test_desktop import TIMEOUT_MS, send
 
 
@@ -25,14 +25,7 @@ def model() -> ScriptedModel:
 
 @pytest.fixture
 def server(tmp_path, model, postgres_server, s3_profile) -> Iterator[Server]:
-    running = Server(
-        tmp_path / "server",
-        lambda _settings: model,
-        archival_url=s3_profile,
-        database_url=postgres_server,
-    )
-    for user in ("alice", "bob"):
-        running.client(user).post("/v1/assistants", json={"name": "home"})
+    running = on_postgres_and_s3(tmp_path / "server", model, postgres_server, s3_profile)
     yield running
     running.stop()
 

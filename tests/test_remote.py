@@ -19,7 +19,7 @@ from engine.memory.search import Page
 from engine.profile import Profile
 from engine.server.client import Connection, RemoteMnemo, ServerUnreachableError
 from tests.agent_helpers import call, say
-from tests.mnemo_server import Server
+from tests.mnemo_server import Server, on_postgres_and_s3
 
 
 @pytest.fixture
@@ -29,14 +29,7 @@ def model() -> ScriptedModel:
 
 @pytest.fixture
 def server(tmp_path, model, postgres_server, s3_profile) -> Iterator[Server]:
-    running = Server(
-        tmp_path / "server",
-        lambda _settings: model,
-        archival_url=s3_profile,
-        database_url=postgres_server,
-    )
-    for user in ("alice", "bob"):
-        running.client(user).post("/v1/assistants", json={"name": "home"})
+    running = on_postgres_and_s3(tmp_path / "server", model, postgres_server, s3_profile)
     yield running
     running.stop()
 
