@@ -265,10 +265,6 @@ class ConnectionWatch(QObject):
         self._timer.timeout.connect(self._try)
         self._trying = False
 
-    @property
-    def active(self) -> bool:
-        return self._timer.isActive()
-
     def start(self) -> None:
         if not self._timer.isActive():
             self._timer.start()

@@ -101,9 +101,6 @@ class Connection:
     def assistants(self) -> list[str]:
         return [item["name"] for item in self._request("GET", "/v1/assistants")]
 
-    def create(self, name: str, persona: str | None = None) -> None:
-        self._request("POST", "/v1/assistants", json={"name": name, "persona": persona})
-
     def call(self, store: str, method: str, *args: Any, **kwargs: Any) -> Any:
         body = {"store": store, "method": method, "args": wire.encode(list(args))}
         body["kwargs"] = wire.encode(kwargs)
