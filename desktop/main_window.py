@@ -105,7 +105,6 @@ class MainWindow(QMainWindow):
         # one again after a snapshot was restored; None: the app ends.
         self.next_profile: Path | str | None = None
         self.mnemo_on_server = opened if isinstance(opened, RemoteMnemo) else None
-        self.remote = self.mnemo_on_server is not None  # an assistant on a Mnemo server
         where = opened.where if isinstance(opened, RemoteMnemo) else opened.profile.root
         self.setWindowTitle(f"Mnemo — {where}")
         self.resize(1180, 760)
@@ -145,6 +144,11 @@ class MainWindow(QMainWindow):
         self.load_requested.emit()
         self.check_health()
         self.watch_requested.emit()
+
+    @property
+    def remote(self) -> bool:
+        """Whether this window shows an assistant on a Mnemo server."""
+        return self.mnemo_on_server is not None
 
     # -- building ------------------------------------------------------------------------------
 
