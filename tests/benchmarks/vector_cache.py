@@ -81,7 +81,9 @@ class CachedEmbedder:
         for text, vector in zip(texts, vectors, strict=True):
             key = _key(text)
             if key not in self._index:
-                self._index[key] = len(self._index)
+                # The next row of the file (not the count of keys: a file may hold a row whose
+                # key another row's overwrote, and then every later text got its neighbour's).
+                self._index[key] = len(self._vectors) + len(self._pending)
                 self._pending_keys.append(key)
                 self._pending.append(vector)
 
