@@ -105,3 +105,23 @@ def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
     assert table.table.stats()["fragment_stats"]["num_fragments"] <= 2
     assert table.count() == 51
     table.close()
+
+
+def test_rows_an_import_left_outside_the_index_are_indexed_when_the_table_next_opens(
+    tmp_path, monkeypatch
+):
+    """A large import's last writes, too few to call upkeep, leave rows that every search
+    scans; the next open sees them and gives them an index segment."""
+    monkeypatch.setattr(vectors, "ANN_INDEX_MIN_ROWS", 300)
+    table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
+    table.add(_rows(0, 300))
+    table.wait_for_maintenance()
+    table.add(_rows(300, 200))  # a few writes: no upkeep falls due
+    table.wait_for_maintenance()
+    (index,) = [i for i in table.table.list_indices() if "vector" in i.columns]
+    assert index.num_unindexed_rows == 200
+    table.close()
+    reopened = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
+    reopened.wait_for_maintenance()
+    (index,) = [i for i in reopened.table.list_indices() if "vector" in i.columns]
+    assert (index.num_indexed_rows, index.num_unindexed_rows) == (500, 0)

@@ -269,7 +269,7 @@ class VectorTable:
     # -- reads and writes ----------------------------------------------------------------------
 
     def add(self, rows: list[dict[str, Any]] | pa.Table) -> None:
-        if isinstance(rows, list) and not rows:
+        if not len(rows):
             return
         self.require_current_embedder()
         with self._write_lock:
@@ -366,9 +366,12 @@ class VectorTable:
     ) -> dict[Any, float]:
         """Ids of the rows nearest to ``query`` with their relevance (``search.relevance``: how
         far their similarity stands above unrelated text's), those above the floor only (the
-        others go to ``below_floor`` when it is given, for the retrieval trace)."""
-        rows = self.similar_rows(query, limit, where, ["id"], below_floor)
-        return {row["id"]: score for row, score in rows}
+        others go to ``below_floor`` when it is given, for the retrieval trace). An id with
+        several rows (a message's sentences, ``recall_vectors.sentence_parts``) scores its best."""
+        best: dict[Any, float] = {}
+        for row, score in self.similar_rows(query, limit, where, ["id"], below_floor):
+            best.setdefault(row["id"], score)  # nearest first
+        return best
 
     def similar_rows(
         self,
@@ -453,6 +456,14 @@ class VectorTable:
         surplus = int(stats["fragment_stats"]["num_fragments"]) - compacted
         self._rows_seen, self._due_at = rows, self._ann_due_at()
         self._writes_since_optimize = max(self._writes_since_optimize, surplus)
+        # Rows a large import left outside the ANN index (its last writes came too few to call
+        # upkeep) are scanned by every search until upkeep gives them a segment: due now.
+        # Measured: 89k of 195k rows left so, a search by meaning took 40 ms instead of 13.
+        index = self._vector_index()
+        index_stats = self.table.index_stats(index.name) if index is not None else None
+        unindexed = index_stats.num_unindexed_rows if index_stats is not None else 0
+        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
+            self._writes_since_optimize = max(self._writes_since_optimize, OPTIMIZE_EVERY_WRITES)
 
     def _schedule_maintenance(self) -> None:
         if self._closed or not self._needs_maintenance():
