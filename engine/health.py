@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from engine.db import on_postgres
-from engine.memory.recall_vectors import EMBEDDED_ROLES
+from engine.memory.recall_vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
 from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
 
@@ -145,8 +145,9 @@ def _message_ids(mnemo: Mnemo) -> tuple[set[int], set[int]]:
     return {i for i, embedded in turns if embedded}, {i for i, _ in turns}
 
 
-def _vector_ids(mnemo: Mnemo) -> list[int]:
-    return [int(row["id"]) for row in mnemo.recall_vectors.rows(None, ["id"])]
+def _vector_ids(mnemo: Mnemo, where: str | None = WHOLE_MESSAGES) -> list[int]:
+    """The message ids of the vectors of whole messages (or of every vector, sentences too)."""
+    return [int(row["id"]) for row in mnemo.recall_vectors.rows(where, ["id"])]
 
 
 def _message_vectors(mnemo: Mnemo) -> list[Problem]:
@@ -156,7 +157,7 @@ def _message_vectors(mnemo: Mnemo) -> list[Problem]:
     stored = _vector_ids(mnemo)
     present = set(stored)
     missing = len(expected - present)
-    orphans = len(present - known)
+    orphans = len(set(_vector_ids(mnemo, None)) - known)
     doubled = len(stored) - len(present)
     parts = []
     if missing:
@@ -302,7 +303,7 @@ def _fix_message_vectors(mnemo: Mnemo) -> None:
     stored = Counter(_vector_ids(mnemo))
     present = set(stored)
     doubled = {i for i, count in stored.items() if count > 1}
-    stray = present - known
+    stray = set(_vector_ids(mnemo, None)) - known
     for chunk in chunked(sorted(stray | doubled), 500):
         mnemo.recall_vectors.delete(f"id IN ({', '.join(map(str, chunk))})")
     again = (expected - present) | doubled

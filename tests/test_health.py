@@ -20,8 +20,12 @@ def checks(mnemo) -> dict[str, str]:
 
 @pytest.fixture
 def filled(mnemo):
-    for i in range(6):
-        mnemo.recall.add("user", f"Note {i}: the boiler was serviced.")
+    for i in range(6):  # two sentences each: every message has sentence vectors too
+        mnemo.recall.add(
+            "user",
+            f"Note {i}: the boiler was serviced by the plumber this morning. "
+            "The invoice for all of the work arrives next week.",
+        )
     mnemo.archival.insert("The spare key is under the blue pot.")
     mnemo.wait_for_background_work()
     assert checks(mnemo) == {}
@@ -51,7 +55,7 @@ def test_missing_stray_and_doubled_message_vectors_are_found_and_fixed(filled):
     first, second, *_ = [hit.id for hit in filled.recall.recent(6)]
     vectors = filled.recall_vectors
     vectors.delete(f"id = {first}")  # missing
-    row = vectors.rows(f"id = {second}", vectors.table.schema.names)[0]
+    row = vectors.rows(f"id = {second} AND part = 0", vectors.table.schema.names)[0]
     vectors.add(pa.Table.from_pylist([row], schema=vectors.table.schema))  # doubled
     stray = dict(row, id=99_999)
     vectors.add(pa.Table.from_pylist([stray], schema=vectors.table.schema))  # belongs to none
@@ -63,9 +67,10 @@ def test_missing_stray_and_doubled_message_vectors_are_found_and_fixed(filled):
     health.repair(filled)
     filled.wait_for_background_work()
     assert checks(filled) == {}
-    assert sorted(int(r["id"]) for r in vectors.rows(None, ["id"])) == sorted(
+    assert sorted(int(r["id"]) for r in vectors.rows("part = 0", ["id"])) == sorted(
         hit.id for hit in filled.recall.recent(6)
     )
+    assert vectors.count("part > 0") == 12  # the sentences' vectors are back too
 
 
 def test_doubled_and_orphaned_passages_are_found_and_fixed(filled, tmp_path):

@@ -449,3 +449,84 @@ def test_a_rare_word_of_the_query_weighs_more_than_a_common_one(mnemo):
     )
     hits = mnemo.recall.search("garden zucchini", mode="keyword")
     assert "zucchini" in hits[0].text  # the word only one message holds decides
+
+
+ASIDE = (
+    "Can you recommend a lightweight tent for a weekend of camping in the Alps? "
+    "By the way, I finally cancelled my Forbes magazine subscription because I never read it."
+)
+
+
+def test_which_messages_get_vectors_of_their_sentences():
+    from engine.memory.recall_vectors import sentence_parts
+
+    assert sentence_parts("user", ASIDE) == [
+        "Can you recommend a lightweight tent for a weekend of camping in the Alps?",
+        "By the way, I finally cancelled my Forbes magazine subscription because I never read it.",
+    ]
+    assert sentence_parts("assistant", ASIDE) == []  # replies explain one subject at length
+    assert sentence_parts("user", "One sentence is its own message vector already.") == []
+    # "Thanks!" says too little to stand for the message; the other sentence gets a vector.
+    assert sentence_parts("user", "Thanks! I booked the night train to Porto for May.") == [
+        "I booked the night train to Porto for May."
+    ]
+    assert (
+        len(sentence_parts("user", "Each of these sentences holds eight words exactly. " * 50))
+        == 20
+    )
+
+
+def test_a_fact_mentioned_in_passing_is_found_by_meaning(mnemo):
+    """The aside of a message about something else is found by a question about the aside,
+    in other words, ahead of messages nearer to the question than the message as a whole."""
+    ids = mnemo.recall.add_many(
+        [
+            {"role": "user", "text": "I read the newspaper on the train every morning."},
+            {"role": "user", "text": "My sister writes articles for a fashion blog."},
+            {"role": "user", "text": "Which bookshop in town has the best choice of comics?"},
+            {"role": "user", "text": ASIDE},
+        ]
+    )
+    parts = mnemo.recall_vectors.rows(f"id = {ids[-1]}", ["part"])
+    assert sorted(row["part"] for row in parts) == [0, 1, 2]
+    hits = mnemo.recall.search("Which periodicals did I stop paying for?", mode="semantic")
+    assert hits[0].id == ids[-1]
+
+
+def test_deleting_a_message_deletes_its_sentence_vectors(mnemo):
+    message_id = mnemo.recall.add("user", ASIDE)
+    assert mnemo.recall_vectors.count(f"id = {message_id}") == 3
+    mnemo.recall.delete(message_id)
+    assert mnemo.recall_vectors.count(f"id = {message_id}") == 0
+
+
+def test_messages_stored_before_sentence_vectors_get_theirs_on_open(profile_dir, embedder):
+    from sqlalchemy import text as sql
+
+    with Mnemo.open(profile_dir, embedder=embedder) as first:
+        message_id = first.recall.add("user", ASIDE)
+        first.recall_vectors.delete("part > 0")  # as an older Mnemo left them
+        with first.database.begin() as connection:
+            connection.execute(sql("INSERT INTO message_sentences_pending VALUES ('default')"))
+    with Mnemo.open(profile_dir, embedder=embedder) as second:
+        second.wait_for_background_work()
+        rows = second.recall_vectors.rows(f"id = {message_id}", ["part"])
+        assert sorted(row["part"] for row in rows) == [0, 1, 2]
+        with second.database.connect() as connection:
+            pending = connection.execute(sql("SELECT count(*) FROM message_sentences_pending"))
+            assert pending.scalar() == 0
+
+
+def test_words_held_together_by_one_sentence_count_more_than_words_spread_apart():
+    query = "when did the plumber service the boiler"
+    together = "Last Tuesday the plumber serviced the boiler in an hour."
+    apart = "The boiler is in the cellar. My sister knows a plumber. He may service it."
+    scores = {"together": 10.0, "apart": 10.0}
+    texts = {"together": together, "apart": apart}
+    plain, _ = coordinated(scores, texts, query)
+    assert plain["together"] == plain["apart"]  # both hold every word of the question
+    near, _ = coordinated(scores, texts, query, own_texts=texts)
+    assert near["together"] == plain["together"] and near["apart"] < plain["apart"]
+    # Words only a neighbour lends (the indexed text, not the message's own) count for none.
+    lent, _ = coordinated({"short": 10.0}, {"short": together}, query, {"short": "Yes!"})
+    assert lent["short"] == 0

@@ -227,12 +227,27 @@ def test_an_older_postgres_schema_is_migrated_on_open(profile_dir, embedder, pos
     from sqlalchemy import text
 
     from engine.db import SCHEMA_VERSION
+    from engine.db.schema import MIGRATIONS
 
+    before_expiry = [name for name, _ in MIGRATIONS].index("fact_expiry")
+    aside = (
+        "Any tips for a reusable water bottle for long hikes? "
+        "By the way, I just cancelled my Forbes magazine subscription."
+    )
     with Mnemo.open(profile_dir, embedder=embedder, database_url=postgres_server) as m:
         m.knowledge.add("user", "lives_in", "Lisbon")
+        message_id = m.recall.add("user", aside)
         with m.database.begin() as connection:  # as the version before fact expiry left it
             connection.execute(text("ALTER TABLE relation DROP COLUMN expires_at"))
-            connection.execute(text(f"UPDATE mnemo_schema SET version = {SCHEMA_VERSION - 1}"))
+            connection.execute(text("DROP TABLE message_sentences_pending"))
+            connection.execute(text("DELETE FROM recall_vectors WHERE part > 0"))
+            connection.execute(
+                text(
+                    "ALTER TABLE recall_vectors DROP CONSTRAINT recall_vectors_pkey, "
+                    "DROP COLUMN part, ADD PRIMARY KEY (id)"
+                )
+            )
+            connection.execute(text(f"UPDATE mnemo_schema SET version = {before_expiry}"))
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         with m.database.connect() as connection:
             assert connection.execute(text("SELECT version FROM mnemo_schema")).scalar() == (
@@ -240,3 +255,6 @@ def test_an_older_postgres_schema_is_migrated_on_open(profile_dir, embedder, pos
             )
         assert m.knowledge.holds("user", "lives_in", "Lisbon")
         m.knowledge.set_expiry(m.knowledge.facts("user")[0].id, "2030-01-01")  # the new column
+        m.wait_for_background_work()  # the message's sentences get their vectors
+        parts = m.recall_vectors.rows(f"id = {message_id}", ["part"])
+        assert sorted(row["part"] for row in parts) == [0, 1, 2]

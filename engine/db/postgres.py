@@ -197,6 +197,11 @@ POSTGRES_MIGRATIONS: dict[str, str] = {
     "fact_expiry": f"""
         ALTER TABLE relation ADD COLUMN expires_at {_LONG};
     """,
+    "message_sentence_vectors": """
+        CREATE TABLE message_sentences_pending (conversation_id TEXT PRIMARY KEY);
+        INSERT INTO message_sentences_pending
+            SELECT DISTINCT conversation_id FROM message WHERE role = 'user';
+    """,
 }
 
 

@@ -249,6 +249,17 @@ MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE relation ADD COLUMN expires_at REAL;
         """,
     ),
+    (
+        "message_sentence_vectors",
+        # The user's messages of several sentences get a vector per sentence as well
+        # (recall_vectors.sentence_parts); those stored before are given theirs once, by the
+        # start-up repair, conversation by conversation.
+        """
+        CREATE TABLE message_sentences_pending (conversation_id TEXT PRIMARY KEY);
+        INSERT INTO message_sentences_pending
+            SELECT DISTINCT conversation_id FROM message WHERE role = 'user';
+        """,
+    ),
 ]
 
 

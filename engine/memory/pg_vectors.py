@@ -37,7 +37,8 @@ _COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 
 
 class PgVectorTable(VectorTable):
-    """A table ``name`` (id, conversation_id, role, created_at, vector) in the profile's schema."""
+    """A table ``name`` (id, part, conversation_id, role, created_at, vector) in the profile's
+    schema; ``part`` tells a message's own vector (0) from its sentences'."""
 
     def __init__(self, engine: Engine, name: str, embedder: Embedder) -> None:
         # The LanceDB side of VectorTable (its connection, upkeep and tags) is not used here.
@@ -57,6 +58,8 @@ class PgVectorTable(VectorTable):
             ).first()
             if row is None:
                 self._recreate(connection)
+            else:
+                self._add_part_column(connection)
         self._stored = (str(row[0]), int(row[1])) if row else (embedder.name, embedder.dim)
         self.mismatch = self._describe_mismatch()
 
@@ -66,9 +69,10 @@ class PgVectorTable(VectorTable):
         connection.execute(text(f"DROP TABLE IF EXISTS {name}"))
         connection.execute(
             text(
-                f"CREATE TABLE {name} (id BIGINT PRIMARY KEY, conversation_id TEXT NOT NULL, "
-                f"role TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, "
-                f"vector vector({dim}) NOT NULL)"
+                f"CREATE TABLE {name} (id BIGINT NOT NULL, part INTEGER NOT NULL DEFAULT 0, "
+                "conversation_id TEXT NOT NULL, role TEXT NOT NULL, "
+                f"created_at DOUBLE PRECISION NOT NULL, vector vector({dim}) NOT NULL, "
+                "PRIMARY KEY (id, part))"
             )
         )
         self._create_index(connection)
@@ -80,6 +84,23 @@ class PgVectorTable(VectorTable):
             ),
             {"name": name, "embedder": self._embedder.name, "dim": dim},
         )
+
+    def _add_part_column(self, connection: Any) -> None:
+        """A table made before sentence vectors gains ``part`` (its rows are whole messages)."""
+        has_part = connection.execute(
+            text(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = :name AND column_name = 'part'"
+            ),
+            {"name": self.name},
+        ).first()
+        if has_part is None:
+            connection.execute(
+                text(
+                    f"ALTER TABLE {self.name} ADD COLUMN part INTEGER NOT NULL DEFAULT 0, "
+                    f"DROP CONSTRAINT {self.name}_pkey, ADD PRIMARY KEY (id, part)"
+                )
+            )
 
     def _create_index(self, connection: Any) -> None:
         connection.execute(
@@ -132,6 +153,11 @@ class PgVectorTable(VectorTable):
         self.require_current_embedder()
         vectors = np.asarray(table.column("vector").to_pylist(), dtype=">f4")
         ids = table.column("id").to_pylist()
+        numbers = (
+            table.column("part").to_pylist()
+            if "part" in table.column_names
+            else [0] * table.num_rows
+        )
         conversations = table.column("conversation_id").to_pylist()
         roles = table.column("role").to_pylist()
         times = table.column("created_at").to_pylist()
@@ -139,7 +165,7 @@ class PgVectorTable(VectorTable):
         parts = [_COPY_HEADER]
         for i, vector in enumerate(vectors):
             conversation, role = conversations[i].encode(), roles[i].encode()
-            parts.append(struct.pack(">hiq", 5, 8, ids[i]))
+            parts.append(struct.pack(">hiqii", 6, 8, ids[i], 4, numbers[i] or 0))
             parts.append(struct.pack(">i", len(conversation)) + conversation)
             parts.append(struct.pack(">i", len(role)) + role)
             parts.append(struct.pack(">id", 8, times[i]))
@@ -148,7 +174,7 @@ class PgVectorTable(VectorTable):
         with self._write_lock:
             raw = self._engine.raw_connection()
             try:
-                columns = "id, conversation_id, role, created_at, vector"
+                columns = "id, part, conversation_id, role, created_at, vector"
                 with (
                     raw.cursor() as cursor,  # type: ignore[attr-defined]
                     cursor.copy(f"COPY {self.name} ({columns}) FROM STDIN (FORMAT BINARY)") as copy,

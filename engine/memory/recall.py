@@ -34,7 +34,7 @@ from engine.memory.messages import (
     pasted_reason,
 )
 from engine.memory.recall_search import RecallSearch
-from engine.memory.recall_vectors import VECTOR_SCHEMA, MessageVectors
+from engine.memory.recall_vectors import VECTOR_SCHEMA, WHOLE_MESSAGES, MessageVectors
 from engine.memory.search import Page, SearchMode, to_timestamp
 from engine.memory.vectors import VectorTable
 
@@ -198,7 +198,7 @@ class RecallStore:
         """The stored vectors of these messages (an export carries them)."""
         if not ids:
             return {}
-        where = f"id IN ({', '.join(str(int(i)) for i in ids)})"
+        where = f"id IN ({', '.join(str(int(i)) for i in ids)}) AND {WHOLE_MESSAGES}"
         return {
             int(row["id"]): row["vector"] for row in self._vectors.rows(where, ["id", "vector"])
         }

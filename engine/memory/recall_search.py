@@ -257,20 +257,25 @@ class RecallSearch:
         self, query: str, limit: int, where: str, params: dict[str, Any]
     ) -> tuple[dict[int, float], float]:
         """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
-        one's indexed text holds, and the keyword side's weight (``search.coordinated``)."""
+        one's indexed text holds, and whether one of its sentences holds them together, and
+        the keyword side's weight (``search.coordinated``)."""
         base, score, order, words = self._words_query(query, where)
         if words is None:
             return {}, 0.0
         with self._engine.connect() as connection:
             rows = connection.execute(
                 text(
-                    f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed {base} "
+                    f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed, "
+                    f"m.text AS own {base} "
                     f"ORDER BY {order} LIMIT :limit"
                 ),
                 {**params, **words, "limit": limit},
             ).all()
         return coordinated(
-            {row.id: float(row.score) for row in rows}, {row.id: row.indexed for row in rows}, query
+            {row.id: float(row.score) for row in rows},
+            {row.id: row.indexed for row in rows},
+            query,
+            {row.id: row.own for row in rows},
         )
 
     def _semantic_scores(

@@ -23,13 +23,27 @@ from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
 from engine.memory import context_index
-from engine.memory.search import chunked
+from engine.memory.search import chunked, sentences
 from engine.memory.vectors import VectorTable, quote_sql
 
 log = logging.getLogger("mnemo.recall")
 
 EMBED_CHUNK = 2048
 EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see ``embed``)
+
+# A person's message often asks one thing and mentions another in passing ("Any tips for a
+# reusable water bottle? By the way, I just cancelled my Forbes subscription."). Its one vector
+# averages the two, so a later question about the second finds it weakly. So each sentence of a
+# user's message of several sentences gets a vector of its own as well (``part`` 1, 2, ...; the
+# message's is part 0), and a search by meaning scores a message by its best part. Sentences of
+# under SENTENCE_WORDS words ("Thanks!", "Hi Mel!") say too little to stand for a message, and
+# at most MAX_SENTENCE_PARTS are kept (a pasted article). The assistant's replies explain one
+# subject at length and get none. LongMemEval dev all@10 80.3 -> 82.3 with the vectors alone,
+# 85.9 with ``search.proximity``; LoCoMo frac@10 77.1 -> 77.0 (sentences of 5 words and up:
+# 76.9, 12: 77.3).
+SENTENCE_ROLES = ("user",)
+SENTENCE_WORDS = 8
+MAX_SENTENCE_PARTS = 20
 
 VECTOR_SCHEMA = pa.schema(
     [
@@ -38,8 +52,20 @@ VECTOR_SCHEMA = pa.schema(
         pa.field("role", pa.string()),
         pa.field("created_at", pa.float64()),
         pa.field("vector", pa.list_(pa.float32(), 1)),  # width set from the embedder
+        pa.field("part", pa.int32()),  # 0 (or NULL, before parts): the whole message
     ]
 )
+WHOLE_MESSAGES = "(part IS NULL OR part = 0)"
+
+
+def sentence_parts(role: str, text: str) -> list[str]:
+    """The sentences of a message that get vectors of their own (none for one sentence)."""
+    if role not in SENTENCE_ROLES:
+        return []
+    found = sentences(text)
+    if len(found) < 2:
+        return []
+    return [s for s in found if len(s.split()) >= SENTENCE_WORDS][:MAX_SENTENCE_PARTS]
 
 
 def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first_id: int) -> None:
@@ -48,6 +74,21 @@ def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first
         connection.executemany,
         conversation_id,
         first_id,
+    )
+
+
+def _table(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, parts: list[int]) -> pa.Table:
+    return pa.table(
+        {
+            "id": pa.array([row["id"] for row in rows], pa.int64()),
+            "conversation_id": pa.array([row["conversation_id"] for row in rows], pa.string()),
+            "role": pa.array([row["role"] for row in rows], pa.string()),
+            "created_at": pa.array([row["created_at"] for row in rows], pa.float64()),
+            "vector": pa.FixedSizeListArray.from_arrays(
+                pa.array(vectors.reshape(-1), pa.float32()), vectors.shape[1]
+            ),
+            "part": pa.array(parts, pa.int32()),
+        }
     )
 
 
@@ -108,23 +149,26 @@ class MessageVectors:
                 connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
 
     def _vector_rows(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
-        """The rows' vectors: those they bring (an import from the same embedder), else new."""
+        """The rows' vectors (those they bring, from an import of the same embedder, else
+        new) and their sentences' (``sentence_parts``)."""
         given = [row.get("vector") for row in rows]
         if all(vector is not None for vector in given):
             vectors = np.asarray(given, dtype=np.float32)
         else:
             vectors = self._vectors.embed([row["text"] for row in rows])
-        return pa.table(
-            {
-                "id": pa.array([row["id"] for row in rows], pa.int64()),
-                "conversation_id": [row["conversation_id"] for row in rows],
-                "role": [row["role"] for row in rows],
-                "created_at": pa.array([row["created_at"] for row in rows], pa.float64()),
-                "vector": pa.FixedSizeListArray.from_arrays(
-                    pa.array(vectors.reshape(-1)), vectors.shape[1]
-                ),
-            }
-        )
+        parts = self._part_rows(rows, vectors.shape[1])
+        return pa.concat_tables([_table(rows, vectors, [0] * len(rows)), parts])
+
+    def _part_rows(self, rows: Sequence[Mapping[str, Any]], dim: int) -> pa.Table:
+        """The vectors of the rows' sentences (``sentence_parts``), parts 1, 2, ..."""
+        owners, texts, parts = [], [], []
+        for row in rows:
+            for number, sentence in enumerate(sentence_parts(row["role"], row["text"]), 1):
+                owners.append(row)
+                texts.append(sentence)
+                parts.append(number)
+        vectors = self._vectors.embed(texts) if texts else np.zeros((0, dim), np.float32)
+        return _table(owners, vectors, parts)
 
     def _index_pending_contexts(self) -> None:
         """Give messages stored before neighbour indexing existed their context (once)."""
@@ -179,6 +223,48 @@ class MessageVectors:
         except Exception:
             log.exception("could not remove stray message vectors; will retry on next open")
         try:
+            self._embed_missing()
+        except Exception:
+            log.exception("could not repair missing message vectors; will retry on next open")
+        try:
+            self._embed_pending_sentences()
+        except Exception:
+            log.exception("could not embed older messages' sentences; will retry on next open")
+
+    def _embed_missing(self) -> None:
+        with self.lock:
+            with self._engine.connect() as connection:
+                rows = [
+                    dict(row._mapping)
+                    for row in connection.execute(
+                        text(
+                            "SELECT id, conversation_id, role, text, created_at FROM message "
+                            "WHERE embedded = 0 ORDER BY id"
+                        )
+                    )
+                ]
+            if not rows or self._vectors.mismatch:
+                return
+            log.info("embedding %d messages left without a vector", len(rows))
+            for chunk in chunked(rows, EMBED_CHUNK):
+                ids = ",".join(str(row["id"]) for row in chunk)
+                self._vectors.delete(f"id IN ({ids})")
+            self.embed(rows)
+
+    def _embed_pending_sentences(self) -> None:
+        """Give the user's messages stored before sentence vectors existed theirs (once, a
+        conversation at a time; the messages keep their own vectors meanwhile)."""
+        with self._engine.connect() as connection:
+            pending = [
+                row[0]
+                for row in connection.execute(
+                    text("SELECT conversation_id FROM message_sentences_pending")
+                )
+            ]
+        roles = ",".join(map(quote_sql, SENTENCE_ROLES))
+        for conversation_id in pending:
+            if self._vectors.mismatch:
+                return  # the re-embed the user is asked for makes them
             with self.lock:
                 with self._engine.connect() as connection:
                     rows = [
@@ -186,19 +272,22 @@ class MessageVectors:
                         for row in connection.execute(
                             text(
                                 "SELECT id, conversation_id, role, text, created_at FROM message "
-                                "WHERE embedded = 0 ORDER BY id"
-                            )
+                                f"WHERE conversation_id = :c AND role IN ({roles}) "
+                                "AND embedded = 1 ORDER BY id"
+                            ),
+                            {"c": conversation_id},
                         )
                     ]
-                if not rows or self._vectors.mismatch:
-                    return
-                log.info("embedding %d messages left without a vector", len(rows))
                 for chunk in chunked(rows, EMBED_CHUNK):
                     ids = ",".join(str(row["id"]) for row in chunk)
-                    self._vectors.delete(f"id IN ({ids})")
-                self.embed(rows)
-        except Exception:
-            log.exception("could not repair missing message vectors; will retry on next open")
+                    self._vectors.delete(f"id IN ({ids}) AND part > 0")  # a retry starts clean
+                    dim = self._vectors.stored_embedder[1]
+                    self._vectors.add(self._part_rows(chunk, dim))
+                with self._engine.begin() as connection:
+                    connection.execute(
+                        text("DELETE FROM message_sentences_pending WHERE conversation_id = :c"),
+                        {"c": conversation_id},
+                    )
 
     @property
     def mismatch(self) -> str | None:

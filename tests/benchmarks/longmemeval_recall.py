@@ -14,7 +14,8 @@ and the ``_abs`` abstention questions, are skipped). Per question type and overa
 - bm25_all@10: plain BM25 over the user turns (query = question), computed in this run.
 
 Vectors come from the app's embedder through a cache on disk (``vector_cache.py``): the first run
-embeds the ~104,000 turns once (about 50 minutes on 2 cores); later runs take a few minutes.
+embeds the ~104,000 turns and the ~60,000 sentences of user turns that get vectors of their own
+once (about an hour on 2 cores); later runs take a few minutes.
 
     uv run python tests/benchmarks/longmemeval_recall.py [--data ../shared/data] [--questions N]
 """
@@ -39,6 +40,7 @@ from vector_cache import DEFAULT_CACHE, CachedEmbedder
 from engine import Mnemo
 from engine.embed import default_embedder
 from engine.memory.recall import NewMessage
+from engine.memory.recall_vectors import sentence_parts
 from engine.tools import search_conversation
 
 _WORD = re.compile(r"\w+")
@@ -111,7 +113,14 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     if args.questions:
         questions = questions[: args.questions]
     embedder = CachedEmbedder(default_embedder(), args.cache)
-    embedder.fill([turn["content"] for q in questions for _, _, turn in haystack(sessions, q)])
+    embedder.fill(
+        [
+            text
+            for q in questions
+            for _, _, turn in haystack(sessions, q)
+            for text in [turn["content"], *sentence_parts(turn["role"], turn["content"])]
+        ]
+    )
     scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     search_ms: list[float] = []
     for question in questions:
