@@ -29,6 +29,8 @@ from engine.memory.vectors import VectorTable, quote_sql
 log = logging.getLogger("mnemo.recall")
 
 EMBED_CHUNK = 2048
+# Older messages given their sentence vectors at a time (a few seconds of embedding).
+BACKFILL_CHUNK = 200
 EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see ``embed``)
 
 # A person's message often asks one thing and mentions another in passing ("Any tips for a
@@ -201,7 +203,8 @@ class MessageVectors:
                 )
 
     def repair_missing_vectors(self) -> None:
-        """Embed messages whose vector write was interrupted (a crash between the two stores)."""
+        """Embed messages whose vector write was interrupted (a crash between the two stores),
+        and give older messages what a newer Mnemo indexes (context words, sentence vectors)."""
         try:
             self._index_pending_contexts()
         except Exception:
@@ -265,29 +268,28 @@ class MessageVectors:
         for conversation_id in pending:
             if self._vectors.mismatch:
                 return  # the re-embed the user is asked for makes them
-            with self.lock:
-                with self._engine.connect() as connection:
-                    rows = [
-                        dict(row._mapping)
-                        for row in connection.execute(
-                            text(
-                                "SELECT id, conversation_id, role, text, created_at FROM message "
-                                f"WHERE conversation_id = :c AND role IN ({roles}) "
-                                "AND embedded = 1 ORDER BY id"
-                            ),
-                            {"c": conversation_id},
-                        )
-                    ]
-                for chunk in chunked(rows, EMBED_CHUNK):
-                    ids = ",".join(str(row["id"]) for row in chunk)
-                    self._vectors.delete(f"id IN ({ids}) AND part > 0")  # a retry starts clean
-                    dim = self._vectors.stored_embedder[1]
-                    self._vectors.add(self._part_rows(chunk, dim))
-                with self._engine.begin() as connection:
-                    connection.execute(
-                        text("DELETE FROM message_sentences_pending WHERE conversation_id = :c"),
+            with self._engine.connect() as connection:
+                rows = [
+                    dict(row._mapping)
+                    for row in connection.execute(
+                        text(
+                            "SELECT id, conversation_id, role, text, created_at FROM message "
+                            f"WHERE conversation_id = :c AND role IN ({roles}) "
+                            "AND embedded = 1 ORDER BY id"
+                        ),
                         {"c": conversation_id},
                     )
+                ]
+            for chunk in chunked(rows, BACKFILL_CHUNK):
+                with self.lock:  # a few seconds at a time: a chat's new messages wait no longer
+                    ids = ",".join(str(row["id"]) for row in chunk)
+                    self._vectors.delete(f"id IN ({ids}) AND part > 0")  # a retry starts clean
+                    self._vectors.add(self._part_rows(chunk, self._vectors.stored_embedder[1]))
+            with self._engine.begin() as connection:
+                connection.execute(
+                    text("DELETE FROM message_sentences_pending WHERE conversation_id = :c"),
+                    {"c": conversation_id},
+                )
 
     @property
     def mismatch(self) -> str | None:
