@@ -2,6 +2,7 @@ import sqlite3
 import threading
 from datetime import date, datetime
 
+import numpy as np
 import pytest
 import sqlalchemy
 
@@ -525,8 +526,53 @@ def test_words_held_together_by_one_sentence_count_more_than_words_spread_apart(
     texts = {"together": together, "apart": apart}
     plain, _ = coordinated(scores, texts, query)
     assert plain["together"] == plain["apart"]  # both hold every word of the question
-    near, _ = coordinated(scores, texts, query, own_texts=texts)
+    own = {key: (text, "8 May 2023 Monday") for key, text in texts.items()}
+    near, _ = coordinated(scores, texts, query, own_texts=own)
     assert near["together"] == plain["together"] and near["apart"] < plain["apart"]
-    # Words only a neighbour lends (the indexed text, not the message's own) count for none.
-    lent, _ = coordinated({"short": 10.0}, {"short": together}, query, {"short": "Yes!"})
+    # Words only a neighbour lends (the indexed text, not the message's own) count for none;
+    # the message's date counts as part of each of its sentences.
+    lent, _ = coordinated({"short": 10.0}, {"short": together}, query, {"short": ("Yes!", "")})
     assert lent["short"] == 0
+    dated, _ = coordinated(
+        {"a": 10.0},
+        {"a": "The plumber came. 8 May 2023"},
+        "plumber in May",
+        {"a": ("The plumber came.", "8 May 2023 Monday")},
+    )
+    assert dated["a"] == 10.0
+
+
+def test_each_word_of_the_question_is_matched_in_other_forms():
+    from engine.embed import default_embedder
+    from engine.memory.word_match import matches
+
+    found = matches(
+        "How many weddings did I attend?",
+        ["I went to my cousin's wedding in June.", "The boiler needs a service soon.", ""],
+        default_embedder().piece_vectors,
+    )
+    assert found[0] > found[1] > found[2] == 0
+
+
+def test_the_best_hits_are_reordered_by_word_match_and_the_rest_kept():
+    from engine.memory import word_match
+
+    def pieces(texts):  # one piece per word; a word's vector says which word it is
+        vocabulary = {"wedding": 0, "weddings": 0, "boiler": 1, "news": 2}
+        out = []
+        for text in texts:
+            words = text.lower().split()
+            vectors = np.zeros((len(words), 3), np.float32)
+            for i, word in enumerate(words):
+                vectors[i, vocabulary.get(word, 2)] = 1.0
+            out.append((words, vectors))
+        return out
+
+    ranked = [("boiler", 1.0), ("wedding", 0.9), ("news", 0.8)]
+    texts = {"boiler": "boiler", "wedding": "wedding", "news": "news"}
+    order = [key for key, _ in word_match.rerank(ranked, texts, "weddings", pieces)]
+    assert order == ["wedding", "boiler", "news"]
+    deep = ranked + [(f"later {i}", 0.1) for i in range(30)]
+    again = word_match.rerank(deep, texts, "weddings", pieces)
+    assert [key for key, _ in again[3:]] == [key for key, _ in deep[3:]]  # beyond the texts
+    assert word_match.rerank(ranked[:1], texts, "weddings", pieces) == ranked[:1]

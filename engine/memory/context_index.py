@@ -34,7 +34,8 @@ Execute = Callable[[str, dict[str, Any]], Sequence[Any]]
 ExecuteMany = Callable[[str, list[dict[str, Any]]], object]
 
 
-def _date_words(seconds: float) -> str:
+def date_words(seconds: float) -> str:
+    """'8 May 2023 Monday': how a message's date is written into what it is indexed by."""
     moment = datetime.fromtimestamp(seconds, UTC)
     return f"{moment.day} {moment:%B %Y} {moment:%A}"
 
@@ -65,7 +66,7 @@ def search_text(text: str, created_at: float, before: Sequence[str], after: Sequ
     if len(text.split()) < LONG_TURN_WORDS:
         context += [" ".join(turn.split()[-NEIGHBOUR_WORDS:]) for turn in before]
         context += [" ".join(turn.split()[:NEIGHBOUR_WORDS]) for turn in after]
-    return "\n".join([text, text, *context, _date_words(created_at)])
+    return "\n".join([text, text, *context, date_words(created_at)])
 
 
 def refresh(

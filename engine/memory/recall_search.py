@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
-from engine.memory import context_index, trace
+from engine.memory import context_index, trace, word_match
 from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall_vectors import EMBEDDED_ROLES
 from engine.memory.search import (
@@ -31,6 +31,7 @@ from engine.memory.search import (
     to_timestamp,
 )
 from engine.memory.vectors import VectorTable, quote_sql
+from engine.memory.word_match import RERANK_DEPTH, piece_vectors_of
 
 # How far a word's messages are counted for its weight on PostgreSQL (``RecallSearch._idf``).
 IDF_COUNT_CAP = 10_000
@@ -137,12 +138,18 @@ class RecallSearch:
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
             if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
-                rows = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
-                ranked = prefer_role(ranked, {i: row.role for i, row in rows.items()}, role)
-        else:
+                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
+                ranked = prefer_role(ranked, {i: row.role for i, row in of.items()}, role)
+        rows: dict[int, Any] = {}  # the hits' rows, those of the re-ranked head read once
+        piece_vectors = piece_vectors_of(self._vectors.embedder)
+        if mode == "hybrid" and piece_vectors is not None:
+            rows = self._rows_by_id([i for i, _ in ranked[:RERANK_DEPTH]])
+            texts = {i: row.text for i, row in rows.items()}
+            ranked = word_match.rerank(ranked, texts, query, piece_vectors)
+        elif mode != "hybrid":
             ranked = sorted(semantic.items(), key=lambda item: item[1], reverse=True)
         chosen = ranked[(page - 1) * limit : page * limit]
-        rows = self._rows_by_id([message_id for message_id, _ in chosen])
+        rows.update(self._rows_by_id([i for i, _ in chosen if i not in rows]))
         hits = [
             hit_from_row(
                 rows[message_id],
@@ -266,7 +273,7 @@ class RecallSearch:
             rows = connection.execute(
                 text(
                     f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed, "
-                    f"m.text AS own {base} "
+                    f"m.text AS own, m.created_at AS created_at {base} "
                     f"ORDER BY {order} LIMIT :limit"
                 ),
                 {**params, **words, "limit": limit},
@@ -275,7 +282,7 @@ class RecallSearch:
             {row.id: float(row.score) for row in rows},
             {row.id: row.indexed for row in rows},
             query,
-            {row.id: row.own for row in rows},
+            {row.id: (row.own, context_index.date_words(row.created_at)) for row in rows},
         )
 
     def _semantic_scores(

@@ -189,6 +189,11 @@ class VectorTable:
             table.create_index(self._key_column, config=lancedb().index.BTree(), replace=True)
 
     @property
+    def embedder(self) -> Embedder:
+        """The embedder that makes this table's new vectors and its queries'."""
+        return self._embedder
+
+    @property
     def stored_embedder(self) -> tuple[str, int]:
         """Name and dimension of the embedder whose vectors this table holds."""
         metadata = self.table.schema.metadata or {}

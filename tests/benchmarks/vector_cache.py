@@ -99,6 +99,10 @@ class CachedEmbedder:
         np.savez(temporary, keys=keys, vectors=self._vectors)
         temporary.replace(self.path)
 
+    def piece_vectors(self, texts: Sequence[str]) -> list:
+        """The inner embedder's word-piece vectors (the app's re-ranking; nothing kept)."""
+        return self.inner.piece_vectors(texts)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.save()
         rows = [self._index.get(_key(text)) for text in texts]
