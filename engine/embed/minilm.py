@@ -6,6 +6,7 @@ tokenizer from ``resources/embedder``.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import platformdirs
 
 from engine.hardware import return_freed_memory
 from engine.resources import resource_path
@@ -25,6 +27,8 @@ BATCH_CELLS = 8 * MAX_TOKENS**2  # the most rows x width^2 in one batch (see ``e
 # arena at its largest message's size (about 80 MB after 50 turns). Bulk calls keep the arena
 # for speed and give it back through ``release_memory`` when they are done.
 FEW_TEXTS = 8
+
+log = logging.getLogger("mnemo.embed")
 
 
 class MiniLMEmbedder:
@@ -59,6 +63,7 @@ class MiniLMEmbedder:
         self._pieces = np.zeros((self._tokenizer.get_vocab_size(), self.dim), np.float16)
         self._pieces_known = np.zeros(self._tokenizer.get_vocab_size(), bool)
         self._pieces_lock = threading.Lock()
+        self._pieces_filler: threading.Thread | None = None
 
     def release_memory(self) -> None:
         """Give back the working memory of large batches (after an ingestion).
@@ -111,20 +116,29 @@ class MiniLMEmbedder:
         model's output for that piece alone, a static word vector ("weddings" lies near
         "wedding" and "married", far from "boiler"). Computed once per piece and kept, as
         float16: at most the vocabulary's 30,522 pieces, 23 MB."""
+        self._start_filling_pieces()
         encodings = self._tokenizer.encode_batch(list(texts))
         pieces = [np.array(e.ids[1:-1], dtype=np.int64) for e in encodings]
+        every = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, np.int64)
+        self._compute_pieces(every)
+        return [
+            (e.tokens[1:-1], self._pieces[ids].astype(np.float32))
+            for e, ids in zip(encodings, pieces, strict=True)
+        ]
+
+    def _compute_pieces(self, ids: np.ndarray) -> None:
+        """Fill the rows of the pieces ``ids`` not known yet (an ONNX run per 1,024)."""
         with self._pieces_lock:
-            every = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, np.int64)
-            wanted = every[~self._pieces_known[every]]
+            wanted = ids[~self._pieces_known[ids]]
             for start in range(0, len(wanted), 1024):
                 chunk = wanted[start : start + 1024]
-                ids = np.stack([np.full(len(chunk), _CLS), chunk, np.full(len(chunk), _SEP)], 1)
+                rows = np.stack([np.full(len(chunk), _CLS), chunk, np.full(len(chunk), _SEP)], 1)
                 (hidden,) = self._session.run(
                     ["last_hidden_state"],
                     {
-                        "input_ids": ids,
-                        "attention_mask": np.ones_like(ids),
-                        "token_type_ids": np.zeros_like(ids),
+                        "input_ids": rows,
+                        "attention_mask": np.ones_like(rows),
+                        "token_type_ids": np.zeros_like(rows),
                     },
                     self._shrink,
                 )
@@ -132,10 +146,41 @@ class MiniLMEmbedder:
                 states /= np.maximum(np.linalg.norm(states, axis=1, keepdims=True), 1e-12)
                 self._pieces[chunk] = states
                 self._pieces_known[chunk] = True
-        return [
-            (e.tokens[1:-1], self._pieces[ids].astype(np.float32))
-            for e, ids in zip(encodings, pieces, strict=True)
-        ]
+
+    def _start_filling_pieces(self) -> None:
+        """The whole table, once per computer: read from the cache folder, or computed there
+        on a thread of its own (~15 s on 2 cores) while searches compute the pieces they meet.
+        Computing only those cost a search ~30 ms for as long as new words kept coming."""
+        with self._pieces_lock:
+            if self._pieces_filler is not None:
+                return
+            self._pieces_filler = threading.Thread(
+                target=self._fill_pieces, name="mnemo-word-pieces", daemon=True
+            )
+        self._pieces_filler.start()
+
+    def _fill_pieces(self) -> None:
+        path = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
+            f"{self.name}-pieces-{len(self._pieces)}.npy"
+        )
+        try:
+            table = np.load(path)
+            if table.shape == self._pieces.shape:
+                with self._pieces_lock:
+                    self._pieces[:] = table
+                    self._pieces_known[:] = True
+                return
+        except (OSError, ValueError):
+            pass  # not there yet, or damaged: computed again
+        for start in range(0, len(self._pieces), 1024):
+            self._compute_pieces(np.arange(start, min(start + 1024, len(self._pieces))))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(".tmp.npy")
+            np.save(partial, self._pieces)
+            partial.replace(path)
+        except OSError:
+            log.warning("could not keep the word-piece vectors in %s", path)
 
 
 _CLS, _SEP = 101, 102  # the tokenizer's [CLS] and [SEP] ids
