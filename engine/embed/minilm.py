@@ -100,16 +100,21 @@ class MiniLMEmbedder:
                 n = len(encodings[i].ids)
                 ids[row, :n] = encodings[i].ids
                 mask[row, :n] = 1
-            (hidden,) = self._session.run(
-                ["last_hidden_state"],
-                {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-                options,
-            )
+            hidden = self._last_hidden(ids, mask, options)
             weights = mask[:, :, None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[batch] = pooled / np.maximum(norms, 1e-12)
         return out
+
+    def _last_hidden(self, ids: np.ndarray, mask: np.ndarray, options: Any) -> np.ndarray:
+        """The model's output for each piece of each row of ``ids``."""
+        (hidden,) = self._session.run(
+            ["last_hidden_state"],
+            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
+            options,
+        )
+        return hidden
 
     def piece_vectors(self, texts: Sequence[str]) -> list[tuple[list[str], np.ndarray]]:
         """Each text's word pieces (its first MAX_TOKENS) with a unit vector for each: the
@@ -133,15 +138,7 @@ class MiniLMEmbedder:
             for start in range(0, len(wanted), 1024):
                 chunk = wanted[start : start + 1024]
                 rows = np.stack([np.full(len(chunk), _CLS), chunk, np.full(len(chunk), _SEP)], 1)
-                (hidden,) = self._session.run(
-                    ["last_hidden_state"],
-                    {
-                        "input_ids": rows,
-                        "attention_mask": np.ones_like(rows),
-                        "token_type_ids": np.zeros_like(rows),
-                    },
-                    self._shrink,
-                )
+                hidden = self._last_hidden(rows, np.ones_like(rows), self._shrink)
                 states = hidden[:, 1]
                 states /= np.maximum(np.linalg.norm(states, axis=1, keepdims=True), 1e-12)
                 self._pieces[chunk] = states

@@ -94,6 +94,16 @@ def _table(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, parts: list[i
     )
 
 
+def _rows_to_embed(
+    connection: Any, where: str, params: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """What the vectors of the messages ``where`` picks are made from, oldest first."""
+    sql = (
+        f"SELECT id, conversation_id, role, text, created_at FROM message WHERE {where} ORDER BY id"
+    )
+    return [dict(row._mapping) for row in connection.execute(text(sql), params or {})]
+
+
 class MessageVectors:
     """Embedding, repairing and re-embedding the message vectors (and the one-time context
     indexing of old messages, which the same start-up repair runs)."""
@@ -237,15 +247,7 @@ class MessageVectors:
     def _embed_missing(self) -> None:
         with self.lock:
             with self._engine.connect() as connection:
-                rows = [
-                    dict(row._mapping)
-                    for row in connection.execute(
-                        text(
-                            "SELECT id, conversation_id, role, text, created_at FROM message "
-                            "WHERE embedded = 0 ORDER BY id"
-                        )
-                    )
-                ]
+                rows = _rows_to_embed(connection, "embedded = 0")
             if not rows or self._vectors.mismatch:
                 return
             log.info("embedding %d messages left without a vector", len(rows))
@@ -269,17 +271,11 @@ class MessageVectors:
             if self._vectors.mismatch:
                 return  # the re-embed the user is asked for makes them
             with self._engine.connect() as connection:
-                rows = [
-                    dict(row._mapping)
-                    for row in connection.execute(
-                        text(
-                            "SELECT id, conversation_id, role, text, created_at FROM message "
-                            f"WHERE conversation_id = :c AND role IN ({roles}) "
-                            "AND embedded = 1 ORDER BY id"
-                        ),
-                        {"c": conversation_id},
-                    )
-                ]
+                rows = _rows_to_embed(
+                    connection,
+                    f"conversation_id = :c AND role IN ({roles}) AND embedded = 1",
+                    {"c": conversation_id},
+                )
             for chunk in chunked(rows, BACKFILL_CHUNK):
                 with self.lock:  # a few seconds at a time: a chat's new messages wait no longer
                     ids = ",".join(str(row["id"]) for row in chunk)
@@ -302,12 +298,7 @@ class MessageVectors:
             self._vectors.replace_all([])
             with self._engine.begin() as connection:
                 connection.execute(text("UPDATE message SET embedded = 0"))
-                rows = [
-                    dict(row._mapping)
-                    for row in connection.execute(
-                        text("SELECT id, conversation_id, role, text, created_at FROM message")
-                    )
-                ]
+                rows = _rows_to_embed(connection, "1 = 1")
             with self._vectors.bulk(len(rows)):
                 for done, chunk in enumerate(chunked(rows, EMBED_CHUNK)):
                     self.embed(chunk)
