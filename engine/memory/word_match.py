@@ -1,5 +1,5 @@
-"""Re-ranking the best hits of a conversation search by how closely they match each word of
-the question.
+"""Re-ranking the best hits of a conversation or archival search by how closely they match each
+word of the question.
 
 A message's vector averages all it says, and the keyword side needs the question's very words
 (stemmed). Neither asks whether *each* word of the question has a close counterpart in the
@@ -13,7 +13,8 @@ standard deviations among those hits, is added to the fused score with RERANK_WE
 Measured on the final search (tests/benchmarks/longmemeval_recall.py, locomo_recall.py):
 LongMemEval dev all@10 85.9 -> 87.9, LoCoMo frac@10 77.0 -> 77.1. The first 30 hits: 86.9 and
 76.5; weight 0.5: 86.4 and 77.9. The model's contextual vectors of each piece did a little better
-(88.4 and 77.7) but cost ~1 s a search on 2 cores.
+(88.4 and 77.7) but cost ~1 s a search on 2 cores. Archival notes asked for in other words
+(paraphrase_search.py): recall@5 0.781 -> 0.812, for ~2 ms a search at 200k passages.
 """
 
 from __future__ import annotations
