@@ -67,3 +67,14 @@ def test_mnemo_search_explain(profile_dir, capsys):
     assert main([*base, "search", "archival", "spare key", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "#1 fused" in out and "words" in out and "meaning" in out
+
+
+def test_a_message_below_the_floor_is_listed_once_though_each_sentence_has_a_vector(mnemo):
+    mnemo.recall.add(
+        "user",
+        "I bought milk, eggs and bread for the whole week at the market. "
+        "My sister's dog barked at the postman again early this morning.",
+    )
+    mnemo.recall.add("user", "The plumber Ana Ruiz repaired the boiler on Monday.")
+    explained = mnemo.recall.search("who repairs the heating").trace
+    assert [key for key, _text, _score in explained.below_floor] == ["1"]

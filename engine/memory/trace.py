@@ -108,10 +108,14 @@ def record(
         )
         for position, (key, text, weak) in enumerate(chosen)
     ]
-    below = [
-        (str(row.get("id")), " ".join(str(row.get("text", "")).split())[:80], score)
-        for row, score in sorted(dropped, key=lambda item: item[1], reverse=True)
-    ]
+    below = []
+    listed = set(semantic)  # a message's other parts (its sentences) may stand above the floor
+    for row, score in sorted(dropped, key=lambda item: item[1], reverse=True):
+        if row.get("id") not in listed:
+            listed.add(row.get("id"))
+            below.append(
+                (str(row.get("id")), " ".join(str(row.get("text", "")).split())[:80], score)
+            )
     trace = SearchTrace(store, query, mode, len(keyword), len(semantic), hits, below)
     with _lock:
         _traces.append(trace)
