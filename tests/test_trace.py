@@ -78,3 +78,8 @@ def test_a_message_below_the_floor_is_listed_once_though_each_sentence_has_a_vec
     mnemo.recall.add("user", "The plumber Ana Ruiz repaired the boiler on Monday.")
     explained = mnemo.recall.search("who repairs the heating").trace
     assert [key for key, _text, _score in explained.below_floor] == ["1"]
+
+
+def test_a_weak_hit_says_weak_match_not_below_the_floor_which_is_for_those_left_out():
+    hit = trace.TracedHit("k", "text", None, None, 3.1, 1, 3.1, 1, weak=True)
+    assert hit.line().endswith("· weak match") and "floor" not in hit.line()

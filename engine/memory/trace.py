@@ -35,7 +35,7 @@ class TracedHit:
     weak: bool
 
     def line(self) -> str:
-        """ "#2 fused 1.23 · words 4.1 (#1) · meaning 0.62 (#3) · below the floor"."""
+        """ "#2 fused 1.23 · words 4.1 (#1) · meaning 0.62 (#3) · weak match"."""
         words = (
             f"words {self.keyword_score:.2f} (#{self.keyword_rank})"
             if self.keyword_score is not None
@@ -46,8 +46,10 @@ class TracedHit:
             if self.vector_relevance is not None
             else "not among the meaning candidates"
         )
-        floor = " · below the relevance floor" if self.weak else ""
-        return f"#{self.rank} fused {self.fused_score:.2f} · {words} · {meaning}{floor}"
+        # Weak: kept, but neither clearly close in meaning nor holding half the query's words
+        # (search.is_weak); "below the relevance floor" is for candidates left out.
+        weak = " · weak match" if self.weak else ""
+        return f"#{self.rank} fused {self.fused_score:.2f} · {words} · {meaning}{weak}"
 
 
 @dataclass
