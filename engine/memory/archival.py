@@ -507,7 +507,7 @@ class ArchivalStore:
         )
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
-            # Each word of the question matched in other words ("heating" in "boiler"): notes
+            # Each word of the question matched in other words ("plane" against "Flight"): notes
             # asked for in a person's own words, recall@5 0.781 -> 0.812 (paraphrase_search).
             piece_vectors = word_match.piece_vectors_of(self._vectors.embedder)
             if piece_vectors is not None:
