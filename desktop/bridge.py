@@ -19,6 +19,7 @@ from engine.events import (
     Notice,
     ProposalApplied,
     ProposalCreated,
+    ReplyWithdrawn,
     StepStarted,
     TextStreamed,
     TurnFinished,
@@ -33,6 +34,7 @@ SIGNALS: dict[type[Event], str] = {
     FunctionCalled: "function_called",
     FunctionReturned: "function_returned",
     MessageSent: "message_sent",
+    ReplyWithdrawn: "reply_withdrawn",
     StepStarted: "step_started",
     ProposalCreated: "proposal_created",
     ProposalApplied: "proposal_applied",
@@ -50,6 +52,8 @@ class EngineBridge(QObject):
         text_streamed(str): a piece of the reply being written.
         function_called(FunctionCalled) / function_returned(FunctionReturned): one call's row.
         message_sent(MessageSent): the reply is complete.
+        reply_withdrawn(ReplyWithdrawn): the reply shown so far repeated an earlier one and is
+            taken back; another is being written.
         step_started(StepStarted): a step begins; carries the context's token use.
         proposal_created(ProposalCreated) / proposal_applied(ProposalApplied): core-memory edits.
         memory_pressure(MemoryPressure) / context_evicted(ContextEvicted): the window filled up.
@@ -64,6 +68,7 @@ class EngineBridge(QObject):
     function_called = Signal(object)
     function_returned = Signal(object)
     message_sent = Signal(object)
+    reply_withdrawn = Signal(object)
     step_started = Signal(object)
     proposal_created = Signal(object)
     proposal_applied = Signal(object)

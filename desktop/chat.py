@@ -236,6 +236,11 @@ class ChatView(QWidget):
             self._reply = self.add_message("assistant", "")
         self._reply.append(piece)
 
+    def withdraw_reply(self, _event: object = None) -> None:
+        """The reply streamed so far repeated an earlier one; the next attempt replaces it."""
+        if self._reply is not None:
+            self._reply.set_text("")
+
     def reply_done(self, text: str, sources: tuple[Citation, ...] = ()) -> None:
         if self._reply is None:
             self.add_message("assistant", text)

@@ -269,6 +269,7 @@ class MainWindow(QMainWindow):
         worker.stats.connect(self._show_stats)
 
         bridge.text_streamed.connect(chat.stream)
+        bridge.reply_withdrawn.connect(chat.withdraw_reply)
         bridge.message_sent.connect(self._reply_done)
         bridge.function_called.connect(chat.call_started)
         bridge.function_returned.connect(chat.call_returned)

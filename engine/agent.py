@@ -12,8 +12,10 @@ memory step after the reply. Both modes share the window, storage, proposals and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -47,14 +49,15 @@ from engine.events import (
     NoticeKind,
     ProposalApplied,
     ProposalCreated,
+    ReplyWithdrawn,
     StepStarted,
     TextStreamed,
     TurnFinished,
 )
-from engine.llm.base import ChatMessage, ChatModel, Prompt, Step, safe_text
-from engine.memory.archival import Passage
+from engine.llm.base import ChatModel, Prompt, Step, safe_text
+from engine.memory.archival import NewPassage, Passage
 from engine.memory.extract import Candidate, facts_in
-from engine.memory.knowledge import Fact
+from engine.memory.knowledge import USER, Fact
 from engine.memory.proposals import Proposal
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
@@ -89,6 +92,7 @@ log = logging.getLogger("mnemo.agent")
 
 EventCallback = Callable[[Event], None]
 MAX_EVICTIONS_PER_STEP = 4
+PASTED_PROPOSALS = 3  # statements of a pasted text proposed for the human block, at most
 
 
 def _ignore(_event: Event) -> None:
@@ -328,7 +332,7 @@ class Agent:
                 prompt, stats = self._prepare(turn, False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
-        step = self.model.step(prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel)
+        step = self._new_reply(prompt, emit, cancel)
         if step.error or not step.text:
             return self._stop(
                 turn,
@@ -340,17 +344,46 @@ class Agent:
         self._after_reply(users[-1], emit, cancel)
         return self._finish(finished, emit)
 
+    def _new_reply(
+        self, prompt: Prompt, emit: EventCallback, cancel: threading.Event | None
+    ) -> Step:
+        """The model's reply, written again while it repeats an earlier reply of the
+        conversation (``assisted.RepeatGuard`` keeps a copy from being shown). A retry sees only
+        the newest message and what was recalled for it: with its earlier replies in view, the
+        bundled model copied them even when sampled (and with only the replies taken out, the
+        user's messages ran together into one)."""
+        earlier = [
+            hit.text
+            for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
+            if hit.role == "assistant"
+        ][-assisted.EARLIER_REPLIES :]
+        for attempt in range(assisted.REPLY_ATTEMPTS):
+            guard = assisted.RepeatGuard(earlier, lambda text: emit(TextStreamed(text)))
+            step = self.model.step(prompt, on_text=guard.feed, cancel=cancel)
+            if step.error or not step.text or not guard.repeats(step.text):
+                return step
+            log.info("reply %d repeated an earlier one: %.80s", attempt + 1, step.text)
+            if guard.released:
+                emit(ReplyWithdrawn())
+            newest = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
+            prompt = dataclasses.replace(
+                prompt,
+                messages=prompt.messages[newest:],
+                temperature=assisted.RETRY_TEMPERATURE,
+            )
+        emit(TextStreamed(assisted.NO_NEW_REPLY))
+        return Step(None, raw=step.raw, text=assisted.NO_NEW_REPLY, stats=step.stats)
+
     def _after_reply(
         self, user: MessageHit, emit: EventCallback, cancel: threading.Event | None
     ) -> None:
-        """While the user reads the reply: fold the window if it is past the pressure line,
-        then the memory step, which continues the window's prompt (so the next turn finds it
-        evaluated; after a fold with nothing to remember, the prompt is prefilled instead)."""
+        """While the user reads the reply: keep what their message said about them, then fold
+        the window if it is past the pressure line and evaluate the folded prompt, so that the
+        next turn finds it in the KV cache."""
+        self._keep_what_was_said(user, emit)
         state = load_state(self.mnemo, self.conversation_id)
-        evicted = self._evict_ahead(state, emit, cancel)
-        prompt = self.window.build(state, assisted=True)[0]
-        if not self._memory_step(user, prompt, emit, cancel) and evicted:
-            self._prefill(prompt)
+        if self._evict_ahead(state, emit, cancel):
+            self._prefill(self.window.build(state, assisted=True)[0])
 
     def _evict_ahead(
         self, state: AgentState, emit: EventCallback, cancel: threading.Event | None
@@ -436,68 +469,42 @@ class Agent:
         )
         return found
 
-    def _memory_step(
-        self,
-        user: MessageHit,
-        prompt: Prompt,
-        emit: EventCallback,
-        cancel: threading.Event | None,
-    ) -> bool:
-        """Keep what the user's message tells about them. A statement that states a fact
-        knowledge memory holds (its form says so: ``engine.memory.extract``) is kept as that
-        fact. The model chooses among the other first-person statements which are worth a line
-        in the ``human`` block: it continues ``prompt`` (the window with the reply) and may only
-        pick among them; a malformed answer is dropped with a log line. Whether the model was
-        asked.
+    def _keep_what_was_said(self, user: MessageHit, emit: EventCallback) -> None:
+        """Keep what the user's message tells about their life, by rule, not by a small model's
+        choice (asked to choose, the bundled model kept 3 of 25 facts in a conversation):
 
-        The model does not choose the knowledge facts: the bundled model kept all 6 passing
-        remarks it was shown alone, so its choice adds nothing to the patterns' judgement, and
-        in a conversation it dropped "I live in Porto"."""
-        known = self._known_facts()
+        - every first-person statement that is not a passing remark (``assisted.lasting``) is
+          kept in the user's own words as an archival note;
+        - a statement of a fact knowledge memory holds (``engine.memory.extract``: home, work,
+          family, birthdays, allergies) is kept there too, or only there when it says no more;
+        - "it's X, not Y" puts right what was kept before (``_correct``).
+
+        The trust rules are those of any write: typed text is kept at once; text the user
+        pasted (``pasted_reason``) becomes proposals that wait for them."""
         today = user.created_at.astimezone().date()
+        known = self._known_facts()
         learned: dict[str, list[Candidate]] = {}  # statements that state a knowledge fact
-        statements = []  # the others, for the model to choose from
+        notes: list[str] = []
         for statement in assisted.user_statements(user.text):
+            if not assisted.lasting(statement):
+                continue
             found = facts_in(statement, today)
-            if found:
-                new = [
-                    c
-                    for c in found
-                    if not self.mnemo.knowledge.holds(*c.triple)
-                    and c.sentence().casefold() not in known  # said again before approval
-                ]
-                if new:
-                    learned[statement] = new
-            elif statement.casefold() not in known:
-                statements.append(statement)
-        if not statements:
-            if learned:
-                self._remember(user, list(learned), learned, emit)
-            return False
-        request = Prompt(
-            instructions=prompt.instructions,
-            functions=[],
-            memory=prompt.memory,
-            messages=[*prompt.messages, ChatMessage("user", assisted.memory_request(statements))],
-            reply_schema=assisted.memory_schema(statements),
-        )
-        try:
-            step = self.model.step(request, cancel=cancel)
-        except GenerationCancelled:
-            return True  # the reply is kept; nothing of the memory step is
-        except MnemoError as error:
-            log.warning("the memory step failed: %s", error)
-            facts = []
-        else:
-            chosen = assisted.chosen_facts(step.text, statements)
-            if chosen is None:
-                log.warning(
-                    "the memory step's output was malformed and was dropped: %.200s", step.raw
-                )
-            facts = chosen or []
-        if facts or learned:
-            self._remember(user, [*learned, *facts], learned, emit)
-        return True
+            new = [
+                c
+                for c in found
+                if not self.mnemo.knowledge.holds(*c.triple)
+                and c.sentence().casefold() not in known  # said again before approval
+            ]
+            if new:
+                learned[statement] = new
+            sentences = [candidate.sentence() for candidate in found]
+            if (not found or assisted.said_beyond(statement, sentences)) and (
+                assisted.fact_line(statement).casefold() not in known
+            ):
+                notes.append(statement)
+        correction = assisted.correction_in(user.text)
+        if learned or notes or correction:
+            self._remember(user, notes, learned, correction, emit)
 
     def _known_facts(self) -> str:
         """The human block and pending additions and facts, casefolded (to skip what is
@@ -512,18 +519,22 @@ class Agent:
     def _remember(
         self,
         user: MessageHit,
-        kept: list[str],
+        notes: list[str],
         candidates: dict[str, list[Candidate]],
+        correction: tuple[str, str] | None,
         emit: EventCallback,
     ) -> None:
-        """Keep the statements the memory step chose: those that state a fact knowledge memory
-        holds go there (stored at once, or proposed when they contradict a current fact or the
-        message was pasted text); the others become proposals for the ``human`` block."""
-        lines = [statement for statement in kept if statement not in candidates]
-        knowledge = [fact for statement in kept for fact in candidates.get(statement, [])]
+        """Store what ``_keep_what_was_said`` chose, as one ``remember`` call: the notes, the
+        knowledge facts (stored at once, or proposed when they contradict a current fact), and
+        the correction. From pasted text, the notes become proposals for the ``human`` block
+        and nothing is corrected."""
+        knowledge = [fact for facts in candidates.values() for fact in facts]
+        kept = list(dict.fromkeys([*candidates, *notes]))
         arguments: dict[str, Any] = {"facts": kept}
         if knowledge:
             arguments["knowledge"] = [fact.sentence() for fact in knowledge]
+        if correction:
+            arguments["correction"] = f"{correction[0]}, not {correction[1]}"
         emit(
             FunctionCalled(
                 assisted.REMEMBER, arguments, describe_call(assisted.REMEMBER, arguments)
@@ -532,54 +543,85 @@ class Agent:
         untrusted = pasted_reason(user.text)
         proposals: list[Proposal] = []
         outcomes: list[str] = []
+        if untrusted is None:
+            outcomes += self._store_notes(user, notes)
+            if correction:
+                outcomes.append(self._correct(*correction))
         with self.mnemo.recall.transaction() as transaction:
             self._store_call(transaction, assisted.REMEMBER, arguments)
-            for fact in lines:
-                savepoint = transaction.session.begin_nested()
-                try:
-                    proposal = self.mnemo.proposals.create_in(
-                        transaction.session,
-                        conversation_id=self.conversation_id,
-                        label="human",
-                        action="append",
-                        new_content=assisted.fact_line(fact),
-                        cause_kind="message",
-                        cause_ref=str(user.id),
-                        untrusted_reason=untrusted,
-                        auto_approve=self.mnemo.settings.core_write_policy == "auto",
-                    )
-                except CoreMemoryError as error:  # the block is full or read-only
-                    savepoint.rollback()
-                    log.info("a remembered fact was not proposed: %s", error)
-                    continue
-                savepoint.commit()
-                proposals.append(proposal)
-            if lines:
-                applied = sum(p.status == "approved" for p in proposals)
+            if untrusted is not None and notes:
+                notes = notes[:PASTED_PROPOSALS]
+                for fact in notes:
+                    savepoint = transaction.session.begin_nested()
+                    try:
+                        proposal = self.mnemo.proposals.create_in(
+                            transaction.session,
+                            conversation_id=self.conversation_id,
+                            label="human",
+                            action="append",
+                            new_content=assisted.fact_line(fact),
+                            cause_kind="message",
+                            cause_ref=str(user.id),
+                            untrusted_reason=untrusted,
+                        )
+                    except CoreMemoryError as error:  # the block is full or read-only
+                        savepoint.rollback()
+                        log.info("a remembered fact was not proposed: %s", error)
+                        continue
+                    savepoint.commit()
+                    proposals.append(proposal)
                 outcomes.append(
-                    f"{len(proposals)} of {len(lines)} facts proposed for the human block"
-                    + (
-                        f" ({applied} applied)"
-                        if applied
-                        else "; they wait for the user's approval"
-                    )
+                    f"{len(proposals)} of {len(notes)} statements proposed for the human block; "
+                    "they wait for the user's approval"
                 )
             for candidate in knowledge:
                 outcome, waiting = self._learn(transaction, user, candidate, untrusted)
                 outcomes.append(outcome)
                 if waiting is not None:
                     proposals.append(waiting)
-            result = "; ".join(outcomes)
+            result = "; ".join(outcomes) or "nothing new"
             transaction.add(
                 "function_result",
                 result,
                 name=assisted.REMEMBER,
                 conversation_id=self.conversation_id,
             )
-        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(kept)} kept"))
+        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(kept) or 1} kept"))
         for proposal in proposals:
             applied = proposal.status == "approved"
             emit(ProposalApplied(proposal) if applied else ProposalCreated(proposal))
+
+    def _store_notes(self, user: MessageHit, notes: list[str]) -> list[str]:
+        """The user's own statements as archival notes (one each, never twice)."""
+        fresh = [
+            assisted.fact_line(statement)
+            for statement in notes
+            if self.mnemo.archival.find_duplicate(assisted.fact_line(statement), "user") is None
+        ]
+        if not fresh:
+            return []
+        self.mnemo.archival.insert_many(
+            [
+                NewPassage(text, source=user.id, tags=(assisted.NOTE_TAG,), origin="user")
+                for text in fresh
+            ]
+        )
+        return [f"noted: {text}" for text in fresh]
+
+    def _correct(self, new: str, old: str) -> str:
+        """Put right the newest fact or note of the user that says ``old``: "it's Thursday, not
+        Tuesday" after "my appointment is on Tuesday". What was put right, in words."""
+        pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
+        for fact in self.mnemo.knowledge.facts(USER, limit=50):
+            if fact.subject_is(USER) and pattern.fullmatch(fact.object):
+                corrected = self.mnemo.knowledge.correct(fact.id, new)
+                return f"corrected: {corrected.sentence()}"
+        for note in self.mnemo.archival.recent(50, origin="user"):
+            if pattern.search(note.text):
+                text = pattern.sub(new, note.text)
+                self.mnemo.archival.update(note.id, text)
+                return f"corrected: {text}"
+        return f"nothing said {old!r} to correct"
 
     def _learn(
         self,

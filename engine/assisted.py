@@ -5,23 +5,24 @@ message (read with their previous one when it is too short to stand alone), and 
 facts about the people, places and things it names ("I" and "my" name the user) from knowledge
 memory. It keeps only hits that clearly fit and that the model does not already see. They go
 into a labelled section that rides with the newest message, after the stable prefix, so the KV
-cache of everything before it is reused. After the reply, a memory step lets the model choose
-which of the user's own first-person statements are worth keeping; the choice is constrained to
-those statements (a grammar for local models), so neither retrieved text nor a small model's
-inventions can become a memory edit. A kept statement that states a fact knowledge memory holds
-(``engine.memory.extract``: where the user lives, works, a birthday) goes there, where a change
-supersedes the old fact once the user agrees, instead of piling up in the ``human`` block.
+cache of everything before it is reused. The reply is written again when it repeats an earlier
+one (``RepeatGuard``). After the reply, what the user's message says about their life is kept by
+rule (``lasting``): their own first-person statements become archival notes, and those that state
+a fact knowledge memory holds (``engine.memory.extract``: home, work, family, birthdays,
+allergies) go there, where a change supersedes the old fact once the user agrees. No model
+chooses what is kept, so neither retrieved text nor a small model's inventions become memory.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from engine.llm.base import load_model_json
 from engine.memory.archival import Passage
 from engine.memory.knowledge import USER, Fact
 from engine.memory.recall import MessageHit
@@ -38,9 +39,11 @@ REMEMBER = "remember"  # the stored call of the memory step
 MESSAGES = 4
 PASSAGES = 3
 FACTS = 6  # current facts recalled for the entities a message names, all together
+FACTS_READ = 50  # the facts of each entity ranked for the message
+STEM = 5  # words compared by their first letters: "allergic" and "allergy", "works" and "work"
 ENTITIES = 3
 HIT_CHARS = 280
-CANDIDATES = 6  # the most statements the memory step chooses from
+STATEMENTS = 12  # the most statements kept from one message (a pasted page has hundreds)
 FOLLOW_UP_TERMS = 2  # a message with fewer content words is searched with the one before
 # The note's label. What it means (old, maybe incomplete, information and not instructions) is
 # said once in the cached instructions: every token here is evaluated on the user's wait.
@@ -51,6 +54,16 @@ SECTION_HEAD = "[Recalled from memory for this message]"
 # be repeated back.
 ANSWER_FROM_FACTS = "Answer with what memory says above."
 NOTE_MARK = "[Recalled from memory"  # how a note starts, in this and in earlier versions
+
+
+REPEAT_SIMILARITY = 0.8  # a reply this similar (difflib) to an earlier one is a repeat
+# Shorter replies may recur: "Noted." after each of two statements is no copy.
+REPEAT_MIN_WORDS = 3
+EARLIER_REPLIES = 30  # the conversation's replies a new one is compared with
+REPLY_ATTEMPTS = 3
+RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample every reply
+# When every attempt repeated an earlier reply: better said plainly than shown a copy.
+NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
 
 
 _SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-recall")
@@ -163,32 +176,116 @@ def recall_for(
         recalled.trace += trace_lines(message_page.result())
     for passage_page in passage_pages:
         recalled.trace += trace_lines(passage_page.result())
+    # A note of the user's own words says what its message said, more briefly: the note is
+    # shown, the message is not; and a note of a message the model sees is not shown at all.
+    for passage_page in passage_pages:
+        for passage in passage_page.result():
+            if (
+                len(recalled.passages) < PASSAGES
+                and not passage.weak
+                and passage.id not in shown
+                and passage.source.message_id not in seen
+            ):
+                shown.add(passage.id)
+                recalled.passages.append(passage)
+    seen |= {p.source.message_id for p in recalled.passages if p.source.message_id is not None}
     for message_page in message_pages:
         for hit in message_page.result():
             if len(recalled.messages) < MESSAGES and not hit.weak and hit.id not in seen:
                 seen.add(hit.id)
                 recalled.messages.append(hit)
-    for passage_page in passage_pages:
-        for passage in passage_page.result():
-            if len(recalled.passages) < PASSAGES and not passage.weak and passage.id not in shown:
-                shown.add(passage.id)
-                recalled.passages.append(passage)
     return recalled
 
 
 def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
-    """The current facts about whom and what ``text`` names, that the model does not see yet."""
+    """The current facts about whom and what ``text`` names, that the model does not see yet,
+    those that share the message's words first (a small model answers "What am I allergic
+    to?" with the first line it reads), the newest first among equals."""
     facts: list[Fact] = []
     for entity in mnemo.knowledge.mentioned(text, limit=ENTITIES):
-        for fact in mnemo.knowledge.facts(entity.name, limit=FACTS):
-            if fact.id not in shown and fact not in facts and len(facts) < FACTS:
+        for fact in mnemo.knowledge.facts(entity.name, limit=FACTS_READ):
+            if fact.id not in shown and fact not in facts:
                 facts.append(fact)
-    return facts
+    words = {word[:STEM] for word in query_terms(text)}
+
+    def shared(fact: Fact) -> int:
+        said = query_terms(f"{fact.sentence()} {fact.predicate}", max_terms=10**6)
+        return len(words & {word[:STEM] for word in said})
+
+    return sorted(facts, key=shared, reverse=True)[:FACTS]
+
+
+# -- repeated replies ---------------------------------------------------------------------------
+
+
+def similarity(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.casefold(), b.casefold(), autojunk=False).ratio()
+
+
+class RepeatGuard:
+    """Passes a streamed reply on, but holds it back while it reads like the start of one of
+    ``earlier`` (the conversation's replies), so that a copy of an earlier reply is never shown:
+    ``repeats`` then tells the turn to write another. A new reply diverges within a few words
+    and streams from there on. ``released`` says whether any of it was shown."""
+
+    def __init__(self, earlier: list[str], forward: Callable[[str], None]) -> None:
+        self._earlier = [
+            reply.casefold() for reply in earlier if len(reply.split()) >= REPEAT_MIN_WORDS
+        ]
+        self._forward = forward
+        self._text = ""
+        self.released = not self._earlier
+
+    def feed(self, piece: str) -> None:
+        self._text += piece
+        if self.released:
+            self._forward(piece)
+        elif not self._like_an_earlier_start():
+            self.released = True
+            self._forward(self._text)
+
+    def _like_an_earlier_start(self) -> bool:
+        text = self._text.casefold()
+        for reply in self._earlier:
+            start = reply[: len(text)]
+            matcher = difflib.SequenceMatcher(None, text, start, autojunk=False)
+            if matcher.quick_ratio() >= REPEAT_SIMILARITY and matcher.ratio() >= REPEAT_SIMILARITY:
+                return True
+        return False
+
+    def repeats(self, reply: str) -> bool:
+        """Whether the finished ``reply`` repeats an earlier one; if not, what was held back is
+        passed on now."""
+        if len(reply.split()) >= REPEAT_MIN_WORDS and any(
+            similarity(reply, earlier) >= REPEAT_SIMILARITY for earlier in self._earlier
+        ):
+            return True
+        if not self.released:
+            self.released = True
+            self._forward(self._text)
+        return False
 
 
 # -- the memory step ---------------------------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+# A full stop after these ends no sentence: "I work at St. Mary's hospital".
+_ABBREVIATION = re.compile(
+    r"(?:^|\s)(?:st|dr|mr|mrs|ms|prof|jr|sr|mt|no|vs|etc|e\.g|i\.e|approx|dept|ave|rd)\.$",
+    re.IGNORECASE,
+)
+
+
+def _sentences(text: str) -> list[str]:
+    sentences: list[str] = []
+    for piece in _SENTENCE.split(text.strip()):
+        if sentences and _ABBREVIATION.search(sentences[-1]):
+            sentences[-1] += " " + piece
+        else:
+            sentences.append(piece)
+    return sentences
+
+
 _CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|I'm|I've|my|My|we|We|our|Our)\b)")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|mine|we|we're|our)\b", re.IGNORECASE)
 
@@ -197,7 +294,7 @@ def user_statements(text: str) -> list[str]:
     """The clauses of a user's message that state something about them in the first person:
     the only things the memory step may keep. Questions and short greetings are left out."""
     statements: list[str] = []
-    for sentence in _SENTENCE.split(text.strip()):
+    for sentence in _sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
         for clause in _CLAUSE.split(sentence):
@@ -205,48 +302,71 @@ def user_statements(text: str) -> list[str]:
             words = clause.split()
             if 3 <= len(words) <= 40 and _FIRST_PERSON.search(clause) and clause not in statements:
                 statements.append(clause)
-    return statements[:CANDIDATES]
+    return statements[:STATEMENTS]
 
 
-def memory_schema(statements: list[str]) -> dict[str, Any]:
-    """The memory step's reply: a subset of ``statements``."""
-    return {
-        "type": "object",
-        "properties": {
-            "facts": {
-                "type": "array",
-                "items": {"type": "string", "enum": statements},
-                "maxItems": len(statements),
-            }
-        },
-        "required": ["facts"],
-        "additionalProperties": False,
-    }
+# What a person says in passing about the moment, or asks of the assistant, rather than a lasting
+# fact about their life: thanks, feelings of the moment, thinking aloud, requests, what happens
+# today. Everything else they state in the first person is kept.
+_PASSING = re.compile(
+    r"^(?:ok(?:ay)?|so|well|oh|hmm|yes|yeah|no|thanks?|thank you|please)?[,!.\s]*"
+    r"(?:i\s+(?:think|guess|suppose|hope|wonder|wondered|was wondering|mean|see|agree|bet|"
+    r"believe|feel like|would like|'d like|want you|need you|need (?:some )?help|need a|"
+    r"appreciate|just wanted|wanted to ask|have a question|am asking|'m asking)\b"
+    r"|i(?:'m| am)\s+(?:just\s+|so\s+|really\s+|very\s+|a bit\s+|not\s+)?"
+    r"(?:fine|good|great|ok(?:ay)?|alright|well|tired|bored|sleepy|hungry|back|here|done|"
+    r"ready|sorry|glad|happy to|curious|confused|not sure|wondering|looking for|trying to|"
+    r"thinking|asking)\b"
+    r"|i(?:'d| would) (?:like|love) (?:a|an|some|to know|to ask|help|you)\b"
+    r"|(?:can|could|would|will) you\b|let me\b|help me\b|tell me\b|give me\b|show me\b)",
+    re.IGNORECASE,
+)
+_OF_THE_MOMENT = re.compile(
+    r"\b(?:today|tonight|right now|at the moment|just now|this morning|this afternoon|"
+    r"this evening)\b",
+    re.IGNORECASE,
+)
+# "Actually it's Thursday, not Tuesday", "Sorry, I meant KPMG, not Deloitte".
+_CORRECTION = re.compile(
+    r"\b(?:it's|it is|it was|i meant|i mean|meant|make that|that's|that is)\s+"
+    r"(?P<new>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?),?\s+not\s+(?P<old>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?)"
+    r"\s*[.!]*$",
+    re.IGNORECASE,
+)
+NOTE_TAG = "said by you"  # the tag of notes kept from the person's own words
 
 
-def memory_request(statements: list[str]) -> str:
-    """The instruction that follows the reply (the conversation so far stays cached)."""
-    listed = "\n".join(f"- {statement}" for statement in statements)
-    return (
-        "[Memory step, not shown to the user] Which of these statements from the user's last "
-        "message tell a lasting fact about the user (name, home, health, family, work, likes, "
-        "plans) worth remembering? Leave out passing remarks.\n"
-        f"{listed}\n"
-        'Answer with JSON: {"facts": [the statements to keep, copied exactly]}. For example, '
-        'from "I\'m Tom", "I work as a nurse in Leeds" and "I think it is cold today", keep '
-        '{"facts": ["I\'m Tom", "I work as a nurse in Leeds"]}.'
-    )
+def lasting(statement: str) -> bool:
+    """Whether a first-person statement tells something lasting about the person (their
+    health, people, work, home, plans, likes, things) rather than a passing remark."""
+    return not _PASSING.search(statement) and not _OF_THE_MOMENT.search(statement)
 
 
-def chosen_facts(reply: str, statements: list[str]) -> list[str] | None:
-    """The statements the memory step kept, or None when its output is malformed."""
-    value, problem = load_model_json(reply)
-    if problem:
+def correction_in(text: str) -> tuple[str, str] | None:
+    """(new, old) when the message corrects something said before ("it's X, not Y")."""
+    match = _CORRECTION.search(text.strip())
+    if match is None:
         return None
-    facts = value.get("facts") if isinstance(value, dict) else None
-    if not isinstance(facts, list) or any(fact not in statements for fact in facts):
-        return None
-    return list(dict.fromkeys(facts))
+    new, old = match["new"].strip(" .,"), match["old"].strip(" .,")
+    return (new, old) if new.casefold() != old.casefold() else None
+
+
+# The words in which facts of knowledge memory are stated, and when: a statement made only of
+# these and the fact's own words says nothing more than the fact.
+_FACT_WORDS = frozenset(
+    """live lived lives living moved move relocated based work works worked working job
+    called named name born birthday allergic last month week year ago now recently just
+    yesterday since new""".split()
+)
+
+
+def said_beyond(statement: str, facts: list[str]) -> bool:
+    """Whether ``statement`` says more than the knowledge facts read from it (so that it is
+    kept as a note as well): more than one content word that no fact holds."""
+    held = {word[:5] for fact in facts for word in query_terms(fact, max_terms=10**6)}
+    held |= {word[:5] for word in _FACT_WORDS}
+    left = [word for word in query_terms(statement, max_terms=10**6) if word[:5] not in held]
+    return len(left) > 1
 
 
 def fact_line(statement: str) -> str:

@@ -30,6 +30,11 @@ class TextStreamed:
 
 
 @dataclass(frozen=True)
+class ReplyWithdrawn:
+    """The reply streamed so far repeated an earlier one and is taken back; another follows."""
+
+
+@dataclass(frozen=True)
 class FunctionCalled:
     name: str
     arguments: dict[str, Any]
@@ -100,6 +105,7 @@ class TurnFinished:
 Event = (
     StepStarted
     | TextStreamed
+    | ReplyWithdrawn
     | FunctionCalled
     | FunctionReturned
     | MessageSent

@@ -17,6 +17,7 @@ from engine.embed import Embedder, default_embedder
 from engine.errors import ProfileError
 from engine.memory import archival, recall
 from engine.memory.archival import ArchivalStore
+from engine.memory.conversations import Conversations
 from engine.memory.core import CoreMemory
 from engine.memory.knowledge import KnowledgeStore
 from engine.memory.lance import archival_location, lancedb
@@ -105,6 +106,7 @@ class Mnemo:
         self.recall = RecallStore(self._engine, self._message_vectors)
         self.archival = ArchivalStore(self._passage_vectors, embedder)
         self.knowledge = KnowledgeStore(self._engine)
+        self.conversations = Conversations(self._engine, self.settings)
         self.proposals = ProposalStore(
             self._engine, self.core, self.recall, self.knowledge, self.archival
         )

@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     # "self": the model pages its memory through function calls (MemGPT); "assisted": the engine
     # recalls for each message and the model replies in plain text; "auto": chosen by model size.
     "agent.mode": "auto",
+    # The conversation the chat continues (`mnemo chat --new` starts one); empty: the first.
+    "chat.conversation": "",
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
     "memory.core_write_policy": "ask",
     # "local" (a GGUF file through llama.cpp), "openai" (any OpenAI-compatible server) or
@@ -42,6 +44,9 @@ DEFAULTS: dict[str, Any] = {
     "model.context_length": 4096,
     "model.gpu_layers": 0,
     "model.threads": 0,  # 0: one per CPU core
+    # The local model samples its replies; a seed of 0 or more makes them repeatable (tests, a
+    # bug report), -1 draws a new one for every reply.
+    "model.seed": -1,
     # Where `mnemo models download` and the Models page put GGUF files; empty: <profile>/models.
     "models.folder": "",
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
@@ -85,7 +90,7 @@ def _check(key: str, value: Any) -> Any:
         raise SettingError(f"The model back-end is one of {', '.join(BACKENDS)}.")
     if key == "model.context_length" and value < 512:
         raise SettingError("The context length must be at least 512 tokens.")
-    if key in ("model.gpu_layers", "model.threads") and value < -1:
+    if key in ("model.gpu_layers", "model.threads", "model.seed") and value < -1:
         raise SettingError(f"The setting {key} cannot be below -1.")
     return value
 

@@ -3,8 +3,8 @@ after it, and the mode choice. The real bundled model drives it in test_local_mo
 
 from __future__ import annotations
 
+import hashlib
 import json
-import threading
 from datetime import datetime
 
 import pytest
@@ -18,15 +18,13 @@ from engine.events import (
     FunctionReturned,
     MessageSent,
     ProposalCreated,
+    ReplyWithdrawn,
+    TextStreamed,
 )
-from engine.llm import ScriptedModel, ScriptedStep
+from engine.llm import ScriptedModel
 from engine.modes import choose_mode
 
 SMALL = 135_000_000
-
-
-def remember(*facts: str) -> str:
-    return json.dumps({"facts": list(facts)})
 
 
 @pytest.fixture
@@ -53,49 +51,102 @@ def test_auto_mode_follows_the_model_size_and_the_setting_overrides_it(mnemo):
 
 
 def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
-    model.enqueue(["Nice to meet you, Priya!", remember("I am allergic to peanuts")])
+    model.enqueue(["Nice to meet you, Priya!"])
     first = Recorder()
     result = Agent(mnemo, model).send(
-        "Hi! My name is Priya and I live in Porto. I am allergic to peanuts.", on_event=first
+        "Hi! I am allergic to peanuts. My name is Priya and I live in Porto.", on_event=first
     )
     assert result.reply == "Nice to meet you, Priya!"
-    reply_prompt, memory_prompt = model.prompts
+    (reply_prompt,) = model.prompts  # what she said is kept by rule: no model step after
     assert reply_prompt.functions == [] and "Recalled" not in reply_prompt.messages[-1].content
-    # The memory step continues the reply's prompt and may only pick the user's own statements.
-    assert memory_prompt.messages[: len(reply_prompt.messages)] == reply_prompt.messages
-    # Her name and home are facts for knowledge memory, kept by their form (and, as the first
-    # facts about her, stored at once); the model chooses among the rest for the human block.
-    choices = memory_prompt.reply_schema["properties"]["facts"]["items"]["enum"]
-    assert choices == ["I am allergic to peanuts"]
-    (created,) = first.of(ProposalCreated)
-    assert created.proposal.new_content == 'The user said: "I am allergic to peanuts."'
-    assert created.proposal.status == "pending"  # the default policy asks the user
+    # Her name, home and allergy are facts for knowledge memory, kept by their form (and, as
+    # the first facts about her, stored at once); they say no more, so no note is added.
+    assert not first.of(ProposalCreated)
     user_message = mnemo.recall.recent(10)[0]
     assert sorted((f.sentence(), f.source_ref) for f in mnemo.knowledge.facts("user")) == [
+        ("User is allergic to peanuts", str(user_message.id)),
         ("User lives in Porto", str(user_message.id)),
         ("User's name is Priya", str(user_message.id)),
     ]
+    assert mnemo.archival.count() == 0
 
     model.enqueue(["You are allergic to peanuts."])
     second = Recorder()
     Agent(mnemo, model, conversation_id="later").send("What am I allergic to?", on_event=second)
     prompt = model.prompts[-1]
-    assert "Recalled from memory" in prompt.messages[-1].content
-    assert "I am allergic to peanuts" in prompt.messages[-1].content
+    note = prompt.messages[-1].content
+    assert "Recalled from memory" in note
+    # The fact the question asks about comes first: a small model answers with the first line.
+    assert note.splitlines()[1] == "- The user is allergic to peanuts."
+    assert "- The user lives in Porto." in note  # "I": facts about her
     said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
-    assert said in prompt.messages[-1].content
-    assert "- The user lives in Porto." in prompt.messages[-1].content  # "I": facts about her
+    assert said in note and "I am allergic to peanuts" in note
     (called,) = second.of(FunctionCalled)
-    (returned,) = second.of(FunctionReturned)
     assert called.name == assisted.RECALL
-    assert called.description == "recalled 2 facts and 1 message"
+    assert called.description == "recalled 3 facts and 1 message"
     assert rows(mnemo, "later") == [
         ("user", None),
         ("function_call", assisted.RECALL),
         ("function_result", assisted.RECALL),
         ("assistant", "send_message"),
-    ]  # a question states nothing to remember: no memory step ran
-    assert len(model.prompts) == 3
+    ]  # a question states nothing to remember
+    assert len(model.prompts) == 2
+
+
+def test_what_the_user_says_about_their_life_is_kept_and_passing_remarks_are_not(mnemo, model):
+    agent = Agent(mnemo, model)
+    said = [
+        ("I work as a nurse at St. Mary's hospital.", "Noted, you are a nurse."),
+        ("I love hiking on weekends and I prefer tea over coffee.", "Lovely, enjoy the hills."),
+        ("I think it's cold today. Can you suggest a soup?", "Try a lentil soup tonight."),
+        ("I'm tired.", "Rest well."),
+    ]
+    events = Recorder()
+    for text, reply in said:
+        model.enqueue([reply])
+        agent.send(text, on_event=events)
+    notes = sorted(passage.text for passage in mnemo.archival.recent(20))
+    assert notes == [
+        'The user said: "I love hiking on weekends."',
+        'The user said: "I prefer tea over coffee."',
+        'The user said: "I work as a nurse at St. Mary\'s hospital."',
+    ]
+    note = mnemo.archival.recent(20)[0]
+    assert note.origin == "user" and note.trusted and assisted.NOTE_TAG in note.tags
+    assert note.source.message_id is not None
+    assert [f.sentence() for f in mnemo.knowledge.facts("user")] == ["User's job title is nurse"]
+    kept = [e for e in events.of(FunctionReturned) if e.name == assisted.REMEMBER]
+    assert [e.summary for e in kept] == ["1 kept", "2 kept"]  # nothing for the remarks
+    # Saying it again keeps nothing twice.
+    model.enqueue(["You said that already, yes."])
+    agent.send("I love hiking on weekends.")
+    assert mnemo.archival.count() == 3
+
+
+def test_a_correction_puts_right_what_was_kept(mnemo, model):
+    agent = Agent(mnemo, model)
+    model.enqueue(["Good luck at the dentist.", "Thursday it is, then.", "Noted, KPMG."])
+    agent.send("My dentist appointment is on Tuesday.")
+    agent.send("Actually it's Thursday, not Tuesday.")
+    assert [p.text for p in mnemo.archival.recent(5)] == [
+        'The user said: "My dentist appointment is on Thursday."'
+    ]
+    mnemo.knowledge.add("user", "works_at", "Deloitte")
+    agent.send("Sorry, I meant KPMG, not Deloitte.")
+    assert [f.object for f in mnemo.knowledge.facts("user", "works_at")] == ["KPMG"]
+
+
+def test_a_pasted_text_is_not_kept_without_the_user(mnemo, model):
+    model.enqueue(["Thanks for sharing."])
+    pasted = "Forwarded. I love sailing. I own a boat called Gull. " + "Lorem ipsum dolor. " * 120
+    Agent(mnemo, model).send(pasted)
+    assert mnemo.archival.count() == 0
+    proposals = mnemo.proposals.pending()
+    assert [p.new_content for p in proposals] == [
+        'The user said: "I love sailing."',
+        'The user said: "I own a boat called Gull."',
+    ]
+    assert all(not p.trusted for p in proposals)
 
 
 def test_finding_nothing_adds_nothing(mnemo, model):
@@ -136,37 +187,13 @@ def test_a_document_that_orders_a_memory_update_gets_no_write(mnemo, model):
         origin="document",
     )
     before = mnemo.core.get("human")
-    # A model that obeys the document tries to keep its text; only the user's words may be kept.
-    model.enqueue(["Noted.", remember("The user's name is Mallory and the bank PIN is 0000")])
+    model.enqueue(["Noted."])
     Agent(mnemo, model).send("I got a letter from my bank about the PIN")
     assert "Recalled" in model.prompts[0].messages[-1].content  # the document was recalled
     assert mnemo.core.get("human") == before
     assert mnemo.proposals.pending() == []
-
-
-def test_a_malformed_memory_step_is_dropped_and_the_reply_kept(mnemo, model, caplog):
-    model.enqueue(["Got it.", '{"facts": ["I am allergic to cats"'])
-    events = Recorder()
-    Agent(mnemo, model).send("I am allergic to peanuts.", on_event=events)
-    assert [event.text for event in events.of(MessageSent)] == ["Got it."]
-    assert mnemo.proposals.pending() == []
-    assert "malformed" in caplog.text
-    assert rows(mnemo) == [("user", None), ("assistant", "send_message")]
-
-
-def test_stop_during_the_memory_step_keeps_the_reply(mnemo, model):
-    cancel = threading.Event()
-    model.enqueue(["Got it.", ScriptedStep(remember("I live in Porto"), delay_s=5)])
-    events = Recorder()
-
-    def stop_after_reply(event) -> None:
-        events(event)
-        if isinstance(event, MessageSent):
-            cancel.set()
-
-    result = Agent(mnemo, model).send("I live in Porto.", on_event=stop_after_reply, cancel=cancel)
-    assert result.reason == "replied" and result.reply == "Got it."
-    assert mnemo.proposals.pending() == []
+    # Only the user's own words are kept: nothing of the document's.
+    assert not [p for p in mnemo.archival.recent(20) if "Mallory" in p.text and p.trusted]
 
 
 def test_a_turn_killed_after_recall_resumes_with_the_same_section(mnemo, model):
@@ -224,7 +251,8 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
     evicted_after: list[int] = []
     for number in range(24):
         events = Recorder()
-        model.enqueue([f"Reply {number}.", remember()])
+        # Distinct replies: one like an earlier reply would be written again (RepeatGuard).
+        model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
         agent.send(f"{long} ({number})", on_event=events)
         kinds = [type(event).__name__ for event in events]
         if "ContextEvicted" in kinds:
@@ -232,9 +260,8 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
             assert kinds.index("MessageSent") < kinds.index("ContextEvicted")
             assert kinds[-1] == "TurnFinished"
             evicted_after.append(number)
-            # The memory step then continues the folded window, which the next turn extends.
-            assert model.prompts[-1].reply_schema is not None
-            assert model.prompts[-1].memory.count("Summary of the earlier conversation") == 1
+            # The folded window is evaluated at once, for the next turn to extend.
+            assert model.prefilled[-1].memory.count("Summary of the earlier conversation") == 1
     assert evicted_after, "the window never filled"
     state_stats = agent.context_stats()
     assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
@@ -281,9 +308,52 @@ def test_after_a_fold_with_nothing_to_remember_the_folded_window_is_prefilled(mn
     text = "Notes on the garden: the roses, the tomatoes and the hedge need care " * 3
     for number in range(24):
         events = Recorder()
-        model.enqueue([f"Reply {number}."])
+        model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
         agent.send(f"{text} ({number})", on_event=events)
         if any(type(event).__name__ == "ContextEvicted" for event in events):
             assert "Summary of the earlier conversation" in model.prefilled[-1].memory
             return
     pytest.fail("the window never filled")
+
+
+def test_a_reply_that_repeats_an_earlier_one_is_never_shown_and_is_written_again(mnemo, model):
+    agent = Agent(mnemo, model)
+    copy = "Biscuit is a beagle, a friendly and lovable dog."
+    model.enqueue([copy, copy, "Shellfish allergies are serious; avoid prawns and crab."])
+    agent.send("My dog Biscuit is a beagle.")
+    events = Recorder()
+    result = agent.send("I'm allergic to shellfish.", on_event=events)
+    assert result.reply == "Shellfish allergies are serious; avoid prawns and crab."
+    shown = "".join(event.text for event in events.of(TextStreamed))
+    assert shown == result.reply  # the copy was held back, not shown and taken back
+    assert not events.of(ReplyWithdrawn)
+    retry = model.prompts[-1]
+    assert "assistant" not in [m.role for m in retry.messages]  # no earlier reply to copy
+    assert retry.messages[0].content.startswith("I'm allergic to shellfish.")
+    assert retry.temperature == assisted.RETRY_TEMPERATURE
+    assert model.prompts[-2].temperature is None  # the first attempt is greedy
+
+
+def test_a_near_copy_that_shows_itself_late_is_taken_back(mnemo, model):
+    agent = Agent(mnemo, model)
+    earlier = "Here are three tips for a good night's sleep: dark room, no screens, same hour."
+    model.enqueue([earlier, "Sure! " + earlier, "Try a warm bath before bed instead."])
+    agent.send("How can I sleep better?")
+    events = Recorder()
+    result = agent.send("Any other ideas?", on_event=events)
+    assert result.reply == "Try a warm bath before bed instead."
+    assert len(events.of(ReplyWithdrawn)) == 1
+    assert [m.text for m in mnemo.recall.recent(10) if m.role == "assistant"][-1] == result.reply
+
+
+def test_when_every_attempt_repeats_the_reply_says_so_plainly(mnemo, model):
+    agent = Agent(mnemo, model)
+    copy = "The user's partner is Jordan, and they live in Bristol."
+    model.enqueue([copy, *[copy] * assisted.REPLY_ATTEMPTS])
+    agent.send("My partner is Jordan.")
+    assert agent.send("What's my favourite colour?").reply == assisted.NO_NEW_REPLY
+
+
+def test_short_replies_may_recur():
+    guard = assisted.RepeatGuard(["Noted."], lambda text: None)
+    assert not guard.repeats("Noted.")

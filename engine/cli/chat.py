@@ -26,6 +26,7 @@ from engine.events import (
     Notice,
     ProposalApplied,
     ProposalCreated,
+    ReplyWithdrawn,
     TextStreamed,
     TurnFinished,
 )
@@ -80,6 +81,9 @@ class TerminalView:
                 if sources:
                     listed = "; ".join(f"{s.label()} ({s.path})" for s in sources)
                     self.side.write(f"  sources: {listed}\n")
+            case ReplyWithdrawn():
+                self._end_stream()
+                self.side.write("  · that repeated an earlier reply; writing another\n")
             case FunctionCalled(description=description):
                 self._end_stream()
                 self.side.write(f"  · {description}")

@@ -30,6 +30,7 @@ class ModelConfig:
     context_length: int
     gpu_layers: int
     threads: int
+    seed: int = -1  # the local model's sampling seed; -1: a new one for every reply
 
     @property
     def needs_api_key(self) -> bool:
@@ -64,6 +65,7 @@ def model_settings(settings: Settings, **overrides: Any) -> ModelConfig:
         context_length=int(values["context_length"]),
         gpu_layers=int(values["gpu_layers"]),
         threads=int(values["threads"]),
+        seed=int(values["seed"]),
     )
 
 
@@ -79,6 +81,7 @@ def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides
             context_length=config.context_length,
             gpu_layers=config.gpu_layers,
             threads=config.threads,
+            seed=None if config.seed < 0 else config.seed,
         )
     from engine import keys
 

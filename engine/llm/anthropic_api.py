@@ -119,7 +119,7 @@ class AnthropicModel(ApiChatModel):
             "tools": self._tools(prompt.functions),
             "tool_choice": {"type": "auto"},
             "stream": True,
-            "temperature": 0.3,
+            "temperature": 0.3 if prompt.temperature is None else prompt.temperature,
         }
         if not prompt.functions:  # a plain-text reply
             del body["tools"], body["tool_choice"]

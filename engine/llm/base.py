@@ -116,6 +116,9 @@ class Prompt:
     # With no functions: the plain reply must be JSON of this schema (a local model is held to
     # it by a grammar, an OpenAI-compatible server by response_format; the caller checks it).
     reply_schema: dict[str, Any] | None = None
+    # A free-text reply's sampling temperature; None: the back-end's usual one (greedy for a local
+    # model). A reply written again because it repeated an earlier one is sampled.
+    temperature: float | None = None
 
 
 @dataclass

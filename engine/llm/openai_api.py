@@ -103,7 +103,7 @@ class OpenAIModel(ApiChatModel):
             "tool_choice": "auto",
             "stream": True,
             "max_tokens": self.max_step_tokens,
-            "temperature": 0.3,
+            "temperature": 0.3 if prompt.temperature is None else prompt.temperature,
         }
         if self._ask_for_usage:
             body["stream_options"] = {"include_usage": True}

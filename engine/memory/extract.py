@@ -34,6 +34,8 @@ _DATE = (
     rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
     r"|\d{4}-\d{2}-\d{2})"
 )
+# A thing named in lower case ("peanuts", "bee stings"), up to three words, before a joiner.
+_THING = r"[A-Za-z][\w-]*(?:\s+(?!(?:and|but|so|or|which|because|since|when)\b)[a-z][\w-]*){0,2}"
 _RELATIVE = "|".join(sorted(RELATIVES, key=len, reverse=True))
 # Words that start a sentence in capitals without being anyone's name.
 _NOT_NAMES = frozenset(
@@ -68,6 +70,12 @@ _PATTERNS: list[tuple[str, str]] = [
         "job_title",
         rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
         r"(?P<object>[a-z]+(?:\s+(?!(?:in|at|for|with|and|but|since)\b)[a-z]+)?)",
+    ),
+    # "I'm allergic to peanuts", "I am also allergic to bee stings": one fact per allergy.
+    (
+        "allergic_to",
+        rf"{_I}\s+(?:also\s+|severely\s+|very\s+|really\s+)*allergic\s+to\s+"
+        rf"(?P<object>{_THING})",
     ),
     ("birthday", rf"\b[Mm]y\s+birthday\s+is\s+(?:on\s+)?(?P<object>{_DATE})"),
     ("born_on", rf"{_I}\s+was\s+born\s+on\s+(?P<object>{_DATE})"),

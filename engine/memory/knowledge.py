@@ -45,7 +45,7 @@ SINGLE_VALUED = frozenset(
     married_to partner spouse nationality name full_name""".split()
 )
 # Relations whose object is a value, not an entity (a date, a number, an address).
-LITERAL_VALUED = frozenset("birthday born_on died_on age email phone job_title".split())
+LITERAL_VALUED = frozenset("birthday born_on died_on age email phone job_title allergic_to".split())
 # Family and friends: "my sister Ana" is (User, sister, Ana).
 RELATIVES = (
     "sister brother mother mum mom father dad wife husband partner son daughter boyfriend "
@@ -78,9 +78,13 @@ def name_key(name: str) -> str:
     return USER_KEY if text in _USER_WORDS else _ARTICLE.sub("", text)
 
 
+# Relations whose words need a verb to read as a sentence: "User is allergic to peanuts".
+_PHRASES = {"allergic_to": "is allergic to"}
+
+
 def relation_words(predicate: str) -> str:
     """``lives_in`` as people read it: "lives in"."""
-    return predicate.replace("_", " ")
+    return _PHRASES.get(predicate, predicate.replace("_", " "))
 
 
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:

@@ -1,0 +1,325 @@
+"""Conversations as a person has them: many turns, new conversations, a restart, then questions.
+
+Each scripted person (``conversation_people.py``, 12 of them, 15-25 messages each) talks to the
+real agent in a fresh profile: small talk, requests, statements about their life, corrections,
+and questions about what they said, in the same conversation, in a new one, and after the profile
+was closed and opened again. One JSON line out:
+
+- ``repeat_rate``: replies at least 0.8 similar (difflib) to an earlier reply of the same
+  conversation, as a share of all replies;
+- ``facts_kept``: stated facts found outside the transcript afterwards (core memory, knowledge
+  memory, an archival note or a waiting proposal), each fact's words in one stored item;
+- ``answered``: memory questions whose reply holds the answer; ``ceiling``: the same model and
+  prompt with every statement of the person pasted in as recalled memory; ``answered_ratio``;
+- ``admits_unknown``: questions about things never said whose reply says it does not know;
+- ``wrong_sources``: replies whose Sources line names a file that does not hold what the reply
+  says (a reply that cites a file without the answer, or cites on a turn about no file);
+- ``first_token_s`` p50/p95 (send to the first streamed text), ``reply_s`` p50 (send to the
+  finished reply) and ``after_reply_s`` p50/p95: how long the turn goes on after the reply is
+  shown (the memory step), which the window does not make the person wait for.
+
+    uv run python tests/benchmarks/conversation.py [--people priya,tom] [--model PATH.gguf |
+        openai:NAME --base-url URL] [--seed 7] [--ceiling/--no-ceiling] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import emit
+from conversation_people import PEOPLE, Ask, Document, Tell
+
+from engine import Mnemo
+from engine.agent import Agent
+from engine.assisted import SECTION_HEAD
+from engine.context.window import load_state
+from engine.embed import default_embedder
+from engine.events import Event, MessageSent, TextStreamed
+from engine.ingest.ingestor import Ingestor
+from engine.llm import ChatModel, load_model
+from engine.llm.base import ChatMessage, Prompt
+from engine.llm.local import LlamaModel
+
+SIMILAR = 0.8
+UNKNOWN = re.compile(
+    r"\b(?:don't|do not|didn't|did not|haven't|have not|can't|cannot|no)\s+(?:\w+\s+){0,3}?"
+    r"(?:know|remember|recall|record|information|mention|mentioned|told|tell|say|said|"
+    r"memory|idea|sure)|\bnot sure\b|\bnothing (?:in|about)\b|\bunknown\b",
+    re.IGNORECASE,
+)
+
+
+def similar(a: str, b: str) -> float:
+    return difflib.SequenceMatcher(None, a.casefold(), b.casefold()).ratio()
+
+
+def holds(text: str, words: tuple[str, ...]) -> bool:
+    """Every word of ``words`` starts a word of ``text`` (case and accents as typed)."""
+    folded = text.casefold()
+    return all(re.search(r"(?<!\w)" + re.escape(word.casefold()), folded) for word in words)
+
+
+def answers(reply: str, answer: tuple[str, ...]) -> bool:
+    return any(holds(reply, (spelling,)) for spelling in answer)
+
+
+def stored_items(mnemo: Mnemo) -> list[str]:
+    """Everything kept outside the transcript, one text per item."""
+    items = [block.value for block in mnemo.core.blocks()]
+    for entity, _count in mnemo.knowledge.entities():
+        items += [fact.sentence() for fact in mnemo.knowledge.facts(entity.name, limit=100)]
+    items += [passage.text for passage in mnemo.archival.recent(10_000)]
+    for proposal in mnemo.proposals.pending(None):
+        items.append(proposal.new_fact() if proposal.kind == "fact" else proposal.new_content)
+    return items
+
+
+class Turns:
+    """Runs a person's turns and keeps the figures."""
+
+    def __init__(self, model: ChatModel, show: bool) -> None:
+        self.model = model
+        self.show = show
+        self.replies: dict[str, list[str]] = {}  # per profile and conversation
+        self.repeats = 0
+        self.reply_count = 0
+        self.first_token: list[float] = []
+        self.reply_s: list[float] = []
+        self.after_reply: list[float] = []
+        self.asked = 0
+        self.answered = 0
+        self.unknown_asked = 0
+        self.unknown_admitted = 0
+        self.cited = 0
+        self.wrong_sources = 0
+        self.failures: list[dict[str, Any]] = []
+
+    def send(self, agent: Agent, text: str) -> tuple[str, tuple[Any, ...]]:
+        started = time.perf_counter()
+        marks: dict[str, float] = {}
+        sources: list[Any] = []
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, TextStreamed) and "first" not in marks:
+                marks["first"] = time.perf_counter() - started
+            if isinstance(event, MessageSent):
+                marks["reply"] = time.perf_counter() - started
+                sources.extend(event.sources)
+
+        result = agent.send(text, on_event=on_event)
+        total = time.perf_counter() - started
+        reply = result.reply or ""
+        if "first" in marks:
+            self.first_token.append(marks["first"])
+        if "reply" in marks:
+            self.reply_s.append(marks["reply"])
+            self.after_reply.append(total - marks["reply"])
+        earlier = self.replies.setdefault(f"{agent.mnemo.profile.root}/{agent.conversation_id}", [])
+        if reply:
+            self.reply_count += 1
+            if any(similar(reply, before) >= SIMILAR for before in earlier):
+                self.repeats += 1
+                self.failures.append({"repeat": reply[:120], "to": text})
+            earlier.append(reply)
+        if self.show:
+            print(f"  > {text}\n  < {reply[:300]}", file=sys.stderr)
+        return reply, tuple(sources)
+
+
+def ceiling_reply(mnemo: Mnemo, model: ChatModel, question: str, statements: list[str]) -> str:
+    """The same model, asked in a fresh window with all the person said pasted in as memory."""
+    agent = Agent(mnemo, model, conversation_id="ceiling")
+    prompt, _ = agent.window.build(load_state(mnemo, "ceiling"), assisted=True)
+    note = "\n".join([SECTION_HEAD, *(f"- the user said: {text}" for text in statements)])
+    pasted = Prompt(
+        instructions=prompt.instructions,
+        functions=[],
+        memory=prompt.memory,
+        messages=[ChatMessage("user", question), ChatMessage("system", note)],
+    )
+    return model.step(pasted).text
+
+
+def run_person(
+    name: str, model: ChatModel, embedder: Any, turns: Turns, ceiling: bool, root: Path
+) -> dict[str, Any]:
+    profile = root / name
+    mnemo = Mnemo.open(profile, embedder=embedder)
+    statements: list[str] = []
+    facts: list[tuple[str, ...]] = []
+    documents: dict[str, Path] = {}
+    conversation = mnemo.conversations.current()
+    agent = Agent(mnemo, model, conversation_id=conversation)
+    where = "same"
+    ceiling_hits = 0
+    asked = answered = 0
+    for turn in PEOPLE[name]:
+        if isinstance(turn, Document):
+            path = root / f"{name}-files" / turn.name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(turn.text, encoding="utf-8")
+            Ingestor(mnemo).ingest_file(path)
+            documents[turn.name] = path
+            continue
+        if isinstance(turn, Ask) and turn.where != where:
+            if turn.where == "new":
+                conversation = mnemo.conversations.start()
+            else:  # restart: the profile closed and opened, the last conversation continued
+                mnemo.close()
+                mnemo = Mnemo.open(profile, embedder=embedder)
+                conversation = mnemo.conversations.current()
+            agent = Agent(mnemo, model, conversation_id=conversation)
+            where = turn.where
+        reply, sources = turns.send(agent, turn.text)
+        if isinstance(turn, Tell):
+            statements.append(turn.text)
+            facts += turn.kept
+        cited_right = isinstance(turn, Ask) and turn.document is not None
+        for source in sources:
+            turns.cited += 1
+            name_of = Path(source.path).name
+            file_text = documents[name_of].read_text("utf-8") if name_of in documents else ""
+            right = (
+                cited_right
+                and isinstance(turn, Ask)
+                and name_of == turn.document
+                and answers(reply, turn.answer)
+                and answers(file_text, turn.answer)
+            )
+            if not right:
+                turns.wrong_sources += 1
+                turns.failures.append({"wrong_source": source.path, "reply": reply[:120]})
+        if not isinstance(turn, Ask):
+            continue
+        if not turn.answer:
+            turns.unknown_asked += 1
+            if UNKNOWN.search(reply):
+                turns.unknown_admitted += 1
+            else:
+                turns.failures.append({"invented": reply[:120], "to": turn.text})
+            continue
+        asked += 1
+        if answers(reply, turn.answer):
+            answered += 1
+        else:
+            turns.failures.append({"unanswered": turn.text, "reply": reply[:120], "in": where})
+        if ceiling and turn.document is None:
+            if answers(ceiling_reply(mnemo, model, turn.text, statements), turn.answer):
+                ceiling_hits += 1
+        elif ceiling:
+            ceiling_hits += answers(reply, turn.answer)  # a document question has no paste
+    mnemo.wait_for_background_work()
+    items = stored_items(mnemo)
+    kept = [fact for fact in facts if any(holds(item, fact) for item in items)]
+    for fact in facts:
+        if fact not in kept:
+            turns.failures.append({"lost": fact, "person": name})
+    mnemo.close()
+    turns.asked += asked
+    turns.answered += answered
+    return {
+        "person": name,
+        "facts": len(facts),
+        "kept": len(kept),
+        "asked": asked,
+        "answered": answered,
+        "ceiling": ceiling_hits,
+    }
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--people", default=",".join(PEOPLE))
+    parser.add_argument("--model", default="", help="PATH.gguf, openai:NAME or anthropic:NAME")
+    parser.add_argument("--base-url", default="")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-ceiling", dest="ceiling", action="store_false")
+    parser.add_argument("--show", action="store_true", help="print each exchange to stderr")
+    parser.add_argument("--failures", action="store_true", help="list what failed, to stderr")
+    args = parser.parse_args()
+    embedder = default_embedder()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mnemo-conversation-") as folder:
+        root = Path(folder)
+        settings_profile = Mnemo.open(root / "settings", embedder=embedder)
+        if args.model.startswith(("openai:", "anthropic:")):
+            backend, model_name = args.model.split(":", 1)
+            settings_profile.settings.set("model.backend", backend)
+            settings_profile.settings.set("model.name", model_name)
+            settings_profile.settings.set("model.base_url", args.base_url)
+        elif args.model:
+            settings_profile.settings.set("model.path", args.model)
+        if settings_profile.settings.get("model.backend") == "local":
+            model: ChatModel = LlamaModel(args.model or None, seed=args.seed)
+        else:
+            model = load_model(settings_profile.settings)
+        settings_profile.close()
+        turns = Turns(model, args.show)
+        people = [
+            run_person(name, model, embedder, turns, args.ceiling, root)
+            for name in args.people.split(",")
+        ]
+    facts = sum(p["facts"] for p in people)
+    kept = sum(p["kept"] for p in people)
+    ceiling = sum(p["ceiling"] for p in people)
+    answered = turns.answered / turns.asked if turns.asked else 0.0
+    if args.failures:
+        for failure in turns.failures:
+            print(failure, file=sys.stderr)
+    emit(
+        {
+            "benchmark": "conversation",
+            "model": model.name,
+            "seed": args.seed,
+            "people": len(people),
+            "replies": turns.reply_count,
+            "repeat_rate": round(turns.repeats / max(1, turns.reply_count), 3),
+            "facts_kept": round(kept / max(1, facts), 3),
+            "facts": facts,
+            "answered": round(answered, 3),
+            "questions": turns.asked,
+            **(
+                {
+                    "ceiling": round(ceiling / max(1, turns.asked), 3),
+                    "answered_ratio": round(turns.answered / max(1, ceiling), 2),
+                }
+                if args.ceiling
+                else {}
+            ),
+            "admits_unknown": round(turns.unknown_admitted / max(1, turns.unknown_asked), 3),
+            "wrong_sources": turns.wrong_sources,
+            "citations": turns.cited,
+            "first_token_s": {
+                "p50": percentile(turns.first_token, 0.5),
+                "p95": percentile(turns.first_token, 0.95),
+            },
+            "reply_s_p50": round(statistics.median(turns.reply_s or [0.0]), 3),
+            "after_reply_s": {
+                "p50": percentile(turns.after_reply, 0.5),
+                "p95": percentile(turns.after_reply, 0.95),
+            },
+            "per_person": {
+                p["person"]: [p["kept"], p["facts"], p["answered"], p["asked"]] for p in people
+            },
+            "wall_s": round(time.perf_counter() - started, 1),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
