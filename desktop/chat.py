@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import time
 
 from PySide6.QtCore import Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeyEvent
@@ -81,8 +82,8 @@ class MessageBubble(QFrame):
 
 
 class CallRow(QFrame):
-    """A function call in one line ("searched archival memory for 'taxes' → 3 of 12"); a click
-    shows its arguments and result."""
+    """A function call in one line ("searched archival memory for 'taxes' → 3 of 12"). A click
+    shows what it found or did, in words; the arguments, scores and ids only under "Details"."""
 
     def __init__(self, name: str, arguments: dict, description: str) -> None:
         super().__init__()
@@ -99,18 +100,33 @@ class CallRow(QFrame):
         self.description = description
         self.summary = "…"
         layout.addWidget(self.toggle)
+        self.outcome = label("", "muted")  # what it found or did, as the model was told
+        self.outcome.setTextFormat(Qt.TextFormat.PlainText)
+        self.outcome.setContentsMargins(24, 0, 0, 2)
+        self.outcome.setVisible(False)
+        layout.addWidget(self.outcome)
         shown = {key: value for key, value in arguments.items() if key != "request_heartbeat"}
         self.details = label(json.dumps(shown, ensure_ascii=False, indent=1), "muted")
         self.details.setTextFormat(Qt.TextFormat.PlainText)
         self.details.setVisible(False)
         self.details.setContentsMargins(24, 0, 0, 4)
+        self.details_toggle = QToolButton()
+        self.details_toggle.setText("Details")
+        self.details_toggle.setCheckable(True)
+        self.details_toggle.setAutoRaise(True)
+        self.details_toggle.setVisible(False)
+        self.details_toggle.toggled.connect(self.details.setVisible)
+        layout.addWidget(self.details_toggle, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
         self._update()
 
     def set_result(self, ok: bool, summary: str, result: str, trace: tuple[str, ...] = ()) -> None:
         self.summary = summary if ok else f"failed: {one_line(result, 70)}"
-        why = "\n\nWhy these were found:\n" + "\n".join(trace) if trace else ""
-        self.details.setText(self.details.text() + "\n→ " + result[:2000] + why)
+        self.outcome.setText(result[:2000])
+        if trace:
+            self.details.setText(
+                self.details.text() + "\n\nWhy these were found:\n" + "\n".join(trace)
+            )
         self._update()
 
     def _update(self) -> None:
@@ -118,7 +134,9 @@ class CallRow(QFrame):
 
     def _expand(self, shown: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
-        self.details.setVisible(shown)
+        self.outcome.setVisible(shown and bool(self.outcome.text()))
+        self.details_toggle.setVisible(shown)
+        self.details.setVisible(shown and self.details_toggle.isChecked())
 
 
 class MessageInput(QPlainTextEdit):
@@ -191,6 +209,11 @@ class ChatView(QWidget):
         self.model_offer.setVisible(False)
         layout.addWidget(self.model_offer)
 
+        self.waiting = label("", "muted")
+        self.waiting.setObjectName("waiting")
+        self.waiting.setVisible(False)
+        layout.addWidget(self.waiting)
+
         row = QHBoxLayout()
         self.input = MessageInput()
         self.input.setPlaceholderText("Message Mnemo (Enter sends, Shift+Enter for a new line)")
@@ -202,8 +225,11 @@ class ChatView(QWidget):
         row.addWidget(self.send_button)
         layout.addLayout(row)
 
-        self.busy = False
+        self.busy = False  # a turn runs on the chat thread
+        self.replied = False  # its reply is shown: the person may send the next message
         self.ready = False
+        self._streamed = 0
+        self._stream_started = 0.0
         self._reply: MessageBubble | None = None
         self._calls: list[CallRow] = []
         self._at_bottom = True
@@ -234,7 +260,19 @@ class ChatView(QWidget):
     def stream(self, piece: str) -> None:
         if self._reply is None:
             self._reply = self.add_message("assistant", "")
+            self._streamed, self._stream_started = 0, time.monotonic()
         self._reply.append(piece)
+        self._streamed += 1
+        elapsed = time.monotonic() - self._stream_started
+        if elapsed > 0.5:
+            self.set_waiting(f"Writing… {self._streamed / elapsed:.0f} tokens/s")
+        else:
+            self.set_waiting("Writing…")
+
+    def set_waiting(self, text: str) -> None:
+        """What the person is waiting for ("Searching memory…", "Thinking…"); empty: nothing."""
+        self.waiting.setText(text)
+        self.waiting.setVisible(bool(text))
 
     def withdraw_reply(self, _event: object = None) -> None:
         """The reply streamed so far repeated an earlier one; the next attempt replaces it."""
@@ -242,6 +280,11 @@ class ChatView(QWidget):
             self._reply.set_text("")
 
     def reply_done(self, text: str, sources: tuple[Citation, ...] = ()) -> None:
+        """The reply is whole: it is shown, and the next message can be sent at once (what the
+        turn does after it, keeping what was said, does not hold the input)."""
+        self.replied = self.busy
+        self.set_waiting("")
+        self._update_button()
         if self._reply is None:
             self.add_message("assistant", text)
         else:
@@ -341,16 +384,29 @@ class ChatView(QWidget):
 
     def set_busy(self, busy: bool) -> None:
         self.busy = busy
-        if not busy:
+        self.replied = False
+        if busy:
+            self.set_waiting("Searching memory…")
+        else:
             self.turn_done()
+            self.set_waiting("")
         self._update_button()
 
+    def step_started(self) -> None:
+        if self.busy and not self.replied and self._reply is None:
+            self.set_waiting("Thinking…")
+
+    @property
+    def can_stop(self) -> bool:
+        """A reply is being written (once it is shown, the button sends again)."""
+        return self.busy and not self.replied
+
     def _update_button(self) -> None:
-        self.send_button.setText("Stop" if self.busy else "Send")
-        self.send_button.setEnabled(self.busy or self.ready)
+        self.send_button.setText("Stop" if self.can_stop else "Send")
+        self.send_button.setEnabled(self.can_stop or self.ready)
 
     def _send_or_stop(self) -> None:
-        if self.busy:
+        if self.can_stop:
             self.send_button.setEnabled(False)
             self.send_button.setText("Stopping…")
             self.stop_requested.emit()
@@ -359,8 +415,8 @@ class ChatView(QWidget):
 
     def _send(self) -> None:
         text = self.input.toPlainText().strip()
-        if not text or self.busy or not self.ready:
-            return
+        if not text or self.can_stop or not self.ready:
+            return  # while a reply is written, Enter does not send; once it shows, it does
         self.input.clear()
         self.add_message("user", text)
         self._at_bottom = True

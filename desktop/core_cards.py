@@ -19,13 +19,14 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSpinBox,
+    QTextBrowser,
     QVBoxLayout,
     QWidget,
 )
 
 from desktop import ui
 from desktop.threads import CORE, Tasks
-from desktop.ui import label
+from desktop.ui import diff_html, label
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
 from engine.mnemo import Mnemo
 from engine.text import one_line
@@ -47,15 +48,23 @@ class HistoryDialog(QDialog):
     def __init__(self, parent: QWidget, label_: str, versions: list[BlockVersion]) -> None:
         super().__init__(parent)
         self.setWindowTitle(f"History of {label_}")
-        self.resize(640, 360)
+        self.resize(720, 520)
         layout = QVBoxLayout(self)
         self.list = QListWidget()
+        self._versions = {version.id: version for version in versions}
         for version in reversed(versions):
             item = QListWidgetItem(describe_version(version))
             item.setData(Qt.ItemDataRole.UserRole, version.id)
-            item.setToolTip(f"Before:\n{version.old_value or ''}\n\nAfter:\n{version.new_value}")
             self.list.addItem(item)
-        layout.addWidget(self.list)
+        layout.addWidget(self.list, 2)
+        # The chosen version beside the one before it, word by word: two versions that start
+        # alike are told apart by what changed, not by their first 70 characters.
+        self.diff = QTextBrowser()
+        layout.addWidget(label("What this change did (removed struck out, added in green):"))
+        layout.addWidget(self.diff, 3)
+        self.list.currentItemChanged.connect(self._show_diff)
+        if self.list.count():
+            self.list.setCurrentRow(0)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.restore_button = buttons.addButton(
             "Undo this change", QDialogButtonBox.ButtonRole.AcceptRole
@@ -63,6 +72,13 @@ class HistoryDialog(QDialog):
         buttons.rejected.connect(self.reject)
         buttons.accepted.connect(self.accept)
         layout.addWidget(buttons)
+
+    def _show_diff(self, item: QListWidgetItem | None) -> None:
+        version = self._versions.get(int(item.data(Qt.ItemDataRole.UserRole))) if item else None
+        if version is None:
+            self.diff.clear()
+            return
+        self.diff.setHtml(diff_html(version.old_value or "", version.new_value or ""))
 
     def chosen_version(self) -> int | None:
         item = self.list.currentItem()

@@ -33,7 +33,7 @@ class ExchangeActions(QObject):
         self._mnemo = mnemo
         self._tasks = tasks
         self.progressed.connect(lambda line: window.statusBar().showMessage(line))
-        menu = window.menuBar().addMenu("&File")
+        menu = self.menu = window.menuBar().addMenu("&File")
         self.export_action = menu.addAction("Export…")
         self.import_action = menu.addAction("Import…")
         self.export_action.triggered.connect(self._choose_export)

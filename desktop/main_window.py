@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import cast
 
 from PySide6.QtCore import Qt, QThread, Signal
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
@@ -29,6 +29,7 @@ from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
 from desktop.chat import RESTORED_MESSAGES, ChatView
 from desktop.context_view import ContextView
+from desktop.conversations import ConversationList
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.exchange_actions import ExchangeActions
@@ -65,6 +66,7 @@ from engine.events import (
 )
 from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
+from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
 from engine.server.client import UNREACHABLE, RemoteMnemo
@@ -75,13 +77,15 @@ SWITCH_INTERVAL_S = 0.001
 
 class MainWindow(QMainWindow):
     """Signals (the workers' slots are driven through these, so they run on their threads):
-    send_requested(str), load_requested(), stats_requested(), ingest_requested(list),
-    watch_requested(), add_watched_requested(str), remove_watched_requested(str, bool).
+    send_requested(str), open_conversation_requested(str), load_requested(), stats_requested(),
+    ingest_requested(list), watch_requested(), add_watched_requested(str),
+    remove_watched_requested(str, bool).
     Its own: chat_ready(): a model is loaded and the chat takes messages.
     """
 
     chat_ready = Signal()
     send_requested = Signal(str)
+    open_conversation_requested = Signal(str)
     load_requested = Signal()
     stats_requested = Signal()
     ingest_requested = Signal(list)
@@ -126,12 +130,17 @@ class MainWindow(QMainWindow):
         self.model_ready = False
         self._reload_chat_after_turn = False
 
+        # The conversation in view: where the person left off (a server's assistant has one).
+        self.conversation_id = (
+            DEFAULT_CONVERSATION if self.remote else mnemo.conversations.current()
+        )
         self._build()
         self._connect()
         if self.remote:  # the server may be away: the window opens all the same, and retries
             self._reload_chat()
         else:
-            self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES))
+            self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES, self.conversation_id))
+            self.conversation_list.refresh(self.conversation_id)
         self.proposals.refresh()
         self.core.refresh()
         self.knowledge.refresh()
@@ -155,6 +164,7 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         mnemo, tasks = self.mnemo, self.tasks
         self.chat = ChatView()
+        self.conversation_list = ConversationList(mnemo, tasks)
         self.proposals = ProposalPanel(mnemo, tasks)
         self.core = CoreMemoryPage(mnemo, tasks)
         self.knowledge = KnowledgePage(mnemo, tasks)
@@ -167,11 +177,14 @@ class MainWindow(QMainWindow):
         self.settings = SettingsPage(mnemo, self.settings_watched, self.snapshots)
 
         chat_page = QSplitter(Qt.Orientation.Horizontal)
+        chat_page.addWidget(self.conversation_list)
         chat_page.addWidget(self.chat)
         chat_page.addWidget(self.proposals)
-        chat_page.setStretchFactor(0, 3)
-        chat_page.setStretchFactor(1, 2)
-        chat_page.setSizes([700, 400])
+        chat_page.setStretchFactor(0, 1)
+        chat_page.setStretchFactor(1, 3)
+        chat_page.setStretchFactor(2, 2)
+        chat_page.setSizes([190, 620, 360])
+        self.conversation_list.setVisible(not self.remote)  # the server keeps one per assistant
         chat_page.setChildrenCollapsible(False)
 
         on_server = self.mnemo_on_server
@@ -258,6 +271,10 @@ class MainWindow(QMainWindow):
         chat.stop_requested.connect(worker.cancel.set)
         chat.search_requested.connect(self._search_conversations)
         self.send_requested.connect(worker.send)
+        self.open_conversation_requested.connect(worker.open_conversation)
+        self.conversation_list.new_requested.connect(self.new_conversation)
+        self.conversation_list.open_requested.connect(self.open_conversation)
+        worker.busy.connect(self.conversation_list.set_enabled_for_turn)
         self.load_requested.connect(worker.load_model)
         self.stats_requested.connect(worker.refresh_stats)
         worker.loading.connect(self._model_loading)
@@ -283,6 +300,19 @@ class MainWindow(QMainWindow):
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
         self.snapshots.restore_requested.connect(self.restore_and_restart)
         self.exchange = ExchangeActions(self, self.mnemo, self.tasks)
+        file_menu = self.exchange.menu
+        self.new_action = QAction("New conversation", self)
+        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.new_action.triggered.connect(self.new_conversation)
+        self.new_action.setEnabled(not self.remote)
+        file_menu.insertAction(self.exchange.export_action, self.new_action)
+        file_menu.insertSeparator(self.exchange.export_action)
+        file_menu.addSeparator()
+        self.quit_action = file_menu.addAction("Quit")
+        quit_keys = QKeySequence(QKeySequence.StandardKey.Quit)  # Cmd+Q on macOS
+        self.quit_action.setShortcut(quit_keys if not quit_keys.isEmpty() else "Ctrl+Q")
+        self.quit_action.setMenuRole(QAction.MenuRole.QuitRole)
+        self.quit_action.triggered.connect(self.close)
         help_menu = self.menuBar().addMenu("&Help")
         self.about_action = help_menu.addAction("About Mnemo")
         self.about_action.triggered.connect(self.show_about)
@@ -330,11 +360,32 @@ class MainWindow(QMainWindow):
         self.chat_worker.cancel.clear()
         self.send_requested.emit(text)
 
+    def new_conversation(self) -> None:
+        """Start a new conversation (the current one when it is still empty)."""
+        if self.remote or self.chat.busy:
+            return
+        self.tasks.submit(self.mnemo.conversations.start, self._show_conversation)
+
+    def open_conversation(self, conversation_id: str) -> None:
+        if self.remote or self.chat.busy:
+            return
+        self.tasks.submit(
+            lambda: self.mnemo.conversations.open(conversation_id), self._show_conversation
+        )
+
+    def _show_conversation(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.open_conversation_requested.emit(conversation_id)
+        self.conversation_list.refresh(conversation_id)
+        self._reload_chat()
+        self.chat.input.setFocus()
+
     def _reply_done(self, event: MessageSent) -> None:
         self.chat.reply_done(event.text, event.sources)
 
     def _step_started(self, event: StepStarted) -> None:
         self._show_stats(event.stats)
+        self.chat.step_started()
 
     def _turn_failed(self, message: str) -> None:
         self.chat.add_notice(message, error=True)
@@ -371,12 +422,16 @@ class MainWindow(QMainWindow):
             self._reload_chat_after_turn = True
             return
         self._reload_chat_after_turn = False
-        recall = self.mnemo.recall
-        self.tasks.submit(lambda: recall.recent(RESTORED_MESSAGES), self.chat.restore)
+        recall, conversation = self.mnemo.recall, self.conversation_id
+        self.tasks.submit(lambda: recall.recent(RESTORED_MESSAGES, conversation), self.chat.restore)
 
     def _turn_busy(self, busy: bool) -> None:
-        if not busy and self._reload_chat_after_turn:
+        if busy:
+            return
+        if self._reload_chat_after_turn:
             self._reload_chat()
+        if not self.remote:  # its title and place in the list follow what was said
+            self.conversation_list.refresh()
 
     def _search_conversations(self, query: str) -> None:
         self.nav.setCurrentRow(PAGES.index("Browse memory"))

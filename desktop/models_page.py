@@ -109,8 +109,7 @@ class ModelCard(QFrame):
         self.setObjectName("card")
         layout = QVBoxLayout(self)
         top = QHBoxLayout()
-        kind = "" if entry.kind == "chat" else f" ({entry.kind}, for later use)"
-        top.addWidget(label(entry.name + kind, "title"), 1)
+        top.addWidget(label(entry.name, "title"), 1)
         self.verdict = label("", "muted", wrap=False)
         top.addWidget(self.verdict)
         layout.addLayout(top)
@@ -207,7 +206,8 @@ class ModelsPage(QWidget):
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
-        self.catalog = load_catalog()
+        # Only what Mnemo can use now: the catalogue's embedder and re-ranker are not used yet.
+        self.catalog = [entry for entry in load_catalog() if entry.kind == "chat"]
         self.hardware: Hardware | None = None
         self.jobs: dict[str, DownloadJob] = {}
         self.worker = DownloadWorker()

@@ -109,7 +109,8 @@ class ChatWorker(QObject):
             previous.model.close()
         try:
             model = self._loader(self._mnemo.settings)
-            self.agent = Agent(self._mnemo, model)
+            conversation = self._mnemo.conversations.current()  # where the person left off
+            self.agent = Agent(self._mnemo, model, conversation_id=conversation)
         except Exception as error:
             self.load_failed.emit(describe_failure(error))
             return
@@ -117,6 +118,14 @@ class ChatWorker(QObject):
         if self.agent.interrupted:
             self._run(lambda agent, cancel: agent.resume(on_event=self._bridge, cancel=cancel))
         else:
+            self.refresh_stats()
+
+    @Slot(str)
+    def open_conversation(self, conversation_id: str) -> None:
+        """Go on in another conversation (the model stays loaded); before a model is loaded,
+        ``load_model`` opens the current one."""
+        if self.agent is not None and self.agent.conversation_id != conversation_id:
+            self.agent = Agent(self._mnemo, self.agent.model, conversation_id=conversation_id)
             self.refresh_stats()
 
     @Slot(str)

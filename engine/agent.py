@@ -428,6 +428,12 @@ class Agent:
         message = users[-1].text
         previous = users[-2].text if len(users) > 1 else None
         seen_messages, seen_passages, seen_facts = {hit.id for hit in hits}, set(), set()
+        if message.rstrip().endswith("?"):
+            # A question gets what memory holds on it even when it is in the window already:
+            # the bundled model answered from a fresh note, not from a message ten turns up
+            # ("What's my daughter's name?" got "Emily" with "…called Asha" in view).
+            seen_messages = {users[-1].id}
+            hits = []
         for hit in hits:
             if hit.role == "function_call" and hit.name == assisted.RECALL:
                 shown_messages, shown_passages, shown_facts = recall_note_shown(hit.text)

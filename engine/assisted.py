@@ -40,7 +40,7 @@ MESSAGES = 4
 PASSAGES = 3
 FACTS = 6  # current facts recalled for the entities a message names, all together
 FACTS_READ = 50  # the facts of each entity ranked for the message
-STEM = 5  # words compared by their first letters: "allergic" and "allergy", "works" and "work"
+STEM = 5  # words compared by their first letters: "allergic" and "allergy" (``same_word``)
 ENTITIES = 3
 HIT_CHARS = 280
 STATEMENTS = 12  # the most statements kept from one message (a pasted page has hundreds)
@@ -57,8 +57,6 @@ NOTE_MARK = "[Recalled from memory"  # how a note starts, in this and in earlier
 
 
 REPEAT_SIMILARITY = 0.8  # a reply this similar (difflib) to an earlier one is a repeat
-# Shorter replies may recur: "Noted." after each of two statements is no copy.
-REPEAT_MIN_WORDS = 3
 EARLIER_REPLIES = 30  # the conversation's replies a new one is compared with
 REPLY_ATTEMPTS = 3
 RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample every reply
@@ -191,10 +189,29 @@ def recall_for(
     seen |= {p.source.message_id for p in recalled.passages if p.source.message_id is not None}
     for message_page in message_pages:
         for hit in message_page.result():
-            if len(recalled.messages) < MESSAGES and not hit.weak and hit.id not in seen:
+            if (
+                len(recalled.messages) < MESSAGES
+                and hit.role == "user"  # its own replies would feed it its own mistakes
+                and not hit.weak
+                and hit.id not in seen
+            ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
     return recalled
+
+
+# The words a question asks for a relation by, when the fact's own words are not among them
+# ("Where do I work?" asks for "User's job title is nurse").
+RELATION_WORDS: dict[str, list[str]] = {
+    "works_at": ["work", "job", "employer", "company"],
+    "job_title": ["work", "job", "living", "profession", "occupation"],
+    "lives_in": ["live", "home", "city", "where"],
+    "allergic_to": ["allergy", "allergies", "eat", "avoid"],
+    "birthday": ["born", "birth", "when"],
+    "born_on": ["birthday", "when"],
+    "born_in": ["where", "from"],
+    "name": ["called", "who"],
+}
 
 
 def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
@@ -206,13 +223,24 @@ def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
         for fact in mnemo.knowledge.facts(entity.name, limit=FACTS_READ):
             if fact.id not in shown and fact not in facts:
                 facts.append(fact)
-    words = {word[:STEM] for word in query_terms(text)}
+    words = query_terms(text)
 
     def shared(fact: Fact) -> int:
         said = query_terms(f"{fact.sentence()} {fact.predicate}", max_terms=10**6)
-        return len(words & {word[:STEM] for word in said})
+        said += RELATION_WORDS.get(fact.predicate, [])
+        return sum(any(same_word(word, other) for other in said) for word in words)
 
-    return sorted(facts, key=shared, reverse=True)[:FACTS]
+    # Only facts that share the message's words: after "What instrument do I own?", "The
+    # user's mother is Rosa" was copied as the answer.
+    relevant = [fact for fact in facts if shared(fact)]
+    return sorted(relevant, key=shared, reverse=True)[:FACTS]
+
+
+def same_word(a: str, b: str) -> bool:
+    """ "allergic" and "allergy", "live" and "lives": the same first letters, or one word the
+    start of the other."""
+    short, long = sorted((a, b), key=len)
+    return a[:STEM] == b[:STEM] or (len(short) >= 4 and long.startswith(short))
 
 
 # -- repeated replies ---------------------------------------------------------------------------
@@ -229,9 +257,8 @@ class RepeatGuard:
     and streams from there on. ``released`` says whether any of it was shown."""
 
     def __init__(self, earlier: list[str], forward: Callable[[str], None]) -> None:
-        self._earlier = [
-            reply.casefold() for reply in earlier if len(reply.split()) >= REPEAT_MIN_WORDS
-        ]
+        # Short replies too: the bundled model answered ten messages in a row with "Hallo!".
+        self._earlier = [reply.casefold() for reply in earlier if reply.strip()]
         self._forward = forward
         self._text = ""
         self.released = not self._earlier
@@ -256,9 +283,7 @@ class RepeatGuard:
     def repeats(self, reply: str) -> bool:
         """Whether the finished ``reply`` repeats an earlier one; if not, what was held back is
         passed on now."""
-        if len(reply.split()) >= REPEAT_MIN_WORDS and any(
-            similarity(reply, earlier) >= REPEAT_SIMILARITY for earlier in self._earlier
-        ):
+        if any(similarity(reply, earlier) >= REPEAT_SIMILARITY for earlier in self._earlier):
             return True
         if not self.released:
             self.released = True

@@ -78,12 +78,12 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     assert "Recalled from memory" in note
     # The fact the question asks about comes first: a small model answers with the first line.
     assert note.splitlines()[1] == "- The user is allergic to peanuts."
-    assert "- The user lives in Porto." in note  # "I": facts about her
+    assert "The user lives in Porto" not in note  # only the facts the question asks about
     said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
     assert said in note and "I am allergic to peanuts" in note
     (called,) = second.of(FunctionCalled)
     assert called.name == assisted.RECALL
-    assert called.description == "recalled 3 facts and 1 message"
+    assert called.description == "recalled 1 fact and 1 message"
     assert rows(mnemo, "later") == [
         ("user", None),
         ("function_call", assisted.RECALL),
@@ -352,8 +352,3 @@ def test_when_every_attempt_repeats_the_reply_says_so_plainly(mnemo, model):
     model.enqueue([copy, *[copy] * assisted.REPLY_ATTEMPTS])
     agent.send("My partner is Jordan.")
     assert agent.send("What's my favourite colour?").reply == assisted.NO_NEW_REPLY
-
-
-def test_short_replies_may_recur():
-    guard = assisted.RepeatGuard(["Noted."], lambda text: None)
-    assert not guard.repeats("Noted.")

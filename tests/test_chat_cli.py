@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
+import pytest
 from agent_helpers import call, say
 
 from engine.cli import main
@@ -141,3 +142,51 @@ def test_the_chat_keeps_watched_folders_in_sync(profile_dir, tmp_path, monkeypat
     monkeypatch.setattr(cli_chat, "load_model", lambda *args, **kwargs: ScriptedModel())
     assert main(["--profile", str(profile_dir), "chat"]) == 0
     assert "document done:" in capsys.readouterr().err
+
+
+def test_a_new_conversation_starts_empty_keeps_memory_and_the_old_one_reopens(mnemo):
+    model = ScriptedModel(parameter_count=135_000_000)  # assisted, as with the bundled model
+    model.enqueue(["Noted, peanuts.", "Hello again!", "Back to the first one."])
+    out = io.StringIO()
+    chat(
+        mnemo,
+        model,
+        ask=answers("I'm allergic to peanuts.", "/new", "Hi there", "/list", "/open 2", "And now?"),
+        out=out,
+    )
+    text = out.getvalue()
+    assert "New conversation. Mnemo still remembers" in text
+    listed = text[text.index("*  1  ") : text.index("Continuing:")]
+    assert "Hi there" in listed.splitlines()[0]  # the newest, and the current one
+    assert "I'm allergic to peanuts." in listed.splitlines()[1]
+    assert "Continuing: I'm allergic to peanuts." in text
+    first, second = [info.id for info in mnemo.conversations.all()]  # the newest activity first
+    assert first == "default"
+    assert [h.text for h in mnemo.recall.recent(10, second) if h.role == "user"] == ["Hi there"]
+    assert [h.text for h in mnemo.recall.recent(10, first) if h.role == "user"][-1] == "And now?"
+    # The new conversation started empty, with the memory of the first in view.
+    hello = model.prompts[1]
+    assert [m.content for m in hello.messages if m.role == "user"] == ["Hi there"]
+    assert [f.sentence() for f in mnemo.knowledge.facts("user")] == ["User is allergic to peanuts"]
+    assert mnemo.conversations.current() == first  # where the person left off
+
+
+def test_mnemo_chat_new_and_list(profile_dir, capsys, monkeypatch):
+    from engine import Mnemo
+
+    with Mnemo.open(profile_dir) as mnemo:
+        mnemo.recall.add("user", "An old question")
+    with pytest.raises(SystemExit):  # one or the other
+        main(["--profile", str(profile_dir), "chat", "--new", "--list"])
+    capsys.readouterr()
+    monkeypatch.setattr("engine.cli.chat._chat_holding", lambda mnemo, args: 0)
+    assert main(["--profile", str(profile_dir), "chat", "--new"]) == 0
+    with Mnemo.open(profile_dir) as mnemo:
+        new = mnemo.conversations.current()
+        assert new != "default" and mnemo.conversations.exists(new)
+    assert main(["--profile", str(profile_dir), "chat", "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "An old question" in listed and f"[{new}]" in listed and "New conversation" in listed
+    assert main(["--profile", str(profile_dir), "chat", "--open", "default"]) == 0
+    assert main(["--profile", str(profile_dir), "chat", "--open", "nope"]) != 0
+    assert "There is no conversation 'nope'" in capsys.readouterr().err

@@ -147,8 +147,10 @@ def test_a_reply_streams_into_the_chat(qtbot, window, model):
     rows = [w for w in window.chat.findChildren(CallRow)]
     assert len(rows) == 1 and "searched archival memory" in rows[0].toggle.text()
     assert "0 of 0" in rows[0].toggle.text()
-    rows[0].toggle.click()
-    assert rows[0].details.isVisible() or not window.isVisible()
+    rows[0].toggle.click()  # one sentence of what it found; the arguments under Details
+    assert rows[0].details.isHidden() and not rows[0].details_toggle.isHidden()
+    rows[0].details_toggle.click()
+    assert not rows[0].details.isHidden()
     assert '"query": "keys"' in rows[0].details.text()
     assert window.context.stats is not None and window.context.stats.total > 0
 
@@ -979,7 +981,8 @@ def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
         (row,) = window.chat.findChildren(CallRow)
         assert row.toggle.text() == "recalled 1 passage → given to the model with your message"
         row.toggle.click()
-        assert "7731" in row.details.text() and not row.details.isHidden()
+        assert "7731" in row.outcome.text() and not row.outcome.isHidden()
+        assert row.details.isHidden()  # ids and scores only when asked for
         assert window.context.stats.recalled > 0  # the context viewer counts the section
     finally:
         window.shutdown()

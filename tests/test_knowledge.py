@@ -469,8 +469,8 @@ def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
     mnemo.knowledge.add("user", "lives_in", "Porto")
     model = ScriptedModel(parameter_count=135_000_000)
     agent = Agent(mnemo, model)
-    for _ in range(2):
-        model.enqueue(["Noted."])
+    for reply in ("Noted, Lyon.", "Yes, you said so: you moved."):
+        model.enqueue([reply])
         agent.send("I moved to Lyon last month.")
     (proposal,) = mnemo.proposals.pending()
     assert proposal.describe().startswith("User lives in Lyon (since ")

@@ -34,6 +34,7 @@ from engine.ingest.ingestor import FileResult
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
+from engine.memory.conversations import ConversationInfo
 from engine.memory.proposals import Proposal
 from engine.profile import CHAT
 from engine.text import one_line
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 HELP = """Commands:
+  /new         start a new conversation (what Mnemo remembers stays)
+  /list        the conversations, newest first
+  /open N      continue conversation N of /list
   /proposals   review core-memory edits waiting for approval
   /context     how full the context window is
   /memory      show core memory
@@ -192,6 +196,22 @@ def _print_recent(mnemo: Mnemo, agent: Agent, out: TextIO) -> None:
             out.write(f"  {who}{one_line(hit.text)}\n")
 
 
+def list_conversations(mnemo: Mnemo, out: TextIO) -> list[ConversationInfo]:
+    """Print the conversations, numbered, the current one marked; return them in that order."""
+    listed = mnemo.conversations.all()
+    current = mnemo.conversations.current()
+    if not listed:
+        out.write("No conversations yet.\n")
+    for number, info in enumerate(listed, 1):
+        when = f"{info.last_at:%Y-%m-%d %H:%M}" if info.last_at else "(empty)"
+        mark = "*" if info.id == current else " "
+        out.write(
+            f"{mark}{number:>3}  {when:<16}  {info.messages:>4} messages  {info.label}"
+            f"  [{info.id}]\n"
+        )
+    return listed
+
+
 def chat(
     mnemo: Mnemo,
     model: ChatModel,
@@ -201,8 +221,9 @@ def chat(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """The chat loop (or one turn with ``message``); returns the exit status."""
-    agent = Agent(mnemo, model)
+    """The chat loop (or one turn with ``message``) in the current conversation; returns the
+    exit status."""
+    agent = Agent(mnemo, model, conversation_id=mnemo.conversations.current())
     if message is not None:
         view = TerminalView(out, err)
         if agent.interrupted:
@@ -237,6 +258,21 @@ def chat(
             return 0
         if text == "/help":
             out.write(HELP + "\n")
+        elif text == "/new":
+            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+            out.write("New conversation. Mnemo still remembers what it knows about you.\n")
+        elif text == "/list":
+            list_conversations(mnemo, out)
+        elif text.startswith("/open"):
+            listed = mnemo.conversations.all()
+            number = text.removeprefix("/open").strip()
+            if not number.isdigit() or not 1 <= int(number) <= len(listed):
+                out.write("Say which: /open N, with N from /list.\n")
+                continue
+            chosen = listed[int(number) - 1]
+            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.open(chosen.id))
+            out.write(f"Continuing: {chosen.label}\n")
+            _print_recent(mnemo, agent, out)
         elif text == "/proposals":
             pending = mnemo.proposals.pending(agent.conversation_id)
             if not pending:
@@ -259,6 +295,13 @@ def chat(
 
 
 def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.list:
+        list_conversations(mnemo, sys.stdout)
+        return 0
+    if args.new:
+        mnemo.conversations.start()
+    elif args.open:
+        mnemo.conversations.open(args.open)
     with mnemo.profile.hold_assistant(CHAT):  # before the model loads: a refusal is at once
         return _chat_holding(mnemo, args)
 

@@ -116,6 +116,14 @@ def _chat(commands: Commands) -> None:
     chat_parser.add_argument("--context", type=int, help="context size in tokens")
     chat_parser.add_argument("--gpu-layers", type=int, help="layers to offload to the GPU")
     chat_parser.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
+    which = chat_parser.add_mutually_exclusive_group()
+    which.add_argument(
+        "--new", action="store_true", help="start a new conversation (memory is shared)"
+    )
+    which.add_argument("--open", metavar="ID", help="continue an earlier conversation")
+    which.add_argument(
+        "--list", action="store_true", help="list the conversations, newest first, and exit"
+    )
     chat_parser.set_defaults(handler="chat:cmd_chat")
 
 

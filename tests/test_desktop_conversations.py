@@ -1,0 +1,115 @@
+"""The window as a place to chat: new conversations, reopening old ones, quitting, what the
+person sees while they wait, and sending the next message as soon as a reply shows."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from test_desktop import TIMEOUT_MS, open_window, send
+
+from engine.llm import ScriptedModel, ScriptedStep
+
+SMALL = 135_000_000  # the bundled model's size: the assisted mode
+
+
+def user_texts(window) -> list[str]:
+    return [bubble.text for bubble in window.chat.bubbles() if bubble.role == "user"]
+
+
+def test_a_new_conversation_is_empty_keeps_the_memory_and_the_old_one_reopens(qtbot, mnemo):
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue(["Noted: peanuts.", "You are allergic to peanuts.", "Welcome back."])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        send(qtbot, window, "I'm allergic to peanuts.")
+        assert window.new_action.shortcut() == QKeySequence(QKeySequence.StandardKey.New)
+        window.new_action.trigger()
+        qtbot.waitUntil(lambda: window.conversation_id != "default", timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda: not window.chat.bubbles(), timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: window.conversation_list.titles()[:1] == ["New conversation"],
+            timeout=TIMEOUT_MS,
+        )
+        send(qtbot, window, "What am I allergic to?")
+        assert user_texts(window) == ["What am I allergic to?"]
+        asked = model.prompts[-1]
+        assert "peanuts" in asked.messages[-1].content  # recalled from the other conversation
+        qtbot.waitUntil(
+            lambda: (
+                window.conversation_list.titles()
+                == ["What am I allergic to?", "I'm allergic to peanuts."]
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        old = window.conversation_list.list.item(1)
+        window.conversation_list.list.itemClicked.emit(old)
+        qtbot.waitUntil(lambda: window.conversation_id == "default", timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: user_texts(window) == ["I'm allergic to peanuts."], timeout=TIMEOUT_MS
+        )
+        send(qtbot, window, "Hello again")
+        assert [h.text for h in mnemo.recall.recent(20) if h.role == "user"][-1] == "Hello again"
+        window.new_action.trigger()
+        qtbot.waitUntil(lambda: window.conversation_id != "default", timeout=TIMEOUT_MS)
+        left_in = window.conversation_id
+    finally:
+        window.shutdown()
+    # Restarting continues where the person left off: the new, empty conversation.
+    reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=SMALL))
+    try:
+        assert reopened.conversation_id == left_in and not reopened.chat.bubbles()
+        assert reopened.chat_worker.agent.conversation_id == left_in
+    finally:
+        reopened.shutdown()
+
+
+def test_file_quit_closes_the_window(qtbot, mnemo):
+    window = open_window(qtbot, mnemo, ScriptedModel())
+    try:
+        menu = window.exchange.menu
+        assert "Quit" in [action.text() for action in menu.actions()]
+        assert window.quit_action.shortcut().toString() == "Ctrl+Q"
+        window.show()
+        window.quit_action.trigger()
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=TIMEOUT_MS)
+    finally:
+        window.shutdown()
+
+
+def test_the_person_sees_what_they_wait_for(qtbot, mnemo):
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue([ScriptedStep("Here is a soup recipe.", delay_s=1.0)])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        window.chat.input.setPlainText("Suggest a soup")
+        qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(
+            lambda: window.chat.waiting.text() in ("Searching memory…", "Thinking…"),
+            timeout=TIMEOUT_MS,
+        )
+        assert not window.chat.waiting.isHidden()
+        assert window.chat.send_button.text() == "Stop"
+        qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+        assert window.chat.waiting.isHidden()
+    finally:
+        window.shutdown()
+
+
+def test_the_next_message_can_be_sent_as_soon_as_the_reply_shows(qtbot, mnemo):
+    window = open_window(qtbot, mnemo, ScriptedModel(parameter_count=SMALL))
+    try:
+        chat = window.chat
+        sent: list[str] = []
+        chat.send_requested.connect(sent.append)
+        chat.set_busy(True)  # a turn runs…
+        chat.input.setPlainText("typed while the reply was written")
+        qtbot.keyClick(chat.input, Qt.Key.Key_Return)
+        assert sent == [] and chat.send_button.text() == "Stop"  # Enter waits for the reply
+        chat.stream("Hello")
+        chat.reply_done("Hello there.")  # …its reply shows; the turn's tail still runs
+        assert chat.busy and chat.send_button.text() == "Send" and chat.send_button.isEnabled()
+        qtbot.keyClick(chat.input, Qt.Key.Key_Return)
+        assert sent == ["typed while the reply was written"]
+        chat.set_busy(False)
+    finally:
+        window.shutdown()
