@@ -92,6 +92,7 @@ log = logging.getLogger("mnemo.agent")
 
 EventCallback = Callable[[Event], None]
 MAX_EVICTIONS_PER_STEP = 4
+RECENT_FOR_QUESTION = 40  # rows looked through for the message a reply answers
 PASTED_PROPOSALS = 3  # statements of a pasted text proposed for the human block, at most
 
 
@@ -328,11 +329,24 @@ class Agent:
                 if warm is not None:
                     warm.join()
             turn.passages = found.passages
-            if found:
+            if found or assisted.asks_about_the_user(users[-1].text):
                 prompt, stats = self._prepare(turn, False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
-        step = self._new_reply(prompt, emit, cancel)
+        if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
+            # A question about the user that memory holds nothing on: said so, not invented.
+            text = assisted.not_told(users[-1].text)
+            emit(TextStreamed(text))
+            step = Step(None, raw=text, text=text)
+        else:
+            note = prompt.messages[-1].content if prompt.messages else ""
+            question = users[-1].text
+            memory = (
+                assisted.memory_words(note, question)
+                if note.startswith(assisted.NOTE_MARK) and assisted.asks_about_the_user(question)
+                else None
+            )
+            step = self._new_reply(prompt, emit, cancel, memory)
         if step.error or not step.text:
             return self._stop(
                 turn,
@@ -345,24 +359,40 @@ class Agent:
         return self._finish(finished, emit)
 
     def _new_reply(
-        self, prompt: Prompt, emit: EventCallback, cancel: threading.Event | None
+        self,
+        prompt: Prompt,
+        emit: EventCallback,
+        cancel: threading.Event | None,
+        memory: list[str] | None = None,
     ) -> Step:
         """The model's reply, written again while it repeats an earlier reply of the
-        conversation (``assisted.RepeatGuard`` keeps a copy from being shown). A retry sees only
-        the newest message and what was recalled for it: with its earlier replies in view, the
-        bundled model copied them even when sampled (and with only the replies taken out, the
-        user's messages ran together into one)."""
+        conversation (``assisted.RepeatGuard`` keeps a copy from being shown), or while it
+        answers a question about the user without a word of what memory found for it
+        (``memory``: those words). A retry sees only the newest message and what was recalled
+        for it: with its earlier replies in view, the bundled model copied them even when
+        sampled (and with only the replies taken out, the user's messages ran together)."""
         earlier = [
             hit.text
             for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
             if hit.role == "assistant"
         ][-assisted.EARLIER_REPLIES :]
+        last = assisted.REPLY_ATTEMPTS - 1
         for attempt in range(assisted.REPLY_ATTEMPTS):
             guard = assisted.RepeatGuard(earlier, lambda text: emit(TextStreamed(text)))
             step = self.model.step(prompt, on_text=guard.feed, cancel=cancel)
-            if step.error or not step.text or not guard.repeats(step.text):
+            if step.error or not step.text:
                 return step
-            log.info("reply %d repeated an earlier one: %.80s", attempt + 1, step.text)
+            repeated = guard.repeats(step.text)
+            if not repeated and (not memory or assisted.uses_memory(step.text, memory)):
+                return step
+            if not repeated and attempt == last:
+                return step  # it answers without memory, but it is no copy
+            log.info(
+                "reply %d %s: %.80s",
+                attempt + 1,
+                "repeated an earlier one" if repeated else "used nothing memory found",
+                step.text,
+            )
             if guard.released:
                 emit(ReplyWithdrawn())
             newest = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
@@ -448,11 +478,11 @@ class Agent:
             shown_passages=seen_passages,
             shown_facts=seen_facts,
         )
-        if not found:
-            return found
+        if not found and not assisted.asks_about_the_user(message):
+            return found  # nothing to say: the prompt stays as it was, and its cache with it
         arguments = {
             "query": message[:200],
-            "found": found.summary(),
+            "found": found.summary() or "nothing",
             "messages": [hit.id for hit in found.messages],
             "passages": [passage.id for passage in found.passages],
             "facts": [fact.id for fact in found.facts],
@@ -791,7 +821,7 @@ class Agent:
         """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
         sources = tuple(
             Citation(passage.source.path or "", passage.source.section)
-            for passage in cited_passages(text, turn.passages)
+            for passage in cited_passages(text, turn.passages, self._newest_user_text())
         )
         with self.mnemo.recall.transaction() as transaction:
             message_id = transaction.add(
@@ -806,6 +836,10 @@ class Agent:
                 )
         emit(MessageSent(text, message_id, sources))
         return TurnFinished(text, turn.steps, "replied")
+
+    def _newest_user_text(self) -> str:
+        recent = self.mnemo.recall.recent(RECENT_FOR_QUESTION, self.conversation_id)
+        return next((hit.text for hit in reversed(recent) if hit.role == "user"), "")
 
     def _record_failure(
         self, raw: str, name: str | None, problem: str, emit: EventCallback

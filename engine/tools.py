@@ -21,7 +21,7 @@ from engine.memory.archival import NewPassage, Passage
 from engine.memory.knowledge import Fact, relation_words
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
-from engine.memory.search import Page, excerpt, query_terms
+from engine.memory.search import Page, excerpt, query_terms, same_word
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -492,10 +492,17 @@ def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
 CITED_SHARED_WORDS = 2
 
 
-def cited_passages(reply: str, passages: list[Passage]) -> list[Passage]:
+def cited_passages(reply: str, passages: list[Passage], question: str = "") -> list[Passage]:
     """The document passages the model read this turn that its reply uses: those sharing at
-    least two content words with it (one shared word is too often a coincidence)."""
-    words = set(query_terms(reply, max_terms=10**6))
+    least two content words with it (one shared word is too often a coincidence) that the
+    question did not bring. A reply that only echoes "the plumber's phone number" has used no
+    document; one that says "0117 496 0321" has."""
+    asked = query_terms(question, max_terms=10**6)
+    words = {
+        word
+        for word in query_terms(reply, max_terms=10**6)
+        if not any(same_word(word, other) for other in asked)
+    }
     cited: dict[tuple[str, str | None], Passage] = {}
     for passage in passages:
         if not passage.source.path:

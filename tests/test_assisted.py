@@ -351,4 +351,49 @@ def test_when_every_attempt_repeats_the_reply_says_so_plainly(mnemo, model):
     copy = "The user's partner is Jordan, and they live in Bristol."
     model.enqueue([copy, *[copy] * assisted.REPLY_ATTEMPTS])
     agent.send("My partner is Jordan.")
-    assert agent.send("What's my favourite colour?").reply == assisted.NO_NEW_REPLY
+    assert agent.send("Any thoughts on that?").reply == assisted.NO_NEW_REPLY
+
+
+def test_a_reply_that_only_echoes_the_question_cites_nothing(mnemo, model, boiler_manual):
+    model.enqueue(["You asked about the boiler service code, a good question."])
+    events = Recorder()
+    Agent(mnemo, model).send("What is the boiler service code?", on_event=events)
+    assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
+    assert events.of(MessageSent)[0].sources == ()  # but the reply used none of it
+
+
+def test_a_question_memory_has_nothing_on_is_answered_honestly(mnemo, model):
+    model.enqueue(["Try a lentil soup."])
+    agent = Agent(mnemo, model)
+    events = Recorder()
+    result = agent.send("What is my favourite movie?", on_event=events)
+    assert result.reply == (
+        "I don't know your favourite movie — you haven't told me yet. Tell me, and I'll "
+        "remember it."
+    )
+    assert not model.prompts  # said by rule: the bundled model invented an answer instead
+    assert [e.description for e in events.of(FunctionCalled)] == ["recalled nothing"]
+    agent.send("What should I cook tonight?")  # a request, not a question about the user
+    assert "Recalled" not in model.prompts[-1].messages[-1].content
+    assert mnemo.recall.recent(10)[-1].text == "Try a lentil soup."
+
+
+def test_an_answer_about_the_user_that_ignores_what_memory_found_is_written_again(mnemo, model):
+    mnemo.knowledge.add("user", "allergic_to", "peanuts")
+    model.enqueue(["Allergies can be hard to live with.", "You are allergic to peanuts."])
+    events = Recorder()
+    result = Agent(mnemo, model).send("What am I allergic to?", on_event=events)
+    assert result.reply == "You are allergic to peanuts."
+    assert len(events.of(ReplyWithdrawn)) == 1
+    assert model.prompts[-1].temperature == assisted.RETRY_TEMPERATURE
+
+
+def test_a_question_about_a_relative_memory_has_not_met_is_answered_honestly(mnemo, model):
+    model.enqueue(["Biscuit sounds lovely."])
+    agent = Agent(mnemo, model)
+    agent.send("My dog Biscuit is a beagle.")
+    result = Agent(mnemo, model, conversation_id="later").send("What is my sister's name?")
+    assert result.reply.startswith("I don't know your sister's name")
+    model.enqueue(["Your dog is Biscuit."])
+    asked = Agent(mnemo, model, conversation_id="again").send("What is my dog's name?")
+    assert asked.reply == "Your dog is Biscuit."  # the dog was mentioned: the model answers

@@ -268,6 +268,19 @@ def query_terms(text: str, max_terms: int = 32) -> list[str]:
     return list(dict.fromkeys(content))[:max_terms]
 
 
+STEM = 5  # words compared by their first letters: "allergic" and "allergy"
+
+
+def same_word(a: str, b: str) -> bool:
+    """ "allergic" and "allergy", "live" and "lives", "run" and "runs": the same first letters,
+    one word of four letters or more the start of the other, or a plural (for the rules that
+    match a question to what was said)."""
+    short, long = sorted((a, b), key=len)
+    if a[:STEM] == b[:STEM] or long in (short + "s", short + "es"):
+        return True
+    return len(short) >= 4 and long.startswith(short)
+
+
 def excerpt(text: str, query: str, limit: int) -> str:
     """At most ``limit`` characters of ``text``, centred on the part that matches ``query``.
 
