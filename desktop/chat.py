@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.ui import label, remove_widgets, widgets_in
-from engine.assisted import RECALL, RECALL_SUMMARY
+from engine.assisted import RECALL, RECALL_SUMMARY, REMEMBER, REMEMBERED
 from engine.events import FunctionCalled, FunctionReturned
 from engine.memory.recall import MessageHit
 from engine.text import one_line
@@ -232,6 +232,7 @@ class ChatView(QWidget):
         self._stream_started = 0.0
         self._reply: MessageBubble | None = None
         self._calls: list[CallRow] = []
+        self._proposals: dict[int, tuple[QLabel, str, CallRow | None]] = {}
         self._at_bottom = True
         self.scroll_area.verticalScrollBar().valueChanged.connect(self._remember_position)
         self._update_button()
@@ -293,6 +294,35 @@ class ChatView(QWidget):
         if sources:
             self.add_sources(sources)
 
+    def add_proposal_notice(self, proposal_id: int, target: str) -> QLabel:
+        """ "…waits for you on the right", changed once the person decides (``decided``)."""
+        notice = self.add_notice(
+            f"The assistant proposes a change to {target}; it waits for you on the right."
+        )
+        row = self._calls[-1] if self._calls else None  # the call that proposed it
+        self._proposals[proposal_id] = (notice, target, row)
+        return notice
+
+    def proposals_shown(self) -> list[int]:
+        """The proposals whose lines in the chat wait for a decision."""
+        return list(self._proposals)
+
+    def decided(self, proposal_id: int, status: str) -> None:
+        """A proposal shown in the chat was approved or rejected: its lines say so."""
+        shown = self._proposals.get(proposal_id)
+        if shown is None or status == "pending":
+            return
+        notice, target, row = shown
+        verb = "approved" if status == "approved" else "rejected"
+        notice.setText(
+            f"You {verb} the change to {target}"
+            + ("." if verb == "approved" else "; nothing was changed.")
+        )
+        if row is not None:
+            row.summary = f"you {verb} it"
+            row._update()
+        del self._proposals[proposal_id]
+
     def add_sources(self, sources: tuple[Citation, ...]) -> QLabel:
         """The documents a reply relied on, each a link that opens the file."""
         links = ", ".join(
@@ -335,6 +365,7 @@ class ChatView(QWidget):
         remove_widgets(self.messages, keep=[self.empty])
         self._reply = None
         self._calls = []
+        self._proposals = {}
         self.empty.setVisible(not hits)
         row: CallRow | None = None
         for hit in hits:
@@ -355,7 +386,11 @@ class ChatView(QWidget):
                 if cited is not None:  # a damaged row hides its sources, never the conversation
                     self.add_sources(cited)
             elif hit.role == "function_result" and row is not None:
-                summary = RECALL_SUMMARY if hit.name == RECALL else one_line(hit.text, 60)
+                # What it told the model then (a proposal "waits" in it even once decided): a
+                # memory step is shown by what it kept from the message, not by that.
+                summary = {RECALL: RECALL_SUMMARY, REMEMBER: REMEMBERED}.get(
+                    hit.name or "", one_line(hit.text, 60)
+                )
                 row.set_result(result_ok(hit.text), summary, hit.text)
                 row = None
 

@@ -50,7 +50,7 @@ from desktop.threads import (
     Tasks,
     start_thread,
 )
-from desktop.ui import PAGES, STYLE, app_settings, label
+from desktop.ui import PAGES, STYLE, app_settings, guard_wheels, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine import health
 from engine.context.window import ContextStats
@@ -136,6 +136,7 @@ class MainWindow(QMainWindow):
         )
         self._build()
         self._connect()
+        guard_wheels(self)
         if self.remote:  # the server may be away: the window opens all the same, and retries
             self._reload_chat()
         else:
@@ -394,11 +395,24 @@ class MainWindow(QMainWindow):
         self.chat.add_notice(event.text, error=event.kind == "error")
 
     def _proposal_created(self, event: ProposalCreated) -> None:
-        self.chat.add_notice(
-            f"The assistant proposes a change to {event.proposal.target}; "
-            "it waits for you on the right."
-        )
+        self.chat.add_proposal_notice(event.proposal.id, event.proposal.target)
         self.tasks.announce(PROPOSALS)
+
+    def _follow_decisions(self) -> None:
+        """The chat's lines about proposals follow the person's decisions on them."""
+        waiting = self.chat.proposals_shown()
+        if not waiting or self.remote:
+            return
+        store = self.mnemo.proposals
+
+        def statuses() -> list[tuple[int, str]]:
+            return [(proposal_id, store.get(proposal_id).status) for proposal_id in waiting]
+
+        def show(found: list[tuple[int, str]]) -> None:
+            for proposal_id, status in found:
+                self.chat.decided(proposal_id, status)
+
+        self.tasks.submit(statuses, show)
 
     def _proposal_applied(self, event: ProposalApplied) -> None:
         what = "Core memory" if event.proposal.kind == "core" else "Memory"
@@ -455,6 +469,8 @@ class MainWindow(QMainWindow):
             self._reload_chat()
         elif kind == CORE:
             self.stats_requested.emit()
+        if kind == PROPOSALS:
+            self._follow_decisions()
 
     def _show_stats(self, stats: ContextStats) -> None:
         self.context.show_stats(stats)

@@ -7,11 +7,14 @@ import html
 import re
 from collections.abc import Collection
 
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QAbstractSpinBox,
+    QApplication,
     QBoxLayout,
+    QComboBox,
     QHeaderView,
     QLabel,
     QMessageBox,
@@ -88,6 +91,31 @@ def app_icon() -> QIcon:
         return QIcon(str(resource_path("icons/mnemo.png")))
     except FileNotFoundError:
         return QIcon()
+
+
+class WheelGuard(QObject):
+    """The mouse wheel scrolls the page, and changes a spin box or a combo box only once it has
+    focus: scrolling over Settings had set "Steps per message" from 10 to 1, and saved it."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if (
+            event.type() == QEvent.Type.Wheel
+            and isinstance(watched, QAbstractSpinBox | QComboBox)
+            and not watched.hasFocus()
+        ):
+            parent = watched.parentWidget()
+            if parent is not None:
+                QApplication.sendEvent(parent, event)  # the page around it scrolls instead
+            return True
+        return False
+
+
+def guard_wheels(widget: QWidget) -> None:
+    """Install the ``WheelGuard`` on every spin box and combo box inside ``widget``."""
+    guard = WheelGuard(widget)
+    for child in widget.findChildren(QAbstractSpinBox) + widget.findChildren(QComboBox):
+        child.setFocusPolicy(Qt.FocusPolicy.StrongFocus)  # a wheel does not give focus
+        child.installEventFilter(guard)
 
 
 def diff_html(old: str, new: str) -> str:

@@ -113,3 +113,95 @@ def test_the_next_message_can_be_sent_as_soon_as_the_reply_shows(qtbot, mnemo):
         chat.set_busy(False)
     finally:
         window.shutdown()
+
+
+def test_the_mouse_wheel_changes_no_setting_that_lacks_focus(qtbot, mnemo):
+    from PySide6.QtCore import QPoint, QPointF
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    window = open_window(qtbot, mnemo, ScriptedModel())
+    try:
+        window.show_page("Settings")
+        window.show()
+        window.activateWindow()
+        spin = window.settings.step_limit
+        before = spin.value()
+
+        def wheel() -> None:
+            event = QWheelEvent(
+                QPointF(5, 5),
+                QPointF(5, 5),
+                QPoint(0, 0),
+                QPoint(0, -120),
+                Qt.MouseButton.NoButton,
+                Qt.KeyboardModifier.NoModifier,
+                Qt.ScrollPhase.NoScrollPhase,
+                False,
+            )
+            QApplication.sendEvent(spin, event)
+
+        window.nav.setFocus()
+        wheel()
+        assert spin.value() == before and not spin.hasFocus()
+        spin.setFocus()
+        qtbot.waitUntil(spin.hasFocus, timeout=TIMEOUT_MS)
+        wheel()  # once the person chose it, the wheel is theirs to use
+        assert spin.value() == before - 1
+    finally:
+        window.shutdown()
+
+
+def test_the_chat_lines_about_a_proposal_follow_the_decision(qtbot, mnemo):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue(["Lyon, lovely."])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        send(qtbot, window, "I moved to Lyon last month.")
+        (proposal,) = mnemo.proposals.pending()
+        notices = [w.text() for w in window.chat.findChildren(type(window.chat.waiting))]
+        assert any("waits for you on the right" in text for text in notices)
+        qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
+        window.proposals.card(proposal.id).decided.emit(proposal.id, "reject", None)
+        qtbot.waitUntil(
+            lambda: any(
+                "You rejected the change" in w.text()
+                for w in window.chat.findChildren(type(window.chat.waiting))
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        texts = [w.text() for w in window.chat.findChildren(type(window.chat.waiting))]
+        assert not any("waits for you on the right" in text for text in texts)
+        row = window.chat._calls[-1]
+        assert "you rejected it" in row.toggle.text()
+    finally:
+        window.shutdown()
+    reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=SMALL))
+    try:  # after a restart, nothing says the rejected change still waits
+        from desktop.chat import CallRow
+
+        rows = [row.toggle.text() for row in reopened.chat.findChildren(CallRow)]
+        assert rows and not any("wait" in text for text in rows)
+    finally:
+        reopened.shutdown()
+
+
+def test_history_shows_what_each_version_changed_word_by_word(qtbot, mnemo):
+    from desktop.core_cards import HistoryDialog
+
+    mnemo.core.set("human", "Name: Sam. Lives in Porto. Likes tea.")
+    mnemo.core.set("human", "Name: Sam. Lives in Lyon. Likes tea.")
+    dialog = HistoryDialog(None, "human", mnemo.core.history("human"))
+    qtbot.addWidget(dialog)
+    shown = dialog.diff.toHtml()
+    assert "line-through" in shown and "Porto" in shown and "Lyon" in shown
+
+
+def test_the_models_page_offers_only_chat_models(qtbot, mnemo):
+    window = open_window(qtbot, mnemo, ScriptedModel())
+    try:
+        kinds = {card.entry.kind for card in window.models.cards.values()}
+        assert kinds == {"chat"}
+    finally:
+        window.shutdown()
