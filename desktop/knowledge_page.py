@@ -228,7 +228,7 @@ class KnowledgePage(QWidget):
     def _history_html(self, facts: list[Fact]) -> str:
         lines = []
         for fact in reversed(facts):  # newest first
-            text = html.escape(fact.sentence())
+            text = html.escape(fact.to_person())
             if fact.status != "current":
                 text = f"<s>{text}</s> <i>({fact.status})</i>"
             held = ""

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from desktop.threads import CORE, KNOWLEDGE, PASSAGES, PROPOSALS, Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
 from engine.errors import MnemoError
+from engine.memory.knowledge import USER_KEY, name_key
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 
@@ -27,9 +28,10 @@ from engine.mnemo import Mnemo
 def title(proposal: Proposal) -> str:
     """What the assistant wants, in the card's heading."""
     if proposal.kind == "fact":
+        about = "you" if name_key(proposal.label) == USER_KEY else f"“{proposal.label}”"
         if proposal.old_content:
-            return f"The assistant learned something new about “{proposal.label}”"
-        return f"The assistant wants to remember a fact about “{proposal.label}”"
+            return f"The assistant learned something new about {about}"
+        return f"The assistant wants to remember a fact about {about}"
     if proposal.kind == "passage":
         verb = "delete" if not proposal.new_content else "correct"
         return f"The assistant wants to {verb} a note in archival memory"

@@ -474,3 +474,13 @@ def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
         agent.send("I moved to Lyon last month.")
     (proposal,) = mnemo.proposals.pending()
     assert proposal.describe().startswith("User lives in Lyon (since ")
+
+
+def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):
+    model = ScriptedModel(parameter_count=135_000_000)
+    model.enqueue(["Nice to meet you, Priya."])
+    Agent(mnemo, model).send("Hi! My name is Priya.")
+    assert [entity.name for entity, _count in mnemo.knowledge.entities()] == ["User"]
+    assert [e.name for e in mnemo.knowledge.mentioned("What does Priya like?")] == ["User"]
+    (fact,) = mnemo.knowledge.facts("Priya")
+    assert fact.to_person() == "Your name is Priya"  # the window says "You", never "User"

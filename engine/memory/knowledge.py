@@ -45,7 +45,12 @@ SINGLE_VALUED = frozenset(
     married_to partner spouse nationality name full_name""".split()
 )
 # Relations whose object is a value, not an entity (a date, a number, an address).
-LITERAL_VALUED = frozenset("birthday born_on died_on age email phone job_title allergic_to".split())
+LITERAL_VALUED = frozenset(
+    "birthday born_on died_on age email phone job_title allergic_to name full_name".split()
+)
+# A name is the subject's own: "My name is Priya" makes Priya another word for the user, not a
+# second person beside them.
+NAMES = frozenset({"name", "full_name"})
 # Family and friends: "my sister Ana" is (User, sister, Ana).
 RELATIVES = (
     "sister brother mother mum mom father dad wife husband partner son daughter boyfriend "
@@ -94,6 +99,18 @@ def fact_sentence(subject: str, predicate: str, obj: str) -> str:
     return f"{subject} {relation_words(predicate)} {obj}"
 
 
+def sentence_to_person(subject: str, predicate: str, obj: str) -> str:
+    """A fact about the user as the window says it to them: "You live in Lyon", "Your sister
+    is Ana" (the model reads "User lives in Lyon"; the person is "You" everywhere they look)."""
+    if name_key(subject) != USER_KEY:
+        return fact_sentence(subject, predicate, obj)
+    if predicate in _NOUN_RELATIONS:
+        return f"Your {relation_words(predicate)} is {obj}"
+    verb, _, rest = relation_words(predicate).partition(" ")
+    verb = {"is": "are", "has": "have", "was": "were"}.get(verb, verb.removesuffix("s"))
+    return " ".join(part for part in ("You", verb, rest, obj) if part)
+
+
 def predicate_key(predicate: str) -> str:
     """'Lives in' and 'lives-in' are ``lives_in``."""
     key = _NOT_WORD.sub("_", predicate.strip().casefold()).strip("_")
@@ -139,6 +156,10 @@ class Fact:
     def sentence(self) -> str:
         """ "User lives in Lyon": the form a small model reads and repeats best."""
         return fact_sentence(self.subject, self.predicate, self.object)
+
+    def to_person(self) -> str:
+        """ "You live in Lyon": how the window says it to the user."""
+        return sentence_to_person(self.subject, self.predicate, self.object)
 
 
 @dataclass(frozen=True)
@@ -359,6 +380,10 @@ class KnowledgeStore:
         session.flush()
         for row in contradicted:
             self._supersede(session, row, new, started if started is not None else now)
+        if relation in NAMES:
+            other = self._resolve_row(session, value)
+            if other is None:
+                self._alias(session, subject_row, value)
         return self._fact(session, new)
 
     def correct(self, fact_id: int, obj: str) -> Fact:
