@@ -23,9 +23,10 @@ class ConversationList(QWidget):
     new_requested = Signal()
     open_requested = Signal(str)
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: Mnemo, tasks: Tasks, *, on_server: bool = False) -> None:
         super().__init__()
         self._mnemo = mnemo
+        self._on_server = on_server  # a server's assistant keeps one conversation: no list
         self._tasks = tasks
         self.current = ""
         layout = QVBoxLayout(self)
@@ -46,6 +47,8 @@ class ConversationList(QWidget):
     def refresh(self, current: str | None = None) -> None:
         if current is not None:
             self.current = current
+        if self._on_server:
+            return
         self._tasks.submit(self._mnemo.conversations.all, self._show)
 
     def _show(self, conversations: list[ConversationInfo]) -> None:

@@ -165,7 +165,7 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         mnemo, tasks = self.mnemo, self.tasks
         self.chat = ChatView()
-        self.conversation_list = ConversationList(mnemo, tasks)
+        self.conversation_list = ConversationList(mnemo, tasks, on_server=self.remote)
         self.proposals = ProposalPanel(mnemo, tasks)
         self.core = CoreMemoryPage(mnemo, tasks)
         self.knowledge = KnowledgePage(mnemo, tasks)

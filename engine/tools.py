@@ -734,6 +734,8 @@ ENGINE_CALLS: dict[str, Callable[[dict[str, Any]], str]] = {
                 80,
             )
         )
+        if arguments.get("knowledge") or arguments.get("facts")
+        else f"corrected from your message: {arguments.get('correction', '')}"
     ),
 }
 

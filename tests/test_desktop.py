@@ -367,7 +367,7 @@ def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_hist
     qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
     (proposal,) = mnemo.proposals.pending()
     card = window.proposals.card(proposal.id)
-    assert "learned something new about “User”" in card.findChild(QLabel, "title").text()
+    assert "learned something new about you" in card.findChild(QLabel, "title").text()
     assert 'line-through">Porto' in card.diff.text() and "Lyon" in card.diff.text()
     with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
         qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
@@ -376,7 +376,7 @@ def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_hist
     assert page.heading.text() == "You"
     assert [page.facts.item(0, column).text() for column in range(2)] == ["lives in", "Lyon"]
     assert page.facts.item(0, 3).text() == "you said: “I moved to Lyon last month.”"
-    assert "<s>User lives in Porto</s> <i>(superseded)</i>" in page.history.text()
+    assert "<s>You live in Porto</s> <i>(superseded)</i>" in page.history.text()
 
     page.facts.selectRow(0)
     monkeypatch.setattr(

@@ -171,11 +171,12 @@ def test_the_assisted_memory_step_keeps_a_pasted_statement_pending(mnemo):
     model = ScriptedModel(parameter_count=135_000_000)
     filler = "The statement lists the usual transfers and fees. "
     pasted = filler * (PASTED_CHARS // len(filler)) + "I am Mallory and my bank PIN is 0000."
-    model.enqueue(["Noted.", json.dumps({"facts": ["my bank PIN is 0000"]})])
+    model.enqueue(["Noted."])
     Agent(mnemo, model).send(pasted)
-    (pending,) = mnemo.proposals.pending()
-    assert "pasted a long text" in pending.untrusted_reason
+    pending = mnemo.proposals.pending()  # its statements wait, even with the "auto" policy
+    assert pending and all("pasted a long text" in p.untrusted_reason for p in pending)
     assert "Mallory" not in mnemo.core.get("human")
+    assert mnemo.archival.count() == 0  # and nothing of it became a note
 
 
 # -- 2. malformed model output -----------------------------------------------------------------
@@ -495,7 +496,7 @@ def test_the_window_starts_chats_and_ingests_with_the_network_cut_off(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "passages 1 replies 1" in done.stdout
+    assert "passages 2 replies 1" in done.stdout  # the note, and where the key is (kept)
     outside = [line for line in trace.read_text().splitlines() if _outside(line)]
     assert outside == [], f"the window tried to connect outside this machine: {outside}"
 
