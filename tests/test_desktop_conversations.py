@@ -205,3 +205,28 @@ def test_the_models_page_offers_only_chat_models(qtbot, mnemo):
         assert kinds == {"chat"}
     finally:
         window.shutdown()
+
+
+def test_a_short_conversation_with_the_bundled_model_in_the_window(qtbot, mnemo):
+    """The conversation benchmark's twin, in the real window with the real model: a statement,
+    small talk, a new conversation and a question about what was said."""
+    from engine.llm.local import LlamaModel
+    from test_desktop import REAL_MODEL_TIMEOUT_MS
+
+    model = LlamaModel(context_length=2048, seed=7)
+    window = open_window(qtbot, mnemo, model)
+    try:
+        for text in ("Hi there!", "I'm allergic to peanuts.", "Any idea for a quick lunch?"):
+            send(qtbot, window, text, REAL_MODEL_TIMEOUT_MS)
+        replies = [b.text for b in window.chat.bubbles() if b.role == "assistant"]
+        assert len(replies) == 3 and len(set(replies)) == 3  # no reply repeats another
+        assert [f.sentence() for f in mnemo.knowledge.facts("user")] == [
+            "User is allergic to peanuts"
+        ]
+        window.new_action.trigger()
+        qtbot.waitUntil(lambda: not window.chat.bubbles(), timeout=TIMEOUT_MS)
+        send(qtbot, window, "What am I allergic to?", REAL_MODEL_TIMEOUT_MS)
+        (reply,) = [b.text for b in window.chat.bubbles() if b.role == "assistant"]
+        assert "peanut" in reply.lower(), reply
+    finally:
+        window.shutdown()
