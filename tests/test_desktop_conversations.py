@@ -210,8 +210,9 @@ def test_the_models_page_offers_only_chat_models(qtbot, mnemo):
 def test_a_short_conversation_with_the_bundled_model_in_the_window(qtbot, mnemo):
     """The conversation benchmark's twin, in the real window with the real model: a statement,
     small talk, a new conversation and a question about what was said."""
-    from engine.llm.local import LlamaModel
     from test_desktop import REAL_MODEL_TIMEOUT_MS
+
+    from engine.llm.local import LlamaModel
 
     model = LlamaModel(context_length=2048, seed=7)
     window = open_window(qtbot, mnemo, model)
