@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 RECALL = "recall"  # the stored call that shows what was recalled for a message
 RECALL_SUMMARY = "given to the model with your message"
 REMEMBER = "remember"  # the stored call of the memory step
-REMEMBERED = "kept from your message"  # how the chat sums it up once the turn is over
+REMEMBERED = "kept"  # how the chat sums it up once the turn is over
 MESSAGES = 4
 PASSAGES = 3
 FACTS = 6  # current facts recalled for the entities a message names, all together
