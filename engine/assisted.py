@@ -28,7 +28,7 @@ from engine.memory.knowledge import RELATIVES, USER, Fact
 from engine.memory.recall import MessageHit
 from engine.memory.search import excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
-from engine.tools import search_archival, search_conversation, trace_lines
+from engine.tools import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -268,6 +268,8 @@ def recall_for(
         recalled.trace += trace_lines(message_page.result())
     for passage_page in passage_pages:
         recalled.trace += trace_lines(passage_page.result())
+    # Mnemo's own earlier replies are not recalled: the bundled model copied them, mistakes and
+    # all. Replies imported from elsewhere (another person, ChatGPT) are kept.
     # A note of the user's own words says what its message said, more briefly: the note is
     # shown, the message is not; and a note of a message the model sees is not shown at all.
     for passage_page in passage_pages:
@@ -285,7 +287,7 @@ def recall_for(
         for hit in message_page.result():
             if (
                 len(recalled.messages) < MESSAGES
-                and hit.role == "user"  # its own replies would feed it its own mistakes
+                and not (hit.role == "assistant" and hit.name == SEND_MESSAGE)  # see below
                 and not hit.weak
                 and hit.id not in seen
             ):

@@ -397,3 +397,21 @@ def test_a_question_about_a_relative_memory_has_not_met_is_answered_honestly(mne
     model.enqueue(["Your dog is Biscuit."])
     asked = Agent(mnemo, model, conversation_id="again").send("What is my dog's name?")
     assert asked.reply == "Your dog is Biscuit."  # the dog was mentioned: the model answers
+
+
+def test_mnemos_own_earlier_replies_are_not_recalled_but_imported_ones_are(mnemo, model):
+    mnemo.recall.add("user", "Tell me about the lighthouse keeper.", conversation_id="old")
+    mnemo.recall.add(
+        "assistant",
+        "The lighthouse keeper is named Oskar.",
+        name="send_message",
+        conversation_id="old",
+    )
+    mnemo.recall.add(
+        "assistant", "The lighthouse keeper retired in May.", conversation_id="chatgpt"
+    )
+    mnemo.wait_for_background_work()
+    model.enqueue(["He retired in May."])
+    Agent(mnemo, model, conversation_id="new").send("What about the lighthouse keeper?")
+    note = model.prompts[-1].messages[-1].content
+    assert "retired in May" in note and "Oskar" not in note
