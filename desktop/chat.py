@@ -129,6 +129,10 @@ class CallRow(QFrame):
             )
         self._update()
 
+    def set_summary(self, summary: str) -> None:
+        self.summary = summary
+        self._update()
+
     def _update(self) -> None:
         self.toggle.setText(f"{self.description} → {self.summary}")
 
@@ -319,8 +323,7 @@ class ChatView(QWidget):
             + ("." if verb == "approved" else "; nothing was changed.")
         )
         if row is not None:
-            row.summary = f"you {verb} it"
-            row._update()
+            row.set_summary(f"you {verb} it")
         del self._proposals[proposal_id]
 
     def add_sources(self, sources: tuple[Citation, ...]) -> QLabel:

@@ -444,8 +444,7 @@ class MainWindow(QMainWindow):
             return
         if self._reload_chat_after_turn:
             self._reload_chat()
-        if not self.remote:  # its title and place in the list follow what was said
-            self.conversation_list.refresh()
+        self.conversation_list.refresh()  # its title and place follow what was said
 
     def _search_conversations(self, query: str) -> None:
         self.nav.setCurrentRow(PAGES.index("Browse memory"))

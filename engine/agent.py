@@ -314,6 +314,8 @@ class Agent:
         if not users:
             return self._stop(turn, emit, "no_reply", "There is no message to reply to.")
         prompt, stats = self._prepare(turn, False, emit, cancel, assisted_mode=True)
+        question = users[-1].text
+        about_user = assisted.asks_about_the_user(question)
         if not self._recalled_already(hits):  # a resumed turn may have
             # With the model on a GPU, it evaluates the prompt so far while memory is searched.
             # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
@@ -329,21 +331,20 @@ class Agent:
                 if warm is not None:
                     warm.join()
             turn.passages = found.passages
-            if found or assisted.asks_about_the_user(users[-1].text):
+            if found or about_user:
                 prompt, stats = self._prepare(turn, False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
         if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
             # A question about the user that memory holds nothing on: said so, not invented.
-            text = assisted.not_told(users[-1].text)
+            text = assisted.not_told(question)
             emit(TextStreamed(text))
             step = Step(None, raw=text, text=text)
         else:
             note = prompt.messages[-1].content if prompt.messages else ""
-            question = users[-1].text
             memory = (
                 assisted.memory_words(note, question)
-                if note.startswith(assisted.NOTE_MARK) and assisted.asks_about_the_user(question)
+                if note.startswith(assisted.NOTE_MARK) and about_user
                 else None
             )
             step = self._new_reply(prompt, emit, cancel, memory)
@@ -629,11 +630,8 @@ class Agent:
 
     def _store_notes(self, user: MessageHit, notes: list[str]) -> list[str]:
         """The user's own statements as archival notes (one each, never twice)."""
-        fresh = [
-            assisted.fact_line(statement)
-            for statement in notes
-            if self.mnemo.archival.find_duplicate(assisted.fact_line(statement), "user") is None
-        ]
+        lines = [assisted.fact_line(statement) for statement in notes]
+        fresh = [line for line in lines if self.mnemo.archival.find_duplicate(line, "user") is None]
         if not fresh:
             return []
         self.mnemo.archival.insert_many(

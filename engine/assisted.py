@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from engine.memory.archival import Passage
 from engine.memory.knowledge import RELATIVES, USER, Fact
 from engine.memory.recall import MessageHit
-from engine.memory.search import excerpt, query_terms, same_word
+from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
 from engine.tools import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 
@@ -268,8 +268,6 @@ def recall_for(
         recalled.trace += trace_lines(message_page.result())
     for passage_page in passage_pages:
         recalled.trace += trace_lines(passage_page.result())
-    # Mnemo's own earlier replies are not recalled: the bundled model copied them, mistakes and
-    # all. Replies imported from elsewhere (another person, ChatGPT) are kept.
     # A note of the user's own words says what its message said, more briefly: the note is
     # shown, the message is not; and a note of a message the model sees is not shown at all.
     for passage_page in passage_pages:
@@ -283,11 +281,13 @@ def recall_for(
                 shown.add(passage.id)
                 recalled.passages.append(passage)
     seen |= {p.source.message_id for p in recalled.passages if p.source.message_id is not None}
+    # Mnemo's own earlier replies are not recalled: the bundled model copied them, mistakes and
+    # all. Replies imported from elsewhere (another person, ChatGPT) are.
     for message_page in message_pages:
         for hit in message_page.result():
             if (
                 len(recalled.messages) < MESSAGES
-                and not (hit.role == "assistant" and hit.name == SEND_MESSAGE)  # see below
+                and not (hit.role == "assistant" and hit.name == SEND_MESSAGE)
                 and not hit.weak
                 and hit.id not in seen
             ):
@@ -482,9 +482,9 @@ _FACT_WORDS = frozenset(
 def said_beyond(statement: str, facts: list[str]) -> bool:
     """Whether ``statement`` says more than the knowledge facts read from it (so that it is
     kept as a note as well): more than one content word that no fact holds."""
-    held = {word[:5] for fact in facts for word in query_terms(fact, max_terms=10**6)}
-    held |= {word[:5] for word in _FACT_WORDS}
-    left = [word for word in query_terms(statement, max_terms=10**6) if word[:5] not in held]
+    held = {word[:STEM] for fact in facts for word in query_terms(fact, max_terms=10**6)}
+    held |= {word[:STEM] for word in _FACT_WORDS}
+    left = [word for word in query_terms(statement, max_terms=10**6) if word[:STEM] not in held]
     return len(left) > 1
 
 

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -103,6 +104,18 @@ def percentages(rows: list[tuple[float, ...]], names: tuple[str, ...]) -> dict[s
             for i, name in enumerate(names)
         },
     }
+
+
+def use_model(settings: Any, spec: str, base_url: str = "") -> None:
+    """Point a profile's settings at ``--model``: ``PATH.gguf``, ``openai:NAME`` (with
+    ``base_url``) or ``anthropic:NAME``; empty keeps the bundled model."""
+    if spec.startswith(("openai:", "anthropic:")):
+        backend, name = spec.split(":", 1)
+        settings.set("model.backend", backend)
+        settings.set("model.name", name)
+        settings.set("model.base_url", base_url)
+    elif spec:
+        settings.set("model.path", spec)
 
 
 def emit(result: dict) -> None:

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import emit
+from _common import emit, use_model
 from conversation_people import PEOPLE, Ask, Document, Tell
 
 from engine import Mnemo
@@ -257,13 +257,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mnemo-conversation-") as folder:
         root = Path(folder)
         settings_profile = Mnemo.open(root / "settings", embedder=embedder)
-        if args.model.startswith(("openai:", "anthropic:")):
-            backend, model_name = args.model.split(":", 1)
-            settings_profile.settings.set("model.backend", backend)
-            settings_profile.settings.set("model.name", model_name)
-            settings_profile.settings.set("model.base_url", args.base_url)
-        elif args.model:
-            settings_profile.settings.set("model.path", args.model)
+        use_model(settings_profile.settings, args.model, args.base_url)
         if settings_profile.settings.get("model.backend") == "local":
             model: ChatModel = LlamaModel(args.model or None, seed=args.seed)
         else:

@@ -33,7 +33,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit
+from _common import REPO, emit, use_model
 from locomo_recall import CATEGORIES, evidence_ids, load_conversation, session_date
 
 from engine import Mnemo
@@ -133,13 +133,7 @@ def main() -> None:
         by_sample[index].append(qa)
     for index, questions in sorted(by_sample.items()):
         with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder) as mnemo:
-            if args.model.startswith(("openai:", "anthropic:")):
-                backend, name = args.model.split(":", 1)
-                mnemo.settings.set("model.backend", backend)
-                mnemo.settings.set("model.name", name)
-                mnemo.settings.set("model.base_url", args.base_url)
-            elif args.model:
-                mnemo.settings.set("model.path", args.model)
+            use_model(mnemo.settings, args.model, args.base_url)
             if model is None:
                 model = load_model(mnemo.settings)
                 model.max_step_tokens = args.max_tokens
