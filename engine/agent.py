@@ -247,6 +247,8 @@ class Agent:
             )
             outcome = self._execute(step, turn, emit)
             if isinstance(outcome, TurnFinished):
+                if outcome.reason == "replied":
+                    self._keep_after_self_managed_reply(emit)
                 return self._finish(outcome, emit)
         return self._stop(
             turn,
@@ -255,6 +257,18 @@ class Agent:
             f"Stopped after {limit} steps without a reply. Ask again, or raise the step "
             "limit in the settings if the assistant needs more steps.",
         )
+
+    def _keep_after_self_managed_reply(self, emit: EventCallback) -> None:
+        """A model that manages its memory may still not save what the person said about
+        their life: after the reply, the same rules as the assisted mode keep it (a fact the
+        model stored itself, in knowledge memory or as the same line of the human block, is
+        not kept twice)."""
+        state = load_state(self.mnemo, self.conversation_id)
+        user = next(
+            (hit for hit in reversed(self.window.messages(state)) if hit.role == "user"), None
+        )
+        if user is not None:
+            self._keep_what_was_said(user, emit)
 
     def _prepare(
         self,

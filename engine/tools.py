@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import MnemoError
 from engine.llm.base import FunctionSchema
 from engine.memory.archival import NewPassage, Passage
-from engine.memory.knowledge import Fact, relation_words
+from engine.memory.knowledge import Fact, relation_words, said_to_person
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page, excerpt, query_terms, same_word
@@ -730,7 +730,10 @@ ENGINE_CALLS: dict[str, Callable[[dict[str, Any]], str]] = {
         "noted from your message: "
         + repr(
             one_line(
-                "; ".join(map(str, arguments.get("knowledge") or arguments.get("facts") or [])),
+                "; ".join(
+                    said_to_person(str(said))
+                    for said in arguments.get("knowledge") or arguments.get("facts") or []
+                ),
                 80,
             )
         )

@@ -415,3 +415,22 @@ def test_mnemos_own_earlier_replies_are_not_recalled_but_imported_ones_are(mnemo
     Agent(mnemo, model, conversation_id="new").send("What about the lighthouse keeper?")
     note = model.prompts[-1].messages[-1].content
     assert "retired in May" in note and "Oskar" not in note
+
+
+def test_a_self_managed_model_that_saves_nothing_still_keeps_what_the_person_said(mnemo):
+    model = ScriptedModel()  # self-managed: the model could save it itself, and does not
+    agent = Agent(mnemo, model)
+    model.enqueue([{"function": "send_message", "arguments": {"message": "Noted!"}}])
+    agent.send("I'm allergic to peanuts and I love hiking on weekends.")
+    assert [f.sentence() for f in mnemo.knowledge.facts("user")] == [
+        "User is allergic to peanuts"
+    ]
+    assert [p.text for p in mnemo.archival.recent(5)] == [
+        'The user said: "I love hiking on weekends."'
+    ]
+    # The next prompt tells the model what was kept as a note, never as a call it made.
+    model.enqueue([{"function": "send_message", "arguments": {"message": "Hello again."}}])
+    agent.send("Hi.")
+    messages = model.prompts[-1].messages
+    assert not [m for m in messages if m.call and m.call.name == assisted.REMEMBER]
+    assert any(m.role == "system" and "peanuts" in m.content for m in messages)

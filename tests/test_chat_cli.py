@@ -190,3 +190,16 @@ def test_mnemo_chat_new_and_list(profile_dir, capsys, monkeypatch):
     assert main(["--profile", str(profile_dir), "chat", "--open", "default"]) == 0
     assert main(["--profile", str(profile_dir), "chat", "--open", "nope"]) != 0
     assert "There is no conversation 'nope'" in capsys.readouterr().err
+
+
+def test_a_fact_proposal_is_said_to_the_person_as_you(mnemo):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+    model = ScriptedModel(parameter_count=135_000_000)  # assisted: the move is kept by rule
+    model.enqueue(["Noted, Lyon."])
+    out = io.StringIO()
+    chat(mnemo, model, ask=answers("I moved to Lyon.", "l", "/quit"), out=out)
+    text = out.getvalue()
+    assert "You live in Lyon, instead of: you live in Porto" in text
+    assert "noted from your message: 'You live in Lyon'" in text
+    assert "facts about you now:   You live in Porto" in text
+    assert "User lives" not in text  # the model's form never reaches the person

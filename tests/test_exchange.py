@@ -120,7 +120,7 @@ def test_merging_into_a_profile_in_use_proposes_what_differs_and_duplicates_noth
         kinds = sorted((p.kind, p.describe()) for p in desktop.proposals.pending())
         assert kinds == [
             ("core", "in human, replace 'Name: Ada.' with 'Name: Ada. Paints sheds.'"),
-            ("fact", "User lives in Porto, instead of: User lives in Lyon"),
+            ("fact", "You live in Porto, instead of: you live in Lyon"),
         ]
         assert [f.object for f in desktop.knowledge.facts("Ana")] == ["12 May"]
         assert any("left out" in note for note in report.notes)

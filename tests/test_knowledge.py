@@ -219,9 +219,9 @@ def test_the_model_adds_facts_and_a_contradiction_waits_for_the_user_with_both_s
     proposal = created.proposal
     assert proposal.kind == "fact" and proposal.action == "replace"
     assert mnemo.proposals.preview(proposal.id) == (
-        "User lives in Porto",
-        "User lives in Lyon (since 2026-10-01)",
-    )
+        "You live in Porto",
+        "You live in Lyon (since 2026-10-01)",
+    )  # as the person reads it
     assert [f.object for f in mnemo.knowledge.facts("user")] == ["Porto"]  # not before approval
 
     agent.send("Where do I live?")
@@ -392,7 +392,7 @@ def test_a_pasted_text_that_states_a_fact_waits_for_the_user(mnemo):
     Agent(mnemo, model).send(pasted)
     (proposal,) = mnemo.proposals.pending()
     assert proposal.kind == "fact" and not proposal.trusted
-    assert proposal.describe() == "User lives in Atlantis, instead of: User lives in Porto"
+    assert proposal.describe() == "You live in Atlantis, instead of: you live in Porto"
     assert [f.object for f in mnemo.knowledge.facts("user")] == ["Porto"]
 
 
@@ -473,7 +473,7 @@ def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
         model.enqueue([reply])
         agent.send("I moved to Lyon last month.")
     (proposal,) = mnemo.proposals.pending()
-    assert proposal.describe().startswith("User lives in Lyon (since ")
+    assert proposal.describe().startswith("You live in Lyon (since ")
 
 
 def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):

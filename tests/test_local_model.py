@@ -226,8 +226,8 @@ def test_the_bundled_model_learns_a_move_once_the_user_approves_it(mnemo, local_
     agent.send("I moved to Lyon last month.", on_event=events)
     (created,) = events.of(ProposalCreated)
     before, after = mnemo.proposals.preview(created.proposal.id)
-    assert before == "User lives in Porto"
-    assert after.startswith("User lives in Lyon (since ")
+    assert before == "You live in Porto"
+    assert after.startswith("You live in Lyon (since ")
     assert [fact.object for fact in mnemo.knowledge.facts("user")] == ["Porto"]
 
     mnemo.proposals.approve(created.proposal.id)

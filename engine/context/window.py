@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
-from engine.assisted import NOTE_MARK, RECALL, spoken_date
+from engine.assisted import NOTE_MARK, RECALL, REMEMBER, spoken_date
 from engine.context.summary import summarize
 from engine.db.schema import AgentStateRow
 from engine.llm.base import (
@@ -115,10 +115,14 @@ def save_state_in(session: Session, state: AgentState) -> None:
 # Rows shown to the user (sources under a reply, notices of failed turns), never to a model.
 
 
+ENGINE_STEPS = frozenset({RECALL, REMEMBER})  # calls the engine makes for the model
+
+
 def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMessage]:
     """Stored messages as the model sees them; a result always follows its call. ``plain``
     (assisted mode): replies are plain text, what was recalled for a message is a note after it,
-    and other function rows are left out (the model there calls no functions). Notes stay where
+    and other function rows are left out (the model there calls no functions). Mnemo's own
+    steps are system notes in both modes. Notes stay where
     they were written, so each prompt extends the last one and its KV cache is reused."""
     messages: list[ChatMessage] = []
     last_call_id: str | None = None
@@ -127,10 +131,13 @@ def to_chat_messages(hits: list[MessageHit], plain: bool = False) -> list[ChatMe
             continue
         if hit.role == "user":
             messages.append(ChatMessage("user", hit.text))
+        elif hit.name in ENGINE_STEPS and hit.role in ("function_call", "function_result"):
+            # Steps Mnemo took for the model are notes, never calls it made: a model shown a
+            # call to a function it does not have may try it.
+            if hit.role == "function_result" and (not plain or hit.name == RECALL):
+                messages.append(ChatMessage("system", hit.text))
         elif plain and hit.role == "assistant":
             messages.append(ChatMessage("assistant", hit.text))
-        elif plain and hit.role == "function_result" and hit.name == RECALL:
-            messages.append(ChatMessage("system", hit.text))
         elif plain and hit.role in ("function_call", "function_result"):
             continue
         elif hit.role == "assistant":

@@ -102,13 +102,21 @@ def fact_sentence(subject: str, predicate: str, obj: str) -> str:
 def sentence_to_person(subject: str, predicate: str, obj: str) -> str:
     """A fact about the user as the window says it to them: "You live in Lyon", "Your sister
     is Ana" (the model reads "User lives in Lyon"; the person is "You" everywhere they look)."""
-    if name_key(subject) != USER_KEY:
-        return fact_sentence(subject, predicate, obj)
-    if predicate in _NOUN_RELATIONS:
-        return f"Your {relation_words(predicate)} is {obj}"
-    verb, _, rest = relation_words(predicate).partition(" ")
+    return said_to_person(fact_sentence(subject, predicate, obj))
+
+
+def said_to_person(sentence: str) -> str:
+    """A fact sentence as ``fact_sentence`` writes it, turned to the person when it is about
+    them: "User's sister is Ana" -> "Your sister is Ana", "User lives in Lyon" -> "You live in
+    Lyon". Other sentences are returned as they are."""
+    first, _, rest = sentence.partition(" ")
+    if first.casefold() == "user's":
+        return f"Your {rest}"
+    if first.casefold() != USER_KEY or not rest:
+        return sentence
+    verb, _, rest = rest.partition(" ")
     verb = {"is": "are", "has": "have", "was": "were"}.get(verb, verb.removesuffix("s"))
-    return " ".join(part for part in ("You", verb, rest, obj) if part)
+    return " ".join(part for part in ("You", verb, rest) if part)
 
 
 def predicate_key(predicate: str) -> str:

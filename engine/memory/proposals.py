@@ -25,7 +25,15 @@ from sqlmodel import Session, col, func, select
 from engine.db.schema import ProposalRow
 from engine.errors import CoreMemoryError, MnemoError, NotFoundError
 from engine.memory.core import CoreMemory, EditAction
-from engine.memory.knowledge import Fact, KnowledgeStore, fact_sentence
+from engine.memory.knowledge import (
+    USER_KEY,
+    Fact,
+    KnowledgeStore,
+    fact_sentence,
+    name_key,
+    said_to_person,
+    sentence_to_person,
+)
 from engine.memory.recall import RecallStore
 from engine.memory.search import from_timestamp
 
@@ -62,7 +70,14 @@ class Proposal:
 
     @property
     def target(self) -> str:
-        """What it changes, as the user reads it: "the human block", "facts about Ana"."""
+        """What it changes, as the user reads it: "the human block", "facts about you"."""
+        if self.kind == "fact" and name_key(self.label) == USER_KEY:
+            return "facts about you"
+        return self.target_for_model
+
+    @property
+    def target_for_model(self) -> str:
+        """What it changes, as the model reads it: "facts about User", "facts about Ana"."""
         if self.kind == "fact":
             return f"facts about {self.label}"
         if self.kind == "passage":
@@ -75,11 +90,25 @@ class Proposal:
         since = f" (since {payload['valid_from']})" if payload.get("valid_from") else ""
         return fact_sentence(self.label, payload["predicate"], obj or self.new_content) + since
 
+    def fact_to_person(self, obj: str | None = None) -> str:
+        """The fact as the person reads it: "You live in Lyon" (the model reads "User lives…")."""
+        since = f" (since {self.payload['valid_from']})" if self.payload.get("valid_from") else ""
+        fact = sentence_to_person(self.label, self.payload["predicate"], obj or self.new_content)
+        return fact + since
+
+    def replaced_to_person(self) -> list[str]:
+        """The facts it would replace, said to the person ("You live in Porto")."""
+        assert self.old_content
+        return [said_to_person(sentence) for sentence in self.old_content.split("; ")]
+
     def describe(self) -> str:
+        """What it would change, said to the person (the CLI and the window's notices)."""
         if self.kind == "fact":
+            new = self.fact_to_person()
             if self.old_content:
-                return f"{self.new_fact()}, instead of: {self.old_content}"
-            return f"remember that {self.new_fact()}"
+                old = "; ".join(_lower_you(said) for said in self.replaced_to_person())
+                return f"{new}, instead of: {old}"
+            return f"remember that {_lower_you(new)}"
         if self.kind == "passage":
             if not self.new_content:
                 return f"delete archival note {self.label[:8]}: {self.old_content!r}"
@@ -87,6 +116,12 @@ class Proposal:
         if self.action == "append":
             return f"add to {self.label}: {self.new_content!r}"
         return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
+
+
+def _lower_you(sentence: str) -> str:
+    """ "You live in Lyon" inside a sentence: "you live in Lyon"; names keep their capital."""
+    first, _, rest = sentence.partition(" ")
+    return f"{first.lower()} {rest}" if first in ("You", "Your") else sentence
 
 
 def _proposal(row: ProposalRow) -> Proposal:
@@ -282,11 +317,12 @@ class ProposalStore:
             return [_proposal(row) for row in session.exec(query)]
 
     def preview(self, proposal_id: int, content: str | None = None) -> tuple[str, str]:
-        """The text now and as it would be after approval (with ``content`` if edited): the
-        block, the facts about the subject, or the note."""
+        """The text now and as it would be after approval (with ``content`` if edited), as the
+        person reads it: the block, the facts about the subject ("You live in…"), or the note."""
         proposal = self.get(proposal_id)
         if proposal.kind == "fact":
-            return proposal.old_content or "", proposal.new_fact(content)
+            old = "; ".join(proposal.replaced_to_person()) if proposal.old_content else ""
+            return old, proposal.fact_to_person(content)
         if proposal.kind == "passage":
             return proposal.old_content or "", proposal.new_content if content is None else content
         return self._core.preview(
@@ -318,9 +354,10 @@ class ProposalStore:
             self._decide(row, "approved", "user", applied, version_id)
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
+            what = _proposal(row).target_for_model
             tx.add(
                 "system",
-                f"The user {how} your change to {_proposal(row).target} (proposal {row.id}).",
+                f"The user {how} your change to {what} (proposal {row.id}).",
                 conversation_id=row.conversation_id,
             )
             return _proposal(row)
@@ -376,9 +413,10 @@ class ProposalStore:
             row = self._pending_row(tx.session, proposal_id)
             self._decide(row, "rejected", "user", None, None)
             tx.session.add(row)
+            what = _proposal(row).target_for_model
             tx.add(
                 "system",
-                f"The user rejected your change to {_proposal(row).target} (proposal {row.id}); "
+                f"The user rejected your change to {what} (proposal {row.id}); "
                 "do not propose it again unless they ask.",
                 conversation_id=row.conversation_id,
             )
