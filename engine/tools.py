@@ -10,6 +10,7 @@ Arguments are checked against the schema first; a bad call returns an error the 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -490,25 +491,50 @@ def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
 
 
 CITED_SHARED_WORDS = 2
+_NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
+_SENTENCE = re.compile(r"(?<=[.!?:\n])\s+")
+_CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
+
+
+_WORD = re.compile(r"\w+")
+
+
+def specific_values(text: str) -> set[str]:
+    """What only a source can tell: its numbers ("1,200" as "1200") and the names it gives
+    (words capitalised inside a sentence), casefolded. Common words are shared by chance; an
+    answer taken from a document carries one of these."""
+    numbers = {number.replace(",", "") for number in _NUMBER.findall(text)}
+    names = {
+        name.casefold()
+        for sentence in _SENTENCE.split(text)
+        for word in sentence.split()[1:]  # a sentence's first word is capitalised anyway
+        for name in _CAPITALISED.findall(word)
+    }
+    return numbers | names
 
 
 def cited_passages(reply: str, passages: list[Passage], question: str = "") -> list[Passage]:
     """The document passages the model read this turn that its reply uses: those sharing at
     least two content words with it (one shared word is too often a coincidence) that the
-    question did not bring. A reply that only echoes "the plumber's phone number" has used no
-    document; one that says "0117 496 0321" has."""
+    question did not bring, one of them a value only a source can tell (a number or a name,
+    ``specific_values``). A reply that only echoes "the plumber's phone number", or retells
+    the lease in words of its own, has used no document; one that says "0117 496 0321" has."""
     asked = query_terms(question, max_terms=10**6)
+    asked_values = specific_values(question)
     words = {
         word
         for word in query_terms(reply, max_terms=10**6)
         if not any(same_word(word, other) for other in asked)
     }
+    said = (specific_values(reply) | {word.casefold() for word in _WORD.findall(reply)}) - (
+        asked_values | set(asked)
+    )
     cited: dict[tuple[str, str | None], Passage] = {}
     for passage in passages:
         if not passage.source.path:
             continue  # a note has no file to open
         shared = words & set(query_terms(passage.text, max_terms=10**6))
-        if len(shared) >= CITED_SHARED_WORDS:
+        if len(shared) >= CITED_SHARED_WORDS and specific_values(passage.text) & said:
             cited.setdefault((passage.source.path, passage.source.section), passage)
     return list(cited.values())
 

@@ -362,6 +362,22 @@ def test_a_reply_that_only_echoes_the_question_cites_nothing(mnemo, model, boile
     assert events.of(MessageSent)[0].sources == ()  # but the reply used none of it
 
 
+def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
+    mnemo, model, boiler_manual
+):
+    # It shares "plumber", "service" and "code" with the manual, but none of what only the
+    # manual can tell (7731, Ana Ruiz): it made its answer up, and a Sources line would vouch.
+    model.enqueue(["Any plumber can service it; look for a code on the panel."])
+    events = Recorder()
+    agent = Agent(mnemo, model)
+    agent.send("Who should I call about the boiler?", on_event=events)
+    assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
+    assert events.of(MessageSent)[0].sources == ()
+    model.enqueue(["It is 7731, and the plumber is Ana Ruiz."])
+    agent.send("Remind me of the code and who services the boiler?", on_event=events)
+    assert events.of(MessageSent)[1].sources == (Citation(str(boiler_manual), "page 4"),)
+
+
 def test_a_question_memory_has_nothing_on_is_answered_honestly(mnemo, model):
     model.enqueue(["Try a lentil soup."])
     agent = Agent(mnemo, model)
@@ -422,9 +438,7 @@ def test_a_self_managed_model_that_saves_nothing_still_keeps_what_the_person_sai
     agent = Agent(mnemo, model)
     model.enqueue([{"function": "send_message", "arguments": {"message": "Noted!"}}])
     agent.send("I'm allergic to peanuts and I love hiking on weekends.")
-    assert [f.sentence() for f in mnemo.knowledge.facts("user")] == [
-        "User is allergic to peanuts"
-    ]
+    assert [f.sentence() for f in mnemo.knowledge.facts("user")] == ["User is allergic to peanuts"]
     assert [p.text for p in mnemo.archival.recent(5)] == [
         'The user said: "I love hiking on weekends."'
     ]

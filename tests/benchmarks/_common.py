@@ -95,6 +95,14 @@ def p50(samples: list[float]) -> float:
     return round(statistics.median(samples), 3)
 
 
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``values``, nearest rank; 0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
 def percentages(rows: list[tuple[float, ...]], names: tuple[str, ...]) -> dict[str, float]:
     """``n`` and the mean of each column of ``rows`` (each a 0..1 score), in percent."""
     return {

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import emit, use_model
+from _common import emit, percentile, use_model
 from conversation_people import PEOPLE, Ask, Document, Tell
 
 from engine import Mnemo
@@ -196,7 +196,9 @@ def run_person(
             )
             if not right:
                 turns.wrong_sources += 1
-                turns.failures.append({"wrong_source": source.path, "reply": reply[:120]})
+                turns.failures.append(
+                    {"wrong_source": source.path, "to": turn.text, "reply": reply[:600]}
+                )
         if not isinstance(turn, Ask):
             continue
         if not turn.answer:
@@ -233,13 +235,6 @@ def run_person(
         "answered": answered,
         "ceiling": ceiling_hits,
     }
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
 def main() -> None:

@@ -1,0 +1,171 @@
+"""Drive the real window as a person would, with the bundled model, and take screenshots.
+
+Twenty turns: ten in a first conversation (statements, a correction, questions), a new one
+by Ctrl+N with five questions, a restart with five more, then the first conversation reopened
+from the list. Each turn's message, the reply as the window shows it and the time until the
+reply showed are written to ``log.json``; the screenshots (``01-first.png`` … ``06-reopened-
+first.png``) go beside it, to be looked at. Prints one JSON line: turns, reply-shown p50/p95.
+
+Needs a display: run it under Xvfb (``xvfb-run -a``), not offscreen, to see what a person sees.
+
+    xvfb-run -a uv run python tests/benchmarks/window_drive.py [--out /tmp/drive]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from _common import emit, percentile
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from desktop.main_window import MainWindow
+from engine import Mnemo
+
+FIRST = [
+    "Hi there!",
+    "I work as a nurse at St. Mary's hospital.",
+    "I'm allergic to peanuts, so I have to be careful.",
+    "Can you suggest a quick dinner I could cook tonight?",
+    "My daughter is called Asha and she's six.",
+    "I love hiking on weekends and I prefer tea over coffee.",
+    "My dentist appointment is on Tuesday.",
+    "Actually it's Thursday, not Tuesday.",
+    "What am I allergic to?",
+    "What's my daughter's name?",
+]
+NEW = [
+    "Where do I work?",
+    "What do I like to do on weekends?",
+    "What is my favourite movie?",  # never said: the reply should say so
+    "When is my dentist appointment?",
+    "Thanks, that's all for now.",
+]
+RESTARTED = [
+    "What am I allergic to?",
+    "What's my daughter's name?",
+    "Where do I work?",
+    "Do I prefer tea or coffee?",
+    "Goodbye!",
+]
+
+
+class Driver:
+    def __init__(self, app: QApplication, profile: Path, out: Path) -> None:
+        self.app, self.profile, self.out = app, profile, out
+        self.log: list[dict[str, object]] = []
+
+    def pump(self, seconds: float = 0.05) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.app.processEvents()
+            time.sleep(0.01)
+
+    def wait(self, condition: Callable[[], bool], timeout: float = 240) -> None:
+        end = time.monotonic() + timeout
+        while not condition():
+            if time.monotonic() > end:
+                raise TimeoutError("the window did not get there in time")
+            self.pump()
+
+    def open(self) -> tuple[Mnemo, MainWindow]:
+        mnemo = Mnemo.open(self.profile)
+        window = MainWindow(mnemo)
+        window.resize(1280, 800)
+        window.show()
+        self.wait(lambda: window.model_ready)
+        return mnemo, window
+
+    def shoot(self, window: MainWindow, name: str) -> None:
+        self.pump(0.5)
+        window.grab().save(str(self.out / name))
+
+    def say(self, window: MainWindow, text: str) -> None:
+        """Type and send as a person does; wait until the reply shows and the turn is over."""
+
+        def replies() -> list:
+            return [bubble for bubble in window.chat.bubbles() if bubble.role == "assistant"]
+
+        before = len(replies())
+        window.chat.input.setFocus()
+        QTest.keyClicks(window.chat.input, text)
+        QTest.keyClick(window.chat.input, Qt.Key.Key_Return)
+        started = time.monotonic()
+        self.wait(lambda: len(replies()) > before and not window.chat.can_stop)
+        shown = time.monotonic() - started
+        reply = replies()[-1].text
+        self.wait(lambda: not window.chat.busy)
+        self.log.append(
+            {
+                "conversation": window.conversation_id,
+                "you": text,
+                "mnemo": reply,
+                "reply_shown_s": round(shown, 2),
+            }
+        )
+        print(f"> {text}\n< {reply}\n", file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=None, help="where screenshots and log go")
+    args = parser.parse_args()
+    out = args.out or Path(tempfile.mkdtemp(prefix="mnemo-drive-"))
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance() or QApplication(sys.argv)
+    drive = Driver(app, out / "profile", out)  # type: ignore[arg-type]
+
+    mnemo, window = drive.open()
+    first = window.conversation_id
+    for text in FIRST:
+        drive.say(window, text)
+    drive.shoot(window, "01-first.png")
+    window.activateWindow()
+    drive.pump(0.3)
+    QTest.keyClick(window.chat.input, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    drive.wait(lambda: window.conversation_id != first and not window.chat.bubbles(), 10)
+    drive.shoot(window, "02-new-empty.png")
+    for text in NEW:
+        drive.say(window, text)
+    drive.shoot(window, "03-new.png")
+    window.close()
+    drive.pump(0.5)
+    mnemo.close()
+
+    mnemo, window = drive.open()  # a restart: where the person left off
+    drive.shoot(window, "04-restarted.png")
+    for text in RESTARTED:
+        drive.say(window, text)
+    drive.shoot(window, "05-after-restart.png")
+    listed = window.conversation_list.list
+    item = listed.item(listed.count() - 1)  # the oldest, the first conversation
+    QTest.mouseClick(
+        listed.viewport(), Qt.MouseButton.LeftButton, pos=listed.visualItemRect(item).center()
+    )
+    drive.wait(lambda: window.conversation_id == first, 10)
+    drive.shoot(window, "06-reopened-first.png")
+    window.close()
+    drive.pump(0.3)
+    mnemo.close()
+
+    (out / "log.json").write_text(json.dumps(drive.log, indent=1, ensure_ascii=False))
+    shown = [float(turn["reply_shown_s"]) for turn in drive.log]  # type: ignore[arg-type]
+    emit(
+        {
+            "benchmark": "window_drive",
+            "turns": len(drive.log),
+            "reply_shown_s": {"p50": percentile(shown, 0.5), "p95": percentile(shown, 0.95)},
+            "out": str(out),
+        }
+    )
+
+
+if __name__ == "__main__":
+    main()
