@@ -20,6 +20,10 @@ CORE_WRITE_POLICIES = ("ask", "auto")
 # leave the memory behind in the old storage.
 PLACED_AT_CREATION = ("storage.archival_url",)
 MEMORY_MODES = ("auto", "self", "assisted")
+# What a setting touches. These touch the machine the memory runs on (the model, its address,
+# size and threads, files and folders, storage); on a server they are its operator's, chosen
+# with `mnemo serve`'s options, and no user may change them. The others shape one assistant.
+MACHINE_SETTINGS = ("model.", "models.", "ingest.", "storage.")
 BACKENDS = ("local", "openai", "anthropic")
 
 DEFAULTS: dict[str, Any] = {
@@ -67,6 +71,11 @@ DEFAULTS: dict[str, Any] = {
 
 class SettingError(MnemoError):
     """A setting was given a value it cannot take."""
+
+
+def touches_the_machine(key: str) -> bool:
+    """Whether ``key`` is about the computer rather than the assistant (``MACHINE_SETTINGS``)."""
+    return key.startswith(MACHINE_SETTINGS)
 
 
 def _check(key: str, value: Any) -> Any:

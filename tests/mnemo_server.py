@@ -11,7 +11,7 @@ import httpx
 import uvicorn
 
 from engine.server.accounts import Accounts
-from engine.server.app import Limits, create_app
+from engine.server.app import Limits, create_app, server_config
 from engine.server.hub import Hub
 
 
@@ -32,9 +32,7 @@ class Server:
         self.tokens = tokens or {name: self.accounts.add(name) for name in ("alice", "bob")}
         self.hub = Hub(self.accounts.folder, models, archival_url, database_url)
         app = create_app(self.accounts, self.hub, limits)
-        self._server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-        )
+        self._server = uvicorn.Server(server_config(app, "127.0.0.1", port))
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 20
@@ -55,9 +53,7 @@ class Server:
 
 def on_postgres_and_s3(root: Path, model: Any, database_url: str, archival_url: str) -> Server:
     """A server whose assistants live in PostgreSQL and S3, with alice's and bob's "home"."""
-    running = Server(
-        root, lambda _settings: model, archival_url=archival_url, database_url=database_url
-    )
+    running = Server(root, lambda: model, archival_url=archival_url, database_url=database_url)
     for user in ("alice", "bob"):
         running.client(user).post("/v1/assistants", json={"name": "home"})
     return running

@@ -104,7 +104,7 @@ def test_a_lost_connection_gives_the_message_back_and_the_window_retries(
 
         again = Server(
             tmp_path / "server",
-            lambda _settings: model,
+            lambda: model,
             port=server.port,
             tokens=server.tokens,
         )

@@ -409,6 +409,15 @@ def _server(commands: Commands) -> None:
         help="new assistants' other tables on a PostgreSQL server with pgvector: "
         "postgresql://USER@HOST:PORT/DATABASE (password: `mnemo keys set postgres` or PGPASSWORD)",
     )
+    serve.add_argument(
+        "--model",
+        default="default",
+        help="the model every assistant answers with: default (the bundled one) | PATH.gguf | "
+        "openai:MODEL | anthropic:MODEL; users cannot change it",
+    )
+    serve.add_argument("--base-url", help="the API model's server (an OpenAI-compatible one)")
+    serve.add_argument("--context", type=int, help="context size in tokens")
+    serve.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to the GPU")
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
     users = commands.add_parser("server-users", help="who may use `mnemo serve`")
     users.add_argument("--root", metavar="DIR", help="the server's folder")

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from engine.errors import MnemoError
+from engine.llm import API_CONTEXT, ModelConfig, load_config
 from engine.server import default_root
 from engine.server.accounts import Accounts
 
@@ -23,7 +25,7 @@ def _root(args: argparse.Namespace) -> Path:
 def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from engine.server.app import Limits, create_app
+    from engine.server.app import Limits, create_app, server_config
     from engine.server.hub import Hub
 
     root = _root(args)
@@ -34,7 +36,13 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    hub = Hub(accounts.folder, archival_url=args.archival_url, database_url=args.database_url)
+    config = served_model(args)
+    hub = Hub(
+        accounts.folder,
+        lambda: load_config(config),
+        archival_url=args.archival_url,
+        database_url=args.database_url,
+    )
     app = create_app(accounts, hub, Limits(rate=args.rate, burst=args.burst))
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         print(
@@ -43,12 +51,35 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     logging.getLogger("mnemo").setLevel(logging.INFO)
-    print(f"Mnemo server for {len(accounts.names())} users on http://{args.host}:{args.port}")
+    print(
+        f"Mnemo server for {len(accounts.names())} users on http://{args.host}:{args.port}, "
+        f"answering with {config.describe()}"
+    )
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+        uvicorn.Server(server_config(app, args.host, args.port)).run()
     finally:
         hub.close()
     return 0
+
+
+def served_model(args: argparse.Namespace) -> ModelConfig:
+    """The operator's model from `mnemo serve`'s options: ``--model`` default | PATH.gguf |
+    openai:NAME | anthropic:NAME, with ``--base-url``, ``--context`` and ``--gpu-layers``."""
+    spec: str = args.model
+    backend, _, name = spec.partition(":")
+    if backend not in ("openai", "anthropic") or not name:
+        if args.base_url:
+            raise MnemoError("--base-url is for API models (openai:MODEL or anthropic:MODEL).")
+        backend, name = "local", ""
+        path = "" if spec == "default" else str(Path(spec).expanduser().resolve())
+        if path:
+            from engine.llm.local import check_model_file  # llama.cpp only for a local model
+
+            check_model_file(Path(path), check_memory=False)
+    else:
+        path = ""
+    context = args.context or API_CONTEXT.get(backend, 4096)
+    return ModelConfig(backend, path, name, args.base_url or "", context, args.gpu_layers, 0)
 
 
 def cmd_users_list(_mnemo: Any, args: argparse.Namespace) -> int:

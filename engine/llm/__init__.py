@@ -71,7 +71,11 @@ def model_settings(settings: Settings, **overrides: Any) -> ModelConfig:
 
 def load_model(settings: Settings, ask_key: KeyPrompt | None = None, **overrides: Any) -> ChatModel:
     """The model the settings name. ``ask_key`` is asked for a missing API key (this run only)."""
-    config = model_settings(settings, **overrides)
+    return load_config(model_settings(settings, **overrides), ask_key)
+
+
+def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatModel:
+    """The model ``config`` names (a profile's settings, or a server operator's options)."""
     backend = config.backend
     if backend == "local":
         from engine.llm.local import LlamaModel  # loads llama.cpp only when a model is wanted
@@ -131,6 +135,7 @@ __all__ = [
     "ScriptedStep",
     "Step",
     "ToolCall",
+    "load_config",
     "load_model",
     "ModelConfig",
     "model_settings",

@@ -179,6 +179,11 @@ def parameter_count_of(path: str | os.PathLike[str] | None) -> int | None:
         return None
 
 
+# A window this small fits every model Mnemo can load; a larger one is checked against the
+# model's own (a larger window only costs memory, and the model cannot use it).
+CONTEXT_WITHOUT_CHECK = 4096
+
+
 class LlamaModel:
     """A GGUF model loaded in this process. One generation at a time (a lock serializes them)."""
 
@@ -194,6 +199,9 @@ class LlamaModel:
     ) -> None:
         self.path = Path(path) if path else bundled_model_path()
         check_model_file(self.path)
+        if context_length > CONTEXT_WITHOUT_CHECK:  # never more than the model was trained on
+            trained = inspect_gguf(self.path).context_length
+            context_length = min(context_length, trained or context_length)
         try:
             self._llama = llama_cpp.Llama(
                 model_path=str(self.path),

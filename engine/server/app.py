@@ -13,19 +13,23 @@ one per engine event (the same events the window receives), ending with ``turn_f
 # and ``User`` is local to ``create_app``.
 import asyncio
 import json
-import queue
+import logging
+import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import uvicorn
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from engine import __version__
 from engine.assistants import check_name
@@ -35,11 +39,20 @@ from engine.events import Event
 from engine.ingest.ingestor import Ingestor
 from engine.server import wire
 from engine.server.accounts import Accounts
-from engine.server.hub import BusyError, Hub
+from engine.server.hub import (
+    BusyError,
+    Hub,
+    OpenAssistant,
+    OperatorSettingError,
+    TooManyTurnsError,
+)
+
+log = logging.getLogger("mnemo.server")
 
 MAX_JSON_BYTES = 256 * 1024
 MAX_UPLOAD_BYTES = 100 * 2**20
 UPLOADS = "uploads"  # in the assistant's folder: the documents sent to it
+MAX_NAME_BYTES = 200  # an uploaded file's name (file systems take 255)
 
 
 @dataclass(frozen=True)
@@ -112,7 +125,56 @@ class Call(BaseModel):
     kwargs: dict[str, Any] = Field(default_factory=dict)
 
 
+def served(data: Any, opened: OpenAssistant) -> Any:
+    """``data`` as a user may see it: where the server keeps their files is its own, so a path
+    under the assistant's uploads reads as the uploaded file's name, and one elsewhere in its
+    folder as relative to it (in values and inside texts alike)."""
+    root = str(opened.mnemo.profile.root)
+    uploads = os.path.join(root, UPLOADS) + os.sep
+    if isinstance(data, str):
+        return data.replace(uploads, "").replace(root + os.sep, "") if root in data else data
+    if isinstance(data, list):
+        return [served(item, opened) for item in data]
+    if isinstance(data, dict):
+        return {key: served(item, opened) for key, item in data.items()}
+    return data
+
+
 # -- the app --------------------------------------------------------------------------------------
+
+
+class BodyLimit:
+    """Refuse a body past the cap as it arrives, chunked or not, before any route (or the
+    token check) reads it: ``Content-Length`` is checked first, then each chunk counted."""
+
+    def __init__(self, app: Any, limits: Limits) -> None:
+        self.app = app
+        self.limits = limits
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        upload = scope["path"].rstrip("/").split("/")[-2:-1] == ["documents"]
+        cap = self.limits.max_upload_bytes if upload else self.limits.max_json_bytes
+        sentence = f"The request is larger than this server takes ({cap:,} bytes)."
+        length = dict(scope["headers"]).get(b"content-length", b"")
+        if length.isdigit() and int(length) > cap:
+            refused = JSONResponse({"error": sentence}, 413, headers={"connection": "close"})
+            await refused(scope, receive, send)
+            return
+        received = 0
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > cap:
+                    raise StarletteHTTPException(413, sentence)
+            return message
+
+        await self.app(scope, counted, send)
 
 
 def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> FastAPI:
@@ -150,13 +212,21 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             405: f"{request.url.path} does not take {request.method}; see /openapi.json.",
         }
         sentence = sentences.get(error.status_code, str(error.detail))
-        return JSONResponse({"error": sentence}, error.status_code)
+        # Past the size cap, the rest of the body is not read: the connection closes.
+        headers = {"connection": "close"} if error.status_code == 413 else None
+        return JSONResponse({"error": sentence}, error.status_code, headers=headers)
+
+    app.add_middleware(BodyLimit, limits=limits)
 
     @app.exception_handler(MnemoError)
     async def engine_error(_request: Request, error: MnemoError) -> JSONResponse:
         status = 422
         if isinstance(error, NotFoundError):
             status = 404
+        elif isinstance(error, OperatorSettingError):
+            status = 403
+        elif isinstance(error, TooManyTurnsError):
+            status = 429
         elif isinstance(error, BusyError | CoreMemoryError) or "exists already" in str(error):
             status = 409
         kind = type(error)
@@ -167,19 +237,6 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             },
             status,
         )
-
-    @app.middleware("http")
-    async def size_limit(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        upload = request.url.path.rstrip("/").split("/")[-2:-1] == ["documents"]
-        cap = limits.max_upload_bytes if upload else limits.max_json_bytes
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > cap:
-            return JSONResponse(
-                {"error": f"The request is larger than this server takes ({cap:,} bytes)."}, 413
-            )
-        return await call_next(request)
 
     def user(request: Request) -> str:
         header = request.headers.get("authorization", "")
@@ -214,37 +271,52 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
     @app.get("/v1/assistants/{name}/messages")
     async def messages(user: User, name: str, limit: Annotated[int, Query(ge=1, le=2000)] = 50):
         opened = await run(lambda: hub.get(user, name))
-        return jsonable(await run(lambda: opened.mnemo.recall.recent(limit)))
+        return served(jsonable(await run(lambda: opened.mnemo.recall.recent(limit))), opened)
 
     @app.post("/v1/assistants/{name}/turns")
     async def turn(user: User, name: str, body: NewTurn) -> StreamingResponse:
-        opened = await run(lambda: hub.start_turn(user, name))  # 404 or 409 before the stream
-        events: queue.Queue[tuple[str, Any] | None] = queue.Queue()
+        claimed = await run(lambda: hub.start_turn(user, name))  # 404, 409, 429 before the stream
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+
+        def put(item: tuple[str, Any] | None) -> None:
+            try:
+                loop.call_soon_threadsafe(events.put_nowait, item)
+            except RuntimeError:  # the server is shutting down: nobody is listening
+                claimed.cancel.set()
 
         def work() -> None:
             try:
                 # The engine's last event is TurnFinished, streamed like the others.
                 # Typed (``wire``): a window rebuilds the very events its bridge takes.
                 hub.run_turn(
-                    opened, body.text, lambda e: events.put((event_name(e), wire.encode(e)))
+                    claimed,
+                    body.text,
+                    lambda e: put((event_name(e), served(wire.encode(e), claimed.opened))),
                 )
             except MnemoError as error:
-                events.put(("error", {"error": user_message(error) or str(error)}))
+                put(("error", {"error": user_message(error) or str(error)}))
             except Exception:  # a bug: said plainly, logged by the server
-                events.put(("error", {"error": "Something went wrong on the server."}))
+                put(("error", {"error": "Something went wrong on the server."}))
                 raise
             finally:
-                events.put(None)
+                put(None)
 
+        # A thread of the hub's, not one of asyncio's few shared workers: a turn waits on its
+        # model for as long as it takes, and the other users' requests need those workers.
         threading.Thread(target=work, name=f"mnemo-turn-{user}", daemon=True).start()
 
         async def stream() -> AsyncIterator[bytes]:
-            while True:
-                item = await asyncio.to_thread(events.get)
-                if item is None:
-                    return
-                kind, data = item
-                yield f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+            try:
+                while True:
+                    item = await events.get()
+                    if item is None:
+                        return
+                    kind, data = item
+                    line = f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+                    yield line.encode()
+            finally:  # the client went away (or the stream ended): the turn stops too
+                claimed.cancel.set()
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
@@ -255,15 +327,28 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         if body.method not in wire.CALLS.get(body.store, ()):
             raise ApiError(404, f"There is no memory call {body.store}.{body.method}.")
         opened = await run(lambda: hub.get(user, name))
-        # "mnemo": the open assistant's own calls (``Mnemo.documents``), else one of its stores.
-        target = opened.mnemo if body.store == "mnemo" else getattr(opened.mnemo, body.store)
+        # "mnemo": the open assistant's own calls (``Mnemo.documents``), "settings" those a user
+        # may change (``ServedSettings``), else one of its stores.
+        if body.store == "mnemo":
+            target: Any = opened.mnemo
+        elif body.store == "settings":
+            target = opened.settings
+        else:
+            target = getattr(opened.mnemo, body.store)
         method = getattr(target, body.method)
-        args, kwargs = wire.decode(body.args), wire.decode(body.kwargs)
+        try:
+            args, kwargs = wire.decode(body.args), wire.decode(body.kwargs)
+        except (ValueError, TypeError, KeyError) as error:
+            raise ApiError(
+                422, f"The call's arguments are not values Mnemo takes: {error}"
+            ) from error
         try:
             result = await run(lambda: method(*args, **kwargs))
-        except TypeError as error:  # the wrong arguments: the client's mistake, not a crash
+        except (TypeError, ValueError, AttributeError) as error:
+            # Arguments of the wrong kind: the client's mistake, not a crash of the server.
+            log.info("call %s.%s refused: %r", body.store, body.method, error)
             raise ApiError(422, f"The call {body.store}.{body.method} got {error}.") from error
-        return {"result": wire.encode(result)}
+        return {"result": served(wire.encode(result), opened)}
 
     @app.get("/v1/assistants/{name}/core")
     async def core(user: User, name: str) -> dict[str, str]:
@@ -283,7 +368,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         found = await run(
             lambda: opened.mnemo.proposals.pending() if pending else opened.mnemo.proposals.all()
         )
-        return jsonable(found)
+        return served(jsonable(found), opened)
 
     @app.post("/v1/assistants/{name}/proposals/{proposal_id}/{decision}")
     async def decide(
@@ -300,7 +385,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             decided = await run(lambda: proposals.approve(proposal_id, content))
         else:
             decided = await run(lambda: proposals.reject(proposal_id))
-        return dict(jsonable(decided))
+        return served(dict(jsonable(decided)), opened)
 
     @app.get("/v1/assistants/{name}/search")
     async def search(
@@ -314,7 +399,8 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         opened = await run(lambda: hub.get(user, name))
         memory = opened.mnemo.recall if store == "recall" else opened.mnemo.archival
         found = await run(lambda: memory.search(q, limit, page))
-        return {"total": found.total, "page": found.page, "hits": jsonable(found.hits)}
+        hits = served(jsonable(found.hits), opened)
+        return {"total": found.total, "page": found.page, "hits": hits}
 
     @app.put("/v1/assistants/{name}/documents/{filename}")
     async def upload(user: User, name: str, filename: str, request: Request) -> dict[str, Any]:
@@ -322,23 +408,72 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         opened = await run(lambda: hub.get(user, name))
         if Path(filename).name != filename or filename.startswith("."):
             raise InputError("Give the document's file name only, without folders.")
+        if len(filename.encode()) > MAX_NAME_BYTES or not filename.isprintable():
+            raise InputError(
+                f"Give the document a name of printable characters, at most {MAX_NAME_BYTES} "
+                "bytes long."
+            )
         folder = opened.mnemo.profile.root / UPLOADS
         folder.mkdir(exist_ok=True)
         target = folder / filename
-        partial = folder / f".{filename}.partial"
-        received = 0
-        with partial.open("wb") as file:
-            async for chunk in request.stream():
-                received += len(chunk)
-                if received > limits.max_upload_bytes:
-                    file.close()
-                    partial.unlink()
-                    raise ApiError(
-                        413, f"The document is larger than {limits.max_upload_bytes:,} bytes."
-                    )
-                file.write(chunk)
-        partial.replace(target)
-        result = await run(lambda: Ingestor(opened.mnemo).ingest_file(target))
-        return {**jsonable(result), "path": filename}  # where the server keeps it is its own
+        partial = folder / f".{uuid.uuid4().hex}.partial"  # each upload its own, even of one name
+        try:  # ``BodyLimit`` stops a document past the cap as it arrives
+            with partial.open("wb") as file:
+                async for chunk in request.stream():
+                    file.write(chunk)
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+
+        def keep_and_ingest() -> Any:
+            with opened.uploading:  # uploads of one name, at once: one after the other
+                partial.replace(target)
+                return Ingestor(opened.mnemo).ingest_file(target)
+
+        result = await run(keep_and_ingest)
+        return served({**jsonable(result), "path": filename}, opened)
 
     return app
+
+
+# -- serving ------------------------------------------------------------------------------------
+
+HEADER_TIMEOUT_S = 10.0  # a connection that sends no request headers in this time is closed
+KEEP_ALIVE_S = 5.0  # an idle connection between requests
+SHUTDOWN_S = 3.0  # on SIGTERM: how long open streams (turns) get to finish before they are cut
+
+
+class _HeaderTimeout(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol with a limit on waiting for a request's headers, which it
+    lacks: an idle socket, or one that sends a header a byte a minute, is closed."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._await_headers()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._await_headers()
+
+    def _await_headers(self) -> None:
+        waiting = self.cycle  # a new request replaces it once its headers are in
+
+        def check() -> None:
+            if self.cycle is waiting and not self.transport.is_closing():
+                self.transport.close()
+
+        self.loop.call_later(HEADER_TIMEOUT_S, check)
+
+
+def server_config(app: FastAPI, host: str, port: int) -> uvicorn.Config:
+    """How `mnemo serve` (and the tests) run the app: idle and slow sockets are closed, and
+    SIGTERM ends open turns within seconds instead of waiting for them."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        http=_HeaderTimeout,
+        timeout_keep_alive=int(KEEP_ALIVE_S),
+        timeout_graceful_shutdown=int(SHUTDOWN_S),
+    )

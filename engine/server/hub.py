@@ -1,32 +1,75 @@
 """The server's open assistants: each user's profiles, opened on first use and kept open, with
-one agent each and the models they share.
+one agent each and the one model the operator chose.
 
-A model is loaded once per configuration (``ModelConfig``) and shared by every assistant that
-names it; its generation is not thread-safe, so a turn holds that model's lock while it runs.
-An assistant runs one turn at a time: a second one is refused (409), not queued behind it.
+The model is the operator's (``mnemo serve --model``), loaded once and shared by every
+assistant: a user changes their assistants' memory and preferences, never what the server
+loads or where it connects (``ServedSettings``). Its generation is not thread-safe, so a turn
+holds the model's lock while it runs. An assistant runs one turn at a time, a user at most
+``TURNS_PER_USER`` (more are refused, not queued), and the server ``TURN_WORKERS`` in all.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.agent import Agent
 from engine.assistants import Assistants, check_name, is_profile
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, TurnFinished
-from engine.llm import ChatModel, ModelConfig, load_model, model_settings
+from engine.llm import ChatModel
 from engine.mnemo import Mnemo
-from engine.settings import Settings
+from engine.settings import Settings, touches_the_machine
 
-ModelFactory = Callable[[Settings], ChatModel]
+ModelLoader = Callable[[], ChatModel]  # the operator's model, loaded on the first turn
+TURN_WORKERS = 8  # turns running at once on the server; more wait for a free worker
+TURNS_PER_USER = 2  # one user's share of them: more are refused at once
+CLOSE_WAIT_S = 3.0  # how long closing waits for cancelled turns to end
 
 
 class BusyError(MnemoError):
     """The assistant is answering another message."""
+
+
+class TooManyTurnsError(MnemoError):
+    """The user already has their share of the server's turns running."""
+
+
+class OperatorSettingError(MnemoError):
+    """A server user tried to change a setting that belongs to the server's operator."""
+
+
+class ServedSettings:
+    """An assistant's settings as a server user reaches them: they read every one, and change
+    only what shapes the assistant. The model, its address, keys, paths, sizes and storage
+    (``touches_the_machine``) are the operator's, so no user can make the server load a file,
+    connect to an address, or send its keys anywhere."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def get(self, key: str) -> Any:
+        return self._settings.get(key)
+
+    def is_set(self, key: str) -> bool:
+        return self._settings.is_set(key)
+
+    def all(self) -> dict[str, Any]:
+        return self._settings.all()
+
+    def set(self, key: str, value: Any) -> Any:
+        if touches_the_machine(key):
+            raise OperatorSettingError(
+                f"{key} is chosen by the server's operator (`mnemo serve` options), not by an "
+                "assistant's settings."
+            )
+        return self._settings.set(key, value)
 
 
 @dataclass
@@ -34,27 +77,45 @@ class OpenAssistant:
     mnemo: Mnemo
     agent: Agent | None = None
     turn: threading.Lock = field(default_factory=threading.Lock)
+    uploading: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def settings(self) -> ServedSettings:
+        return ServedSettings(self.mnemo.settings)
+
+
+@dataclass
+class Turn:
+    """A claimed turn: its user (for their share) and the event that cancels it."""
+
+    user: str
+    opened: OpenAssistant
+    cancel: threading.Event = field(default_factory=threading.Event)
 
 
 class Hub:
     def __init__(
         self,
         folder_of: Callable[[str], Path],
-        models: ModelFactory = load_model,
+        model: ModelLoader | None = None,
         archival_url: str | None = None,
         database_url: str | None = None,
     ) -> None:
-        """``archival_url``: object storage (``s3://bucket/prefix?endpoint=…``) under which each
-        new assistant's archival memory goes, in ``prefix/USER/ASSISTANT``; ``database_url``:
-        the PostgreSQL server that holds each new assistant's other tables (a schema each);
-        None: each assistant's own folder."""
+        """``model``: loads the operator's model (default: the bundled one); ``archival_url``:
+        object storage (``s3://bucket/prefix?endpoint=…``) under which each new assistant's
+        archival memory goes, in ``prefix/USER/ASSISTANT``; ``database_url``: the PostgreSQL
+        server that holds each new assistant's other tables (a schema each); None: each
+        assistant's own folder."""
         self._folder_of = folder_of
-        self._load_model = models
+        self._load_model = model or _bundled_model
         self._archival_url = archival_url
         self._database_url = database_url
         self._open: dict[tuple[str, str], OpenAssistant] = {}
-        self._models: dict[ModelConfig, tuple[ChatModel, threading.Lock]] = {}
-        self._loading: dict[ModelConfig, threading.Lock] = {}
+        self._model: ChatModel | None = None
+        self._model_lock = threading.Lock()  # one generation at a time
+        self._loading = threading.Lock()
+        self._workers = threading.BoundedSemaphore(TURN_WORKERS)
+        self._turns: list[Turn] = []
         self._lock = threading.Lock()
 
     def assistants(self, user: str) -> Assistants:
@@ -80,50 +141,74 @@ class Hub:
                 self._open[key] = OpenAssistant(Mnemo.open(path))
             return self._open[key]
 
-    def start_turn(self, user: str, name: str) -> OpenAssistant:
+    def start_turn(self, user: str, name: str) -> Turn:
         """Claim the assistant for one turn (``run_turn`` gives it back); refused while it is
-        answering another message, so the client hears 409 before any stream starts."""
+        answering another message, or while the user has their share of turns running, so
+        the client hears 409 or 429 before any stream starts."""
         opened = self.get(user, name)
-        if not opened.turn.acquire(blocking=False):
-            raise BusyError(
-                f"{name} is still answering another message; send this one when it has finished."
-            )
-        return opened
-
-    def run_turn(
-        self, opened: OpenAssistant, text: str, on_event: Callable[[Event], None]
-    ) -> TurnFinished:
-        try:
-            model, model_lock = self._model_for(opened.mnemo.settings)
-            with model_lock:
-                if opened.agent is None or opened.agent.model is not model:
-                    opened.agent = Agent(opened.mnemo, model)
-                return opened.agent.send(text, on_event=on_event)
-        finally:
-            opened.turn.release()
-
-    def _model_for(self, settings: Settings) -> tuple[ChatModel, threading.Lock]:
-        """The loaded model these settings name, loaded once; while it loads (seconds), only
-        turns that need the same model wait, never other users' requests."""
-        config = model_settings(settings)
         with self._lock:
-            loading = self._loading.setdefault(config, threading.Lock())
-        with loading:
+            running = Counter(turn.user for turn in self._turns)[user]
+            if running >= TURNS_PER_USER:
+                raise TooManyTurnsError(
+                    f"You have {running} turns running on this server; send this message "
+                    "when one has finished."
+                )
+            if not opened.turn.acquire(blocking=False):
+                raise BusyError(
+                    f"{name} is still answering another message; send this one when it has "
+                    "finished."
+                )
+            turn = Turn(user, opened)
+            self._turns.append(turn)
+        return turn
+
+    def run_turn(self, turn: Turn, text: str, on_event: Callable[[Event], None]) -> TurnFinished:
+        """Run a claimed turn once a worker is free (``turn.cancel`` ends it early)."""
+        try:
+            with self._workers:
+                model = self._shared_model()
+                with self._model_lock:
+                    opened = turn.opened
+                    if opened.agent is None or opened.agent.model is not model:
+                        opened.agent = Agent(opened.mnemo, model)
+                    return opened.agent.send(text, on_event=on_event, cancel=turn.cancel)
+        finally:
             with self._lock:
-                if config in self._models:
-                    return self._models[config]
-            model = self._load_model(settings)
-            with self._lock:
-                self._models[config] = (model, threading.Lock())
-                return self._models[config]
+                self._turns.remove(turn)
+            turn.opened.turn.release()
+
+    def _shared_model(self) -> ChatModel:
+        """The operator's model, loaded once; while it loads (seconds), only turns wait."""
+        with self._loading:
+            if self._model is None:
+                self._model = self._load_model()
+            return self._model
 
     def close(self) -> None:
+        """Cancel the running turns, give them a moment to end cleanly, and close."""
         with self._lock:
+            turns = list(self._turns)
+        for turn in turns:
+            turn.cancel.set()
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._turns:
+                    break
+            time.sleep(0.02)
+        with self._lock:
+            busy = {id(turn.opened) for turn in self._turns}
             opened, self._open = list(self._open.values()), {}
-            models, self._models = list(self._models.values()), {}
+            model, self._model = self._model, None
         for assistant in opened:
-            assistant.mnemo.close()
-        for model, _lock in models:
-            close = getattr(model, "close", None)
-            if close is not None:
-                close()
+            if id(assistant) not in busy:  # a turn still running closes nothing under it
+                assistant.mnemo.close()
+        close = getattr(model, "close", None)
+        if close is not None and not busy:
+            close()
+
+
+def _bundled_model() -> ChatModel:
+    from engine.llm import ModelConfig, load_config
+
+    return load_config(ModelConfig("local", "", "", "", 4096, 0, 0))

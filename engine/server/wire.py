@@ -18,6 +18,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
+from sqlmodel import SQLModel
 
 # The memory calls a connected window makes, store by store: what the window shows and edits.
 # Nothing here reads or writes a path on the server, or replaces a store wholesale.
@@ -79,10 +80,17 @@ def encode(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} cannot be sent to a Mnemo client")
 
 
-def decode(data: Any) -> Any:
-    """The value ``encode`` made ``data`` from (engine types only; anything else is refused)."""
+MAX_DEPTH = 32  # values nest a few levels; deeper is an attack on the recursion limit
+
+
+def decode(data: Any, depth: int = 0) -> Any:
+    """The value ``encode`` made ``data`` from (engine types only; anything else, and values
+    nested deeper than ``MAX_DEPTH``, are refused with ValueError)."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"A value nested deeper than {MAX_DEPTH} levels was sent.")
+    depth += 1
     if isinstance(data, list):
-        return [decode(item) for item in data]
+        return [decode(item, depth) for item in data]
     if not isinstance(data, dict):
         return data
     if "$datetime" in data:
@@ -92,10 +100,11 @@ def decode(data: Any) -> Any:
     if "$path" in data:
         return Path(data["$path"])
     if "$items" in data:
-        return {_hashable(decode(key)): decode(item) for key, item in data["$items"]}
+        return {_hashable(decode(key, depth)): decode(item, depth) for key, item in data["$items"]}
     if "$type" in data:
-        return _build(str(data["$type"]), {k: decode(v) for k, v in data.items() if k != "$type"})
-    return {key: decode(item) for key, item in data.items()}
+        fields = {k: decode(v, depth) for k, v in data.items() if k != "$type"}
+        return _build(str(data["$type"]), fields)
+    return {key: decode(item, depth) for key, item in data.items()}
 
 
 def _hashable(value: Any) -> Any:
@@ -125,9 +134,12 @@ def _build(name: str, fields: dict[str, Any]) -> Any:
     kind = getattr(importlib.import_module(module_name), qualname, None)
     if kind is None:
         raise ValueError(f"A value of type {name!r} was sent, unknown to this version of Mnemo.")
-    if hasattr(kind, "model_validate"):  # a SQLModel row
+    # Only a value class defined in that very module: never a function, or a name the module
+    # imported (``sqlalchemy.func`` answers any attribute, and calling it builds SQL).
+    defined_there = isinstance(kind, type) and kind.__module__ == module_name
+    if defined_there and issubclass(kind, SQLModel):  # a row (DocumentRow)
         return kind.model_validate(fields)
-    if not (isinstance(kind, type) and dataclasses.is_dataclass(kind)):
+    if not (defined_there and dataclasses.is_dataclass(kind)):
         raise ValueError(f"A value of type {name!r} was sent, which Mnemo does not build.")
     known = {field.name: field for field in dataclasses.fields(kind)}
     values = {key: _as_field(known[key], value) for key, value in fields.items() if key in known}

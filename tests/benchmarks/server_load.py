@@ -41,7 +41,7 @@ model = ScriptedModel(
     default=lambda _prompt: {"function": "send_message", "arguments": {"message": "Noted."}}
 )
 accounts = Accounts(root)
-hub = Hub(accounts.folder, lambda _s: model, database_url=database)
+hub = Hub(accounts.folder, lambda: model, database_url=database)
 app = create_app(accounts, hub, Limits(rate=1000, burst=1000))
 uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
 """
