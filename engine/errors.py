@@ -31,6 +31,8 @@ def redact(text: str) -> str:
         stretches = {
             secret[i : i + SECRET_FRAGMENT] for i in range(len(secret) - SECRET_FRAGMENT + 1)
         }
+        if not any(stretch in text for stretch in stretches):
+            continue  # the usual case, found at the speed of ``in`` (every stored message)
         covered = [False] * len(text)
         for i in range(len(text) - SECRET_FRAGMENT + 1):
             if text[i : i + SECRET_FRAGMENT] in stretches:

@@ -24,10 +24,19 @@ from engine.llm.base import (
     ToolCall,
     load_model_json,
 )
-from engine.llm.http import ApiClient
+from engine.llm.http import STEP_DEADLINE_S, ApiClient
 
 CHARS_PER_TOKEN = 3.6
 MESSAGE_OVERHEAD = 4
+MAX_STEP_CHARS = 100_000  # of text and call arguments in one step: 25 times a full answer
+
+
+def cut_notice(provider: str) -> str:
+    """Said where an answer was cut at ``MAX_STEP_CHARS`` (it is stored cut, never whole)."""
+    return (
+        f"The {provider} server sent more than {MAX_STEP_CHARS:,} characters in one step; "
+        "the rest was cut."
+    )
 
 
 def api_parameters(schema: dict[str, Any]) -> dict[str, Any]:
@@ -73,9 +82,15 @@ class ApiChatModel:
         timeout_s: float = 60.0,
         retries: int = 3,
         backoff_s: float = 1.0,
+        deadline_s: float = STEP_DEADLINE_S,
     ) -> None:
         self._client = ApiClient(
-            base_url, self.provider, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s
+            base_url,
+            self.provider,
+            timeout_s=timeout_s,
+            retries=retries,
+            backoff_s=backoff_s,
+            deadline_s=deadline_s,
         )
         self.model = model
         self.name = f"{self.provider}:{model}"
@@ -143,9 +158,13 @@ class ApiChatModel:
     ) -> str:
         """A plain reply: ``piece(event, data)`` is the text each streamed event adds."""
         pieces: list[str] = []
+        room = MAX_STEP_CHARS
         with self._lock:
             for event, data in self._client.stream_events(path, self._headers, body, cancel):
-                pieces.append(piece(event, data))
+                pieces.append(piece(event, data)[:room])
+                room -= len(pieces[-1])
+                if room <= 0:
+                    break
         return "".join(pieces).strip()
 
     @staticmethod

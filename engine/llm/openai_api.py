@@ -11,10 +11,18 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from engine.errors import ModelError, register_secret
-from engine.llm.api import ApiChatModel, api_parameters, function_description, streamed_step
+from engine.llm.api import (
+    MAX_STEP_CHARS,
+    ApiChatModel,
+    api_parameters,
+    cut_notice,
+    function_description,
+    streamed_step,
+)
 from engine.llm.base import (
     ChatMessage,
     FunctionSchema,
@@ -27,6 +35,69 @@ from engine.llm.base import (
 )
 
 OPENAI_URL = "https://api.openai.com/v1"
+MAX_TOOL_CALLS = 16  # call indexes kept per step (only the first is run)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """What one streamed chat completion chunk says, checked: each choice's content and its
+    tool-call parts (index, id, name, a piece of the arguments), and the usage counts."""
+
+    deltas: list[tuple[str, list[tuple[int, str, str, str]]]]
+    usage: tuple[int, int] | None
+
+
+def read_chunk(data: Any, base_url: str) -> Chunk:
+    """A chunk as the OpenAI API defines it, or a ModelError in one sentence: a server that
+    sends anything else (a list, a string for ``delta``, arguments as an object, NaN counts)
+    is not one Mnemo can use, and that is the server's fault, not an error inside Mnemo."""
+
+    def wrong(what: str) -> ModelError:
+        return ModelError(
+            f"The server at {base_url} sent something that is not a chat completion chunk "
+            f"({what}); check that the base URL points at an OpenAI-compatible server."
+        )
+
+    def optional(value: Any, kind: type, what: str) -> Any:
+        if value is not None and not isinstance(value, kind):
+            raise wrong(f"{what} is {type(value).__name__}, not {kind.__name__}")
+        return value
+
+    def count(value: Any, what: str) -> int:
+        if value is None:
+            return 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise wrong(f"{what} is {value!r}, not a count")
+        return value
+
+    if not isinstance(data, dict):
+        raise wrong(f"a {type(data).__name__} instead of an object")
+    usage = optional(data.get("usage"), dict, "usage")
+    counts = None
+    if usage:
+        counts = (
+            count(usage.get("prompt_tokens"), "usage.prompt_tokens"),
+            count(usage.get("completion_tokens"), "usage.completion_tokens"),
+        )
+    deltas = []
+    for choice in optional(data.get("choices"), list, "choices") or []:
+        choice = optional(choice, dict, "a choice") or {}
+        delta = optional(choice.get("delta"), dict, "delta") or {}
+        content = optional(delta.get("content"), str, "delta.content") or ""
+        parts = []
+        for part in optional(delta.get("tool_calls"), list, "delta.tool_calls") or []:
+            part = optional(part, dict, "a tool call") or {}
+            function = optional(part.get("function"), dict, "a tool call's function") or {}
+            parts.append(
+                (
+                    count(part.get("index"), "a tool call's index"),
+                    optional(part.get("id"), str, "a tool call's id") or "",
+                    optional(function.get("name"), str, "a function name") or "",
+                    optional(function.get("arguments"), str, "a function's arguments") or "",
+                )
+            )
+        deltas.append((content, parts))
+    return Chunk(deltas, counts)
 
 
 class OpenAIModel(ApiChatModel):
@@ -144,36 +215,42 @@ class OpenAIModel(ApiChatModel):
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         streams: dict[int, MessageStream] = {}
-        usage: dict[str, Any] = {}
+        usage: tuple[int, int] | None = None
+        room = MAX_STEP_CHARS  # content and arguments together
         with self._lock:
-            for _event, chunk in self._client.stream_events(
+            for _event, data in self._client.stream_events(
                 "/chat/completions", self._headers, self.request_body(prompt), cancel
             ):
-                usage = chunk.get("usage") or usage
-                for choice in chunk.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if not stats.first_token_s and (
-                        delta.get("content") or delta.get("tool_calls")
-                    ):
+                chunk = read_chunk(data, self._client.base_url)
+                usage = chunk.usage or usage
+                for content, parts in chunk.deltas:
+                    if not stats.first_token_s and (content or parts):
                         stats.first_token_s = time.perf_counter() - started
-                    if delta.get("content"):
-                        text.append(delta["content"])
+                    if content and room > 0:
+                        content = content[:room]
+                        room -= len(content)
+                        text.append(content)
                         if on_text is not None:
-                            on_text(delta["content"])
-                    for part in delta.get("tool_calls") or []:
-                        call = calls.setdefault(part.get("index", 0), {"arguments": ""})
-                        function = part.get("function") or {}
-                        call["id"] = part.get("id") or call.get("id")
-                        call["name"] = function.get("name") or call.get("name")
-                        piece = function.get("arguments") or ""
+                            on_text(content)
+                    for index, call_id, name, piece in parts:
+                        if index >= MAX_TOOL_CALLS:
+                            continue  # only the first call runs; a flood of them is dropped
+                        call = calls.setdefault(index, {"arguments": ""})
+                        call["id"] = call_id or call.get("id")
+                        call["name"] = name or call.get("name")
+                        piece = piece[: max(0, room)]
+                        room -= len(piece)
                         call["arguments"] += piece
-                        self._show_message(
-                            streams, part.get("index", 0), call["name"], piece, on_text
-                        )
+                        self._show_message(streams, index, call["name"], piece, on_text)
+                if room <= 0:
+                    break  # the rest is never read, let alone stored
         stats.total_s = time.perf_counter() - started
-        stats.evaluated_tokens = int(usage.get("prompt_tokens") or stats.prompt_tokens)
-        stats.generated_tokens = int(usage.get("completion_tokens") or 0)
-        self._calibrate(prompt, usage.get("prompt_tokens"))
+        prompt_tokens, completion_tokens = usage or (0, 0)
+        stats.evaluated_tokens = prompt_tokens or stats.prompt_tokens
+        stats.generated_tokens = completion_tokens
+        self._calibrate(prompt, prompt_tokens or None)
+        if room <= 0:
+            text.append(f"\n\n[{cut_notice(self.provider)}]")
         return self._result("".join(text), calls, stats)
 
     @staticmethod
@@ -204,8 +281,7 @@ class OpenAIModel(ApiChatModel):
             "/chat/completions",
             body,
             cancel,
-            lambda _event, chunk: "".join(
-                (choice.get("delta") or {}).get("content") or ""
-                for choice in chunk.get("choices") or []
+            lambda _event, data: "".join(
+                content for content, _parts in read_chunk(data, self._client.base_url).deltas
             ),
         )

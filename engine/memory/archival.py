@@ -11,7 +11,7 @@ import re
 import time as time_module
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
 
@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from engine.embed.base import Embedder
-from engine.errors import InputError, NotFoundError
+from engine.errors import InputError, NotFoundError, redact
 from engine.memory import trace, word_match
 from engine.memory.search import (
     EXPIRED_GRACE_S,
@@ -226,7 +226,8 @@ class ArchivalStore:
                 raise InputError("An archival passage needs some text.")
             if item.origin not in ORIGINS:
                 raise ValueError(f"unknown origin {item.origin!r}; use one of {ORIGINS}")
-            items.append(item)
+            clean = redact(item.text)  # an API key, from a model's note or a document
+            items.append(item if clean == item.text else replace(item, text=clean))
         ids: list[str] = []
         now = time_module.time()
         for chunk in chunked(items, EMBED_CHUNK):

@@ -19,7 +19,7 @@ from sqlmodel import Session
 
 from engine.db import on_postgres
 from engine.db.schema import Message
-from engine.errors import NotFoundError
+from engine.errors import NotFoundError, redact
 from engine.memory import context_index
 from engine.memory.messages import (
     COLUMNS,
@@ -103,8 +103,9 @@ class RecallTransaction:
                 "conversation_id": message.conversation_id,
                 "role": message.role,
                 "name": message.name,
-                "text": message.text,
-                "search_text": message.text,
+                # A reply or a function result that carries an API key keeps it nowhere.
+                "text": redact(message.text),
+                "search_text": redact(message.text),
                 "created_at": to_timestamp(message.created_at) or now,
                 "untrusted_reason": untrusted_reason
                 or message.untrusted_reason
