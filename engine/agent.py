@@ -381,11 +381,12 @@ class Agent:
         memory: list[str] | None = None,
     ) -> Step:
         """The model's reply, written again while it repeats an earlier reply of the
-        conversation (``assisted.RepeatGuard`` keeps a copy from being shown), or while it
-        answers a question about the user without a word of what memory found for it
-        (``memory``: those words). A retry sees only the newest message and what was recalled
-        for it: with its earlier replies in view, the bundled model copied them even when
-        sampled (and with only the replies taken out, the user's messages ran together)."""
+        conversation (``assisted.RepeatGuard`` keeps a copy from being shown), reads its prompt
+        back (``assisted.without_prompt_echo``), or answers a question about the user without a
+        word of what memory found for it (``memory``: those words). A retry sees only the
+        newest message and what was recalled for it: with its earlier replies in view, the
+        bundled model copied them even when sampled (and with only the replies taken out, the
+        user's messages ran together)."""
         earlier = [
             hit.text
             for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
@@ -397,15 +398,26 @@ class Agent:
             step = self.model.step(prompt, on_text=guard.feed, cancel=cancel)
             if step.error or not step.text:
                 return step
+            echo = assisted.without_prompt_echo(step.text)
+            if echo is not None and attempt == last and echo:
+                return dataclasses.replace(step, text=echo)  # what it said before the echo
             repeated = guard.repeats(step.text)
-            if not repeated and (not memory or assisted.uses_memory(step.text, memory)):
+            if (
+                echo is None
+                and not repeated
+                and (not memory or assisted.uses_memory(step.text, memory))
+            ):
                 return step
-            if not repeated and attempt == last:
+            if echo is None and not repeated and attempt == last:
                 return step  # it answers without memory, but it is no copy
             log.info(
                 "reply %d %s: %.80s",
                 attempt + 1,
-                "repeated an earlier one" if repeated else "used nothing memory found",
+                "read its prompt back"
+                if echo is not None
+                else "repeated an earlier one"
+                if repeated
+                else "used nothing memory found",
                 step.text,
             )
             if guard.released:

@@ -65,6 +65,15 @@ REPLY_ATTEMPTS = 3
 RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample every reply
 # When every attempt repeated an earlier reply: better said plainly than shown a copy.
 NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
+# The prompt's own labels (``message_text``'s notes and results, core memory's block tags): a
+# reply that reaches one is reading its prompt back, as the bundled model now and then does.
+_PROMPT_ECHO = re.compile(r'\[system note\]|\[Recalled from memory|\[result of |<\w+ chars="')
+
+
+def without_prompt_echo(text: str) -> str | None:
+    """``text`` up to where it starts reading the prompt back, or None when it does not."""
+    found = _PROMPT_ECHO.search(text)
+    return None if found is None else text[: found.start()].strip()
 
 
 _SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-recall")

@@ -448,3 +448,16 @@ def test_a_self_managed_model_that_saves_nothing_still_keeps_what_the_person_sai
     messages = model.prompts[-1].messages
     assert not [m for m in messages if m.call and m.call.name == assisted.REMEMBER]
     assert any(m.role == "system" and "peanuts" in m.content for m in messages)
+
+
+def test_a_reply_that_reads_its_prompt_back_is_written_again(mnemo, model):
+    model.enqueue(
+        [
+            "Here you go: [system note]\n[Recalled from memory for this message]\nI remember…",
+            "Hello! How can I help today?",
+        ]
+    )
+    result = Agent(mnemo, model).send("Hi there")
+    assert result.reply == "Hello! How can I help today?"
+    assert all("[system note]" not in hit.text for hit in mnemo.recall.recent(10))
+    assert model.prompts[-1].temperature == assisted.RETRY_TEMPERATURE
