@@ -307,7 +307,30 @@ def test_a_docx_that_unpacks_past_the_limit_is_refused_unread(mnemo, tmp_path):
     mnemo.settings.set("ingest.max_file_mb", 1)
     result = Ingestor(mnemo).ingest_file(bomb)
     assert result.outcome == "error"
-    assert re.search(r"its text unpacks to \d MB, more than the 1 MB Mnemo reads", result.error)
+    assert re.search(r"it unpacks to \d MB, more than the 1 MB Mnemo reads", result.error)
+
+
+def test_a_docx_whose_relationships_part_unpacks_past_the_limit_is_refused_unread(mnemo, tmp_path):
+    import zipfile
+
+    plain = tmp_path / "plain.docx"
+    document = docx.Document()
+    document.add_paragraph("A short letter.")
+    document.save(str(plain))
+    bomb = tmp_path / "rels-bomb.docx"
+    with zipfile.ZipFile(plain) as source, zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename == "_rels/.rels":  # the part the old check never counted
+                data = data.replace(
+                    b"<Relationships", b"<!--" + b" " * 3 * 2**20 + b"--><Relationships"
+                )
+            out.writestr(info.filename, data)
+    assert bomb.stat().st_size < 100_000
+    mnemo.settings.set("ingest.max_file_mb", 1)
+    result = Ingestor(mnemo).ingest_file(bomb)
+    assert result.outcome == "error"
+    assert re.search(r"it unpacks to \d MB, more than the 1 MB", result.error)
 
 
 def test_word_documents_are_read_as_a_stream_in_document_order(tmp_path):

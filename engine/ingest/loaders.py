@@ -194,8 +194,8 @@ RELATIONSHIPS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 
 def _docx(path: Path, unpacked_limit: int) -> Iterator[Section]:
     """A Word document read as a stream (lxml's iterparse over its XML inside the zip), so that
-    memory stays flat however long it is. Only the parts it reads count against
-    ``unpacked_limit`` bytes: a small file that unpacks to gigabytes (a zip bomb) is refused."""
+    memory stays flat however long it is. A package that unpacks past ``unpacked_limit`` bytes
+    in all (a zip bomb, in any part) is refused unread."""
     import zipfile
 
     try:
@@ -203,18 +203,20 @@ def _docx(path: Path, unpacked_limit: int) -> Iterator[Section]:
     except (zipfile.BadZipFile, OSError, ValueError) as error:
         raise DocumentError(f"it is not a readable Word document ({error})") from error
     with archive:
+        # Every part counts, ``_rels`` too, before any is read: zipfile never unpacks a part
+        # past its declared size, so the sum bounds what reading can cost.
+        unpacked = sum(info.file_size for info in archive.infolist())
+        if unpacked > unpacked_limit:
+            raise DocumentError(
+                f"it unpacks to {unpacked / 2**20:,.0f} MB, more than the "
+                f"{unpacked_limit / 2**20:,.0f} MB Mnemo reads (the setting ingest.max_file_mb); "
+                "it may be damaged or built to exhaust memory"
+            )
         document = _docx_part(archive, "_rels/.rels", "officeDocument") or "word/document.xml"
         styles = str(Path(document).parent / "styles.xml")
         parts = [archive.getinfo(n) for n in (document, styles) if n in archive.NameToInfo]
         if not parts or parts[0].filename != document:
             raise DocumentError("it is not a readable Word document (it has no document part)")
-        unpacked = sum(info.file_size for info in parts)
-        if unpacked > unpacked_limit:
-            raise DocumentError(
-                f"its text unpacks to {unpacked / 2**20:,.0f} MB, more than the "
-                f"{unpacked_limit / 2**20:,.0f} MB Mnemo reads (the setting ingest.max_file_mb); "
-                "it may be damaged or built to exhaust memory"
-            )
         names = _docx_style_names(archive, styles) if len(parts) > 1 else {}
         try:
             with archive.open(document) as part:
