@@ -123,6 +123,18 @@ def test_a_chatgpt_tree_imports_its_shown_branch_in_order_with_dates_and_title(m
     assert again.added["messages"] == 0 and again.skipped["messages"] == 4
 
 
+def test_a_lone_surrogate_in_an_export_is_replaced_and_the_rest_imports(mnemo, tmp_path):
+    path = tmp_path / "conversations.json"
+    raw = json.dumps(chatgpt_export()).replace(
+        "Plan a trip to Kyoto.", "Plan a trip \\ud83d to Kyoto."
+    )
+    assert "\\ud83d" in raw  # an emoji cut in half, as exports have them
+    path.write_text(raw, encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert report.added["messages"] == 4
+    assert conversation(mnemo, "chatgpt:abc-123")[0][1] == "Plan a trip \ufffd to Kyoto."
+
+
 def test_a_claude_export_in_its_zip_imports_and_duplicate_ids_store_once(mnemo, tmp_path):
     path = tmp_path / "data-2024.zip"
     items = claude_export() * 2  # the same conversation twice in one file

@@ -35,6 +35,7 @@ from engine.exchange.archive import (
     message_keys,
     new_message_key,
 )
+from engine.llm.base import safe_value
 from engine.memory.messages import NewMessage
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ def iter_json_array(stream: IO[bytes], name: str, read_chars: int = READ_CHARS) 
             raise ArchiveError(
                 f"{name} is damaged near character {error.pos}: {error.msg}."
             ) from error
-        yield item
+        yield safe_value(item)  # a lone surrogate (a \ud83d cut from its pair) becomes U+FFFD
         position = end
 
 

@@ -37,13 +37,14 @@ def safe_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _safe_value(value: Any) -> Any:
+def safe_value(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string made safe to store (``safe_text``)."""
     if isinstance(value, str):
         return safe_text(value)
     if isinstance(value, list):
-        return [_safe_value(item) for item in value]
+        return [safe_value(item) for item in value]
     if isinstance(value, dict):
-        return {safe_text(str(key)): _safe_value(item) for key, item in value.items()}
+        return {safe_text(str(key)): safe_value(item) for key, item in value.items()}
     return value
 
 
@@ -72,7 +73,7 @@ def load_model_json(text: str) -> tuple[Any, str | None]:
         return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
     if _depth(value) > MAX_JSON_DEPTH:
         return None, f"it nests deeper than {MAX_JSON_DEPTH} levels"
-    return _safe_value(value), None
+    return safe_value(value), None
 
 
 @dataclass(frozen=True)
