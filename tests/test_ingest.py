@@ -141,6 +141,23 @@ def test_deleted_files_lose_their_passages(mnemo, library):
     assert "journey.md" in {Path(r.path).name for r in progress.results if r.outcome == "done"}
 
 
+def test_a_rerun_drops_a_deleted_file_however_the_folder_is_named(
+    mnemo, library, monkeypatch
+):
+    ingestor = Ingestor(mnemo)
+    ingestor.ingest([library])
+    (library / "garden.txt").unlink()
+    progress = ingestor.ingest([library])  # the same folder, given the same way
+    assert "removed" in {r.outcome for r in progress.results}
+    assert sources(mnemo, library / "garden.txt") == []
+    assert all(Path(row.path).name != "garden.txt" for row in ingestor.documents())
+    (library / "trip.md").unlink()
+    monkeypatch.chdir(library.parent)  # the folder given relative, with a detour
+    progress = ingestor.ingest([Path(library.name) / ".." / library.name])
+    assert sources(mnemo, library / "trip.md") == []
+    assert all(".." not in row.path for row in ingestor.documents())
+
+
 def test_a_crash_mid_ingestion_resumes_without_duplicates(mnemo, library, profile_dir, embedder):
     from engine import Mnemo
 

@@ -8,10 +8,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
+from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress, canonical_path
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 
@@ -138,7 +137,7 @@ def cmd_watch_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.keep:
         print(f"Stopped watching {args.path}; its passages stay in archival memory.")
     else:
-        removed = _ingestor(mnemo).remove(str(Path(args.path).expanduser().absolute()))
+        removed = _ingestor(mnemo).remove(str(canonical_path(args.path)))
         print(f"Stopped watching {args.path} and removed its {removed} passages.")
     return 0
 

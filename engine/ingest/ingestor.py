@@ -110,6 +110,12 @@ def walk(
                 yield path
 
 
+def canonical_path(given: str | os.PathLike[str]) -> Path:
+    """The one form a path takes in the document index: absolute, with ``~``, ``.`` and ``..``
+    resolved; symbolic links are kept as they are (a link is reported for what it is)."""
+    return Path(os.path.normpath(Path(given).expanduser().absolute()))
+
+
 def unstorable_name(path: Path | str) -> str | None:
     """Why a file cannot be indexed under its name, or None. Mnemo keeps paths as text; a name
     that is not valid UTF-8 (Python holds its bytes as lone surrogates) cannot be stored."""
@@ -208,12 +214,18 @@ class Ingestor:
         include: Sequence[str] = (),
         exclude: Sequence[str] = DEFAULT_EXCLUDES,
     ) -> list[Path]:
-        """Files to read: each file given, and the documents under each folder given."""
+        """Files to read: each file given, and the documents under each folder given, with
+        those indexed under it that are gone since (so that a re-run drops them). Every path
+        takes one form, however it was given (``canonical_path``)."""
         files: list[Path] = []
         for given in paths:
-            path = Path(given).expanduser().absolute()
+            path = canonical_path(given)
             if path.is_dir():
-                files += walk(path, include, exclude)
+                found = list(walk(path, include, exclude))
+                files += found
+                listed = {str(file) for file in found}
+                gone = [row.path for row in self.documents(str(path)) if row.path not in listed]
+                files += [Path(name) for name in gone if not os.path.lexists(name)]
             else:
                 files.append(path)
         return list(dict.fromkeys(files))
@@ -308,6 +320,7 @@ class Ingestor:
 
     def ingest_file(self, path: Path, cancel: threading.Event | None = None) -> FileResult:
         """Bring one file's passages in line with the file, whatever state it is in."""
+        path = canonical_path(path)
         with self._exclusive():
             row = None
             if not unstorable_name(path):  # such a file is reported by _ingest_into

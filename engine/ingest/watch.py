@@ -23,7 +23,13 @@ from watchdog.observers import Observer
 
 from engine.db.schema import WatchedFolderRow
 from engine.errors import MnemoError
-from engine.ingest.ingestor import DEFAULT_EXCLUDES, FileResult, Ingestor, excluded
+from engine.ingest.ingestor import (
+    DEFAULT_EXCLUDES,
+    FileResult,
+    Ingestor,
+    canonical_path,
+    excluded,
+)
 from engine.ingest.loaders import is_supported
 
 if TYPE_CHECKING:
@@ -63,7 +69,7 @@ class WatchedFolders:
         include: Sequence[str] = (),
         exclude: Sequence[str] | None = None,
     ) -> WatchedFolder:
-        folder = Path(path).expanduser().absolute()
+        folder = canonical_path(path)
         if not folder.is_dir():
             raise MnemoError(f"{folder} is not a folder; watch a folder, or ingest a single file.")
         rules = tuple(DEFAULT_EXCLUDES if exclude is None else (*DEFAULT_EXCLUDES, *exclude))
@@ -78,7 +84,7 @@ class WatchedFolders:
         return WatchedFolder(folder, tuple(include), rules)
 
     def remove(self, path: str | Path) -> None:
-        folder = str(Path(path).expanduser().absolute())
+        folder = str(canonical_path(path))
         with Session(self._mnemo.database) as session:
             row = session.get(WatchedFolderRow, folder)
             if row is None:
