@@ -141,9 +141,7 @@ def test_deleted_files_lose_their_passages(mnemo, library):
     assert "journey.md" in {Path(r.path).name for r in progress.results if r.outcome == "done"}
 
 
-def test_a_rerun_drops_a_deleted_file_however_the_folder_is_named(
-    mnemo, library, monkeypatch
-):
+def test_a_rerun_drops_a_deleted_file_however_the_folder_is_named(mnemo, library, monkeypatch):
     ingestor = Ingestor(mnemo)
     ingestor.ingest([library])
     (library / "garden.txt").unlink()
