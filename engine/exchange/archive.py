@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import re
+import shlex
 import time
 import zipfile
 from collections import defaultdict
@@ -40,10 +41,11 @@ from sqlalchemy import text
 from engine import __version__
 from engine.db import on_postgres
 from engine.errors import InputError, MnemoError
-from engine.memory.archival import NewPassage, Source
+from engine.ingest.watch import WatchedFolders
+from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.messages import NewMessage
 from engine.memory.search import from_timestamp, to_timestamp
-from engine.settings import PLACED_AT_CREATION
+from engine.settings import DEFAULTS, PLACED_AT_CREATION
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -82,11 +84,20 @@ TABLE_NAMES = {
 }
 MESSAGE_COLUMNS = "id, conversation_id, role, name, text, created_at, untrusted_reason"
 CHUNK = 2000
+OFFERED = ("setting", "watched_folder")  # listed for the person, never applied
 Progress = Callable[[str, int, int], None]  # what, done, total
 
 
 class ArchiveError(MnemoError):
     """An archive that cannot be imported; the sentence says why, and nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Offer:
+    """Something an imported file would configure, and the `mnemo` command that does it."""
+
+    what: str
+    command: tuple[str, ...]
 
 
 @dataclass
@@ -95,6 +106,7 @@ class ImportReport:
     skipped: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     notes: list[str] = field(default_factory=list)
     snapshot: str | None = None  # taken before: restoring it undoes the import
+    offered: list[Offer] = field(default_factory=list)  # configuration left for the person
 
     def lines(self) -> list[str]:
         """What was added and skipped, messages and passages first."""
@@ -110,7 +122,12 @@ class ImportReport:
             for what, count in self.skipped.items()
             if what not in self.added
         ]
-        return lines + self.notes
+        offers = [
+            f"Not applied, as the archive is data, not configuration: {offer.what}. "
+            f"To apply it: mnemo {shlex.join(offer.command)}"
+            for offer in self.offered
+        ]
+        return lines + self.notes + offers
 
 
 # -- export ---------------------------------------------------------------------------------------
@@ -358,6 +375,9 @@ def _import(
     progress: Progress,
 ) -> None:
     same_embedder = manifest.get("embedder", {}).get("name") == mnemo.embedder.name
+    # Whatever the file says of its rows' trust, they are read from a file: recalled, they
+    # keep core-memory edits waiting for the person, as any text they did not type does.
+    imported = f"imported from {archive.filename and Path(archive.filename).name}"
     fresh = mnemo.recall.count() == 0 and mnemo.archival.count() == 0
     total = int(manifest.get("counts", {}).get("message", 0))
     with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
@@ -366,6 +386,7 @@ def _import(
             _restore_tables(session, archive, report)
         else:
             _merge_tables(mnemo, session, archive, report)
+        _offer_configuration(mnemo, archive, report)
         known = set() if fresh else message_keys(mnemo)
         ids: set[int] = set()  # an id twice in the file is one message stored twice
         batch: list[NewMessage] = []
@@ -386,7 +407,7 @@ def _import(
                     row["conversation_id"],
                     row.get("name"),
                     id=row["id"] if fresh else None,
-                    untrusted_reason=row.get("untrusted_reason"),
+                    untrusted_reason=row.get("untrusted_reason") or imported,
                     vector=_vector_of(row.get("vector")) if same_embedder else None,
                 )
             )
@@ -407,21 +428,18 @@ def _import(
 
 
 def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport) -> None:
-    """Into an empty profile: every table as it was, ids and all. Its defaults give way, but
-    a setting made here already (the model on this computer) is kept."""
+    """Into an empty profile: every table of memory as it was, ids and all."""
     for table in TABLES:
+        if table in OFFERED:
+            continue  # configuration, not memory: ``_offer_configuration`` lists it
         rows = list(_lines(archive, f"data/{table}.jsonl"))
-        if table == "setting":
-            rows = [row for row in rows if row.get("key") not in PLACED_AT_CREATION]
         if not rows:
             continue
-        if table != "setting":
-            session.execute(text(f"DELETE FROM {table}"))
+        session.execute(text(f"DELETE FROM {table}"))
         columns = list(rows[0])
         names = ", ".join(columns)
         values = ", ".join(f":{column}" for column in columns)
-        keep = " ON CONFLICT DO NOTHING" if table == "setting" else ""
-        session.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values}){keep}"), rows)
+        session.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values})"), rows)
         if "id" in columns and on_postgres(session.get_bind()):  # ids given: move the sequence on
             session.execute(
                 text(
@@ -498,21 +516,28 @@ def _merge_tables(
                 literal=row["object_id"] is None,
             )
             report.added["facts"] += 1
-    watched = {path for (path,) in session.execute(text("SELECT path FROM watched_folder"))}
-    for row in _lines(archive, "data/watched_folder.jsonl"):
-        if row["path"] not in watched:
-            session.execute(
-                text(
-                    "INSERT INTO watched_folder (path, include, exclude, added_at) "
-                    "VALUES (:path, :include, :exclude, :added_at)"
-                ),
-                row,
-            )
-            report.added["watched folders"] += 1
     report.notes.append(
-        "Merged into a profile in use: the archive's settings, pending proposals and "
-        "conversation windows were left out; its messages were added after yours."
+        "Merged into a profile in use: the archive's pending proposals and conversation "
+        "windows were left out; its messages were added after yours."
     )
+
+
+def _offer_configuration(mnemo: Mnemo, archive: zipfile.ZipFile, report: ImportReport) -> None:
+    """An archive's settings and watched folders are configuration, and an archive is data:
+    applied, a crafted one would choose the model's address, approve core edits by itself, or
+    read a private folder. Each one that differs from this profile is listed, with the
+    command that applies it (the window offers the same as a click)."""
+    for row in _lines(archive, "data/setting.jsonl"):
+        key, value = str(row.get("key", "")), json.loads(row.get("value") or "null")
+        if key not in DEFAULTS or key in PLACED_AT_CREATION or mnemo.settings.get(key) == value:
+            continue
+        report.offered.append(
+            Offer(f"the setting {key} = {value!r}", ("settings", key, str(value)))
+        )
+    watched = {folder.path for folder in WatchedFolders(mnemo).all()}
+    for row in _lines(archive, "data/watched_folder.jsonl"):
+        if row.get("path") and row["path"] not in watched:
+            report.offered.append(Offer(f"watching {row['path']}", ("watch", "add", row["path"])))
 
 
 def message_key(row: dict[str, Any]) -> str:
@@ -570,7 +595,7 @@ def _import_passages(
                     row["source_chunk"],
                     row["source_message_id"],
                 ),
-                tuple(row.get("tags") or ()),
+                tuple(dict.fromkeys([*(row.get("tags") or ()), IMPORTED_TAG])),
                 row["created_at"],
                 row["origin"],
                 id=row["id"],

@@ -41,6 +41,7 @@ from engine.memory.search import (
 from engine.memory.vectors import VectorTable, quote_sql
 
 Origin = Literal["user", "model", "document"]
+IMPORTED_TAG = "imported"  # on every passage an import adds: it was read from a file
 ORIGINS: tuple[str, ...] = ("user", "model", "document")
 EMBED_CHUNK = 1024
 
@@ -102,8 +103,9 @@ class Passage:
 
     @property
     def trusted(self) -> bool:
-        """Only what the user wrote is trusted; documents and model output may carry injections."""
-        return self.origin == "user"
+        """Only what the user wrote here is trusted: documents, model output and anything read
+        from an imported file (whatever the file said) may carry injections."""
+        return self.origin == "user" and IMPORTED_TAG not in self.tags
 
 
 @dataclass(frozen=True)
