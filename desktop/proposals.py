@@ -35,6 +35,8 @@ def title(proposal: Proposal) -> str:
     if proposal.kind == "passage":
         verb = "delete" if not proposal.new_content else "correct"
         return f"The assistant wants to {verb} a note in archival memory"
+    if proposal.kind == "block":
+        return f"An imported file wants to add the block “{proposal.label}”"
     verb = "add to" if proposal.action == "append" else "change"
     return f"The assistant wants to {verb} “{proposal.label}”"
 
@@ -44,6 +46,7 @@ CHANGES = {
     "core": (PROPOSALS, CORE),
     "fact": (PROPOSALS, KNOWLEDGE),
     "passage": (PROPOSALS, PASSAGES),
+    "block": (PROPOSALS, CORE),
 }
 
 
@@ -83,6 +86,8 @@ class ProposalCard(QFrame):
         what = (
             "The value to keep:"
             if proposal.kind == "fact"
+            else f"Text of the new {proposal.label} block:"
+            if proposal.kind == "block"
             else f"Text to add to {proposal.label}:"
             if proposal.action == "append"
             else f"Text to put in place of “{proposal.old_content}”:"

@@ -180,12 +180,38 @@ def test_an_agent_file_into_a_profile_in_use_proposes_differing_blocks(mnemo):
     mnemo.core.set("human", "Name: Samuel.")
     import_file(mnemo, GARDEN)
     proposals = {p.label: p for p in mnemo.proposals.pending()}
-    assert set(proposals) == {"persona", "human"}  # both differ from this profile's
+    assert set(proposals) == {"persona", "human", "garden"}  # both differ, and one is new
     assert proposals["human"].describe() == (
         "in human, replace 'Name: Samuel.' with 'Name: Sam\\nGrows tomatoes.'"
     )
     assert mnemo.core.get("human") == "Name: Samuel."
+    # A new block waits too: it would be in every prompt from the next turn on.
+    assert proposals["garden"].kind == "block" and not proposals["garden"].trusted
+    assert "garden" not in {block.label for block in mnemo.core.blocks()}
+    mnemo.proposals.approve(proposals["garden"].id)
+    assert mnemo.core.block("garden").value == proposals["garden"].new_content
     assert len(mnemo.recall.recent(10, "letta:agent-0")) == 4
+
+
+def test_an_agent_file_with_an_oversized_block_imports_the_rest_and_names_it(mnemo, tmp_path):
+    data = json.loads(GARDEN.read_text(encoding="utf-8"))
+    data["blocks"].append(
+        {"id": "block-huge", "label": "huge", "value": "x" * 400_000, "limit": 10**9}
+    )
+    data["agents"][0]["block_ids"].append("block-huge")
+    path = tmp_path / "huge.af"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert "huge" not in {block.label for block in mnemo.core.blocks()}
+    assert "garden" in {block.label for block in mnemo.core.blocks()}
+    assert any("'huge' was not imported" in note and "20,000" in note for note in report.notes)
+
+
+def test_an_agent_file_nested_100000_deep_is_refused_in_a_sentence(mnemo, tmp_path):
+    path = tmp_path / "deep.af"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(ArchiveError, match="nests too deep"):
+        import_file(mnemo, path)
 
 
 def test_not_an_agent_file_is_refused(mnemo, tmp_path):

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import text
 
+from engine.errors import CoreMemoryError
 from engine.exchange.archive import ArchiveError, ImportReport, message_keys, new_message_key
+from engine.memory.core import DEFAULT_CHAR_LIMIT
 from engine.memory.messages import NewMessage
 from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.resources import resource_path
@@ -67,6 +69,10 @@ def read_agent_file(path: Path) -> dict[str, Any]:
         raise ArchiveError(f"There is no file {path}.") from error
     except (OSError, ValueError) as error:
         raise ArchiveError(f"{path.name} is not a readable Agent File ({error}).") from error
+    except RecursionError as error:  # brackets nested thousands deep
+        raise ArchiveError(
+            f"{path.name} is not a readable Agent File (it nests too deep to be JSON of an agent)."
+        ) from error
     if not isinstance(data, dict) or not isinstance(data.get("agents"), list) or not data["agents"]:
         raise ArchiveError(f"{path.name} is not a Letta Agent File: it holds no agent.")
     return data
@@ -125,7 +131,7 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
         DEFAULT_CONVERSATION if fresh else f"letta:{agent.get('id', name)}"
     )
     try:
-        _import_blocks(mnemo, data, agent, fresh, report)
+        _import_blocks(mnemo, data, agent, fresh, report, path.name)
         messages, left_out = agent_messages(agent, conversation_id)
         known = message_keys(mnemo)
         new = []
@@ -180,42 +186,71 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
 
 
 def _import_blocks(
-    mnemo: Mnemo, data: dict[str, Any], agent: dict[str, Any], fresh: bool, report: ImportReport
+    mnemo: Mnemo,
+    data: dict[str, Any],
+    agent: dict[str, Any],
+    fresh: bool,
+    report: ImportReport,
+    path_name: str,
 ) -> None:
+    """Each block of the agent, on its own: one that cannot be taken (too long, a limit past
+    ``MAX_CHAR_LIMIT``, a name Mnemo refuses) is reported by name and the rest go on. In a
+    profile in use, a new or changed block waits for the person as a proposal."""
     blocks = {block.get("id"): block for block in data.get("blocks") or []}
     chosen = [blocks[i] for i in agent.get("block_ids") or [] if i in blocks]
     chosen += agent.get("memory_blocks") or []
     current = {block.label: block for block in mnemo.core.blocks()}
+    untrusted = f"from the Agent File {path_name}"
     for block in chosen:
         label, value = str(block.get("label") or ""), str(block.get("value") or "")
         if not label:
             continue
-        if label not in current:
-            mnemo.core.add_block(
-                label,
-                value,
-                description=block.get("description") or "",
-                char_limit=int(block.get("limit") or 2000),
-                read_only=bool(block.get("read_only")),
-            )
-            report.added["core blocks"] += 1
-        elif current[label].value.strip() == value.strip():
-            report.skipped["core blocks"] += 1
-        elif fresh:  # the new profile's default text gives way
-            mnemo.core.set(label, value)
-            report.added["core blocks"] += 1
-        else:
-            with mnemo.recall.transaction() as transaction:
-                mnemo.proposals.create_in(
-                    transaction.session,
-                    conversation_id=DEFAULT_CONVERSATION,
-                    label=label,
-                    action="replace",
-                    new_content=value,
-                    old_content=current[label].value,
-                    cause_kind="import",
+        try:
+            limit = int(block.get("limit") or DEFAULT_CHAR_LIMIT)
+            if label not in current:
+                mnemo.core.check_new_block(label, value, limit)
+            if label not in current and fresh:
+                mnemo.core.add_block(
+                    label,
+                    value,
+                    description=str(block.get("description") or ""),
+                    char_limit=limit,
+                    read_only=bool(block.get("read_only")),
                 )
-            report.added["core block proposals"] += 1
+                report.added["core blocks"] += 1
+            elif label not in current:  # a block in every prompt: the person's to accept
+                with mnemo.recall.transaction() as transaction:
+                    mnemo.proposals.create_block_in(
+                        transaction.session,
+                        label=label,
+                        value=value,
+                        description=str(block.get("description") or ""),
+                        char_limit=limit,
+                        read_only=bool(block.get("read_only")),
+                        untrusted_reason=untrusted,
+                    )
+                report.added["core block proposals"] += 1
+            elif current[label].value.strip() == value.strip():
+                report.skipped["core blocks"] += 1
+            elif fresh:  # the new profile's default text gives way
+                mnemo.core.set(label, value)
+                report.added["core blocks"] += 1
+            else:
+                with mnemo.recall.transaction() as transaction:
+                    mnemo.proposals.create_in(
+                        transaction.session,
+                        conversation_id=DEFAULT_CONVERSATION,
+                        label=label,
+                        action="replace",
+                        new_content=value,
+                        old_content=current[label].value,
+                        cause_kind="import",
+                        untrusted_reason=untrusted,
+                    )
+                report.added["core block proposals"] += 1
+        except (CoreMemoryError, ValueError, TypeError) as error:
+            report.notes.append(f"The block {label[:60]!r} was not imported: {error}")
+            report.skipped["core blocks"] += 1
 
 
 def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_CONVERSATION) -> int:

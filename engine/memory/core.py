@@ -25,6 +25,9 @@ Author = Literal["user", "model", "system"]
 CauseKind = Literal["message", "document", "version", "cli", "proposal"]
 EditAction = Literal["append", "replace"]
 DEFAULT_CHAR_LIMIT = 2000
+# The most a block may hold: every block is in every prompt, and Letta's own files go up to
+# 20,000 characters; a larger limit would only let one block fill the context window.
+MAX_CHAR_LIMIT = 20_000
 DEFAULT_BLOCKS = {
     "persona": "Who the assistant is: its name, personality and how it speaks.",
     "human": "What the assistant knows about the user: name, preferences, important facts.",
@@ -270,19 +273,40 @@ class CoreMemory:
         read_only: bool = False,
         author: Author = "user",
     ) -> Block:
-        _check_label(label)
-        if char_limit < 1:
-            raise CoreMemoryError("A block's character limit must be at least 1.")
-        self._check_fits(label, value, char_limit)
         with Session(self._engine) as session:
-            if session.get(CoreBlock, label) is not None:
-                raise CoreMemoryError(f"There is already a block named {label}.")
-            position = (session.exec(select(func.max(CoreBlock.position))).one() or 0) + 1
-            row = self._create(
-                session, label, value, description, char_limit, read_only, position, author
+            block = self.add_block_in(
+                session,
+                label,
+                value,
+                description=description,
+                char_limit=char_limit,
+                read_only=read_only,
+                author=author,
             )
             session.commit()
-            return _block(row)
+            return block
+
+    def add_block_in(
+        self,
+        session: Session,
+        label: str,
+        value: str = "",
+        *,
+        description: str = "",
+        char_limit: int = DEFAULT_CHAR_LIMIT,
+        read_only: bool = False,
+        author: Author = "user",
+    ) -> Block:
+        """``add_block`` inside the caller's transaction (an approved proposal's)."""
+        self.check_new_block(label, value, char_limit)
+        if session.get(CoreBlock, label) is not None:
+            raise CoreMemoryError(f"There is already a block named {label}.")
+        position = (session.exec(select(func.max(CoreBlock.position))).one() or 0) + 1
+        row = self._create(
+            session, label, value, description, char_limit, read_only, position, author
+        )
+        session.flush()
+        return _block(row)
 
     def remove_block(self, label: str, *, author: Author = "user") -> None:
         if label in DEFAULT_BLOCKS:
@@ -307,6 +331,11 @@ class CoreMemory:
         with Session(self._engine) as session:
             row = self._row(session, label)
             if char_limit is not None:
+                if char_limit > MAX_CHAR_LIMIT:
+                    raise CoreMemoryError(
+                        f"A block holds at most {MAX_CHAR_LIMIT:,} characters (every block is "
+                        "in every prompt)."
+                    )
                 if char_limit < len(row.value):
                     raise CoreMemoryError(
                         f"The {label} block holds {len(row.value)} characters; shorten it before "
@@ -330,6 +359,17 @@ class CoreMemory:
         if row is None:
             raise NotFoundError(f"There is no core memory block named {label!r}.")
         return row
+
+    @classmethod
+    def check_new_block(cls, label: str, value: str, char_limit: int) -> None:
+        """Why a block could not be added, as a CoreMemoryError naming it; None if it can."""
+        _check_label(label)
+        if not 1 <= char_limit <= MAX_CHAR_LIMIT:
+            raise CoreMemoryError(
+                f"The {label} block's character limit is {char_limit:,}; a block holds between "
+                f"1 and {MAX_CHAR_LIMIT:,} characters."
+            )
+        cls._check_fits(label, value, char_limit)
 
     @staticmethod
     def _check_fits(label: str, value: str, char_limit: int) -> None:

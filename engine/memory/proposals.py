@@ -34,6 +34,7 @@ from engine.memory.knowledge import (
     said_to_person,
     sentence_to_person,
 )
+from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.memory.recall import RecallStore
 from engine.memory.search import from_timestamp
 
@@ -82,6 +83,8 @@ class Proposal:
             return f"facts about {self.label}"
         if self.kind == "passage":
             return f"archival note {self.label[:8]}"
+        if self.kind == "block":
+            return f"a new {self.label} block"
         return f"the {self.label} block"
 
     def new_fact(self, obj: str | None = None) -> str:
@@ -113,6 +116,8 @@ class Proposal:
             if not self.new_content:
                 return f"delete archival note {self.label[:8]}: {self.old_content!r}"
             return f"correct archival note {self.label[:8]} to {self.new_content!r}"
+        if self.kind == "block":
+            return f"add a block {self.label}: {self.new_content!r}"
         if self.action == "append":
             return f"add to {self.label}: {self.new_content!r}"
         return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
@@ -288,6 +293,37 @@ class ProposalStore:
         session.flush()
         return _proposal(row)
 
+    def create_block_in(
+        self,
+        session: Session,
+        *,
+        label: str,
+        value: str,
+        description: str,
+        char_limit: int,
+        read_only: bool,
+        untrusted_reason: str,
+    ) -> Proposal:
+        """A new core block from an imported file, waiting for the person (a block in every
+        prompt is theirs to accept); refused here when it could never be added."""
+        self._core.check_new_block(label, value, char_limit)
+        row = ProposalRow(
+            conversation_id=DEFAULT_CONVERSATION,
+            kind="block",
+            label=label,
+            action="append",
+            new_content=value,
+            payload=json.dumps(
+                {"description": description, "char_limit": char_limit, "read_only": read_only}
+            ),
+            cause_kind="import",
+            untrusted_reason=untrusted_reason,
+            created_at=time.time(),
+        )
+        session.add(row)
+        session.flush()
+        return _proposal(row)
+
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, proposal_id: int) -> Proposal:
@@ -323,7 +359,7 @@ class ProposalStore:
         if proposal.kind == "fact":
             old = "; ".join(proposal.replaced_to_person()) if proposal.old_content else ""
             return old, proposal.fact_to_person(content)
-        if proposal.kind == "passage":
+        if proposal.kind in ("passage", "block"):
             return proposal.old_content or "", proposal.new_content if content is None else content
         return self._core.preview(
             proposal.label,
@@ -349,6 +385,16 @@ class ProposalStore:
                 self._store_fact(tx.session, row, applied)
             elif row.kind == "passage":
                 self._change_passage(row, applied)
+            elif row.kind == "block":
+                payload = json.loads(row.payload or "{}")
+                self._core.add_block_in(
+                    tx.session,
+                    row.label,
+                    applied,
+                    description=payload.get("description", ""),
+                    char_limit=int(payload.get("char_limit") or 2000),
+                    read_only=bool(payload.get("read_only")),
+                )
             else:
                 version_id = self._apply_core(tx.session, row, applied, edited)
             self._decide(row, "approved", "user", applied, version_id)
