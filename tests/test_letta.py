@@ -229,3 +229,11 @@ def test_mnemo_export_format_af(tmp_path, capsys):
     assert main(["--profile", profile, "import", str(GARDEN)]) == 0
     assert main(["--profile", profile, "export", str(tmp_path / "out"), "--format", "af"]) == 0
     assert f"4 messages as a Letta Agent File: {tmp_path / 'out.af'}" in capsys.readouterr().out
+
+
+def test_an_agent_file_of_an_unexpected_shape_is_one_sentence_not_a_traceback(tmp_path, capsys):
+    path = tmp_path / "odd.af"
+    path.write_text(json.dumps({"agents": ["not an agent object"]}), encoding="utf-8")
+    assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "odd.af could not be imported" in err and "Traceback" not in err

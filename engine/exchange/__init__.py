@@ -2,21 +2,49 @@
 
 from __future__ import annotations
 
+import logging
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.exchange.archive import MANIFEST, ImportReport, Progress, import_archive
+from engine.exchange.archive import (
+    MANIFEST,
+    ArchiveError,
+    ImportReport,
+    Progress,
+    import_archive,
+)
 from engine.exchange.chat_exports import import_conversations
 from engine.exchange.letta import import_agent_file
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
+log = logging.getLogger("mnemo.exchange")
+
 
 def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> ImportReport:
     """Import whatever ``path`` is: a `.mnemo` archive, a Letta Agent File (`.af`), or a
-    ChatGPT or Claude export (its ``conversations.json``, or the zip it came in)."""
+    ChatGPT or Claude export (its ``conversations.json``, or the zip it came in). A file
+    shaped in a way no reader expected is refused in one sentence, never with a traceback."""
+    try:
+        return _import_by_kind(mnemo, path, progress)
+    except (
+        KeyError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        RecursionError,
+        zipfile.BadZipFile,
+    ) as error:
+        log.exception("importing %s failed on an unexpected shape", path.name)
+        raise ArchiveError(
+            f"{path.name} could not be imported: it is shaped in a way Mnemo does not read "
+            f"({type(error).__name__}); nothing was changed."
+        ) from error
+
+
+def _import_by_kind(mnemo: Mnemo, path: Path, progress: Progress | None) -> ImportReport:
     if path.suffix.lower() == ".af":
         return import_agent_file(mnemo, path)
     if zipfile.is_zipfile(path):
