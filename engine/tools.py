@@ -22,7 +22,7 @@ from engine.memory.archival import NewPassage, Passage
 from engine.memory.knowledge import Fact, relation_words, said_to_person
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
-from engine.memory.search import Page, excerpt, query_terms, same_word
+from engine.memory.search import Page, excerpt
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -490,7 +490,6 @@ def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
     )
 
 
-CITED_SHARED_WORDS = 2
 _NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
 _SENTENCE = re.compile(r"(?<=[.!?:\n])\s+")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
@@ -514,27 +513,18 @@ def specific_values(text: str) -> set[str]:
 
 
 def cited_passages(reply: str, passages: list[Passage], question: str = "") -> list[Passage]:
-    """The document passages the model read this turn that its reply uses: those sharing at
-    least two content words with it (one shared word is too often a coincidence) that the
-    question did not bring, one of them a value only a source can tell (a number or a name,
-    ``specific_values``). A reply that only echoes "the plumber's phone number", or retells
-    the lease in words of its own, has used no document; one that says "0117 496 0321" has."""
-    asked = query_terms(question, max_terms=10**6)
-    asked_values = specific_values(question)
-    words = {
-        word
-        for word in query_terms(reply, max_terms=10**6)
-        if not any(same_word(word, other) for other in asked)
-    }
-    said = (specific_values(reply) | {word.casefold() for word in _WORD.findall(reply)}) - (
-        asked_values | set(asked)
-    )
+    """The document passages the model read this turn that its reply uses: those that hold a
+    value the reply states and the question did not bring, a number or a name
+    (``specific_values``). Shared common words prove nothing: a reply that echoes "the
+    plumber's phone number", or retells the lease in words of its own, has used no document;
+    one that says "0117 496 0321", or "your electrician is Kim", has."""
+    asked = specific_values(question) | {word.casefold() for word in _WORD.findall(question)}
+    said = specific_values(reply) - asked
     cited: dict[tuple[str, str | None], Passage] = {}
     for passage in passages:
         if not passage.source.path:
             continue  # a note has no file to open
-        shared = words & set(query_terms(passage.text, max_terms=10**6))
-        if len(shared) >= CITED_SHARED_WORDS and specific_values(passage.text) & said:
+        if specific_values(passage.text) & said:
             cited.setdefault((passage.source.path, passage.source.section), passage)
     return list(cited.values())
 

@@ -376,6 +376,9 @@ def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
     model.enqueue(["It is 7731, and the plumber is Ana Ruiz."])
     agent.send("Remind me of the code and who services the boiler?", on_event=events)
     assert events.of(MessageSent)[1].sources == (Citation(str(boiler_manual), "page 4"),)
+    model.enqueue(["Ana Ruiz does."])  # one name the manual gives is enough
+    agent.send("Who is my plumber for the boiler?", on_event=events)
+    assert events.of(MessageSent)[2].sources == (Citation(str(boiler_manual), "page 4"),)
 
 
 def test_a_question_memory_has_nothing_on_is_answered_honestly(mnemo, model):
