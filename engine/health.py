@@ -48,7 +48,11 @@ class Problem:
 
 
 def check(mnemo: Mnemo) -> list[Problem]:
-    """Every disagreement found, in the order the checks run (each check is independent)."""
+    """Every disagreement found, in the order the checks run (each check is independent).
+    On storage that cannot be written (read-only, or full), that is the one thing said: the
+    checks would fail on it, or take what they cannot read for a disagreement."""
+    if mnemo.read_only:
+        return [Problem("storage", mnemo.read_only, None)]
     problems: list[Problem] = []
     for run in (
         _database,

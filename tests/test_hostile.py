@@ -658,19 +658,23 @@ def test_a_read_only_or_full_profile_still_reads_and_says_why_it_cannot_write(
     place.mkdir()
     with Mnemo.open(profile, embedder=embedder) as mnemo:
         mnemo.archival.insert("The boiler service code is 7731.")
-    (status, ok), (search, found), (insert, refused), (chat, stopped) = in_a_mount_namespace(
-        setup,
-        profile,
-        place,
-        "status",
-        "search archival boiler",
-        "archival insert hello",
-        "chat -m hello",
+    (status, ok), (search, found), (insert, refused), (chat, stopped), (check, checked) = (
+        in_a_mount_namespace(
+            setup,
+            profile,
+            place,
+            "status",
+            "search archival boiler",
+            "archival insert hello",
+            "chat -m hello",
+            "check",
+        )
     )
     assert ok == 0 and says in status and "archival: 1 passages" in status
     assert found == 0 and "7731" in search  # reading works
-    for output, code in ((insert, refused), (chat, stopped)):
+    for output, code in ((insert, refused), (chat, stopped), (check, checked)):
         assert code == 1 and says in output and output.count("\n") == 1  # one sentence
+    assert "Traceback" not in check and "keyword index" not in check
 
 
 # -- 9. smaller ones ---------------------------------------------------------------------------
