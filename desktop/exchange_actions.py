@@ -6,11 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMessageBox
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QMainWindow,
+    QMessageBox,
+    QVBoxLayout,
+)
 
 from desktop.threads import CORE, FOLDERS, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
+from desktop.ui import label
 from engine.exchange import import_file
-from engine.exchange.archive import ImportReport, Progress, export_archive
+from engine.exchange.archive import ImportReport, Offer, Progress, apply_offer, export_archive
 from engine.mnemo import Mnemo
 
 ARCHIVES = "Mnemo archives (*.mnemo);;All files (*)"
@@ -82,11 +91,31 @@ class ExchangeActions(QObject):
                 if report.snapshot
                 else ""
             )
-            self._say(f"Imported {path.name}: " + "; ".join(report.lines()) + "." + undo)
+            lines = [line for line in report.lines() if not line.startswith("Not applied")]
+            self._say(f"Imported {path.name}: " + "; ".join(lines) + "." + undo)
+            if report.offered:
+                self.offered_dialog = OfferedDialog(self._window, path.name, report.offered)
+                self.offered_dialog.chosen.connect(self._apply)
+                self.offered_dialog.show()
 
         self._tasks.submit(
             lambda: import_file(self._mnemo, path, progress=self._report("Importing")),
             done,
+            self._failed,
+            changes=EVERYTHING,
+        )
+
+    def _apply(self, offers: list[Offer]) -> None:
+        """What the person ticked in the import's report, on the tasks thread."""
+
+        def work() -> int:
+            for offer in offers:
+                apply_offer(self._mnemo, offer)
+            return len(offers)
+
+        self._tasks.submit(
+            work,
+            lambda count: self._say(f"Applied {count} of the imported file's settings."),
             self._failed,
             changes=EVERYTHING,
         )
@@ -99,3 +128,41 @@ class ExchangeActions(QObject):
         self._window.statusBar().clearMessage()
         self.finished.emit(sentence)
         QMessageBox.warning(self._window, "Mnemo", sentence)
+
+
+class OfferedDialog(QDialog):
+    """The settings and watched folders an imported file carried, none applied: each can be
+    ticked and applied here (a crafted file would otherwise choose them for the person).
+
+    Signals:
+        chosen(list): the ``Offer``s ticked when Apply was pressed.
+    """
+
+    chosen = Signal(list)
+
+    def __init__(self, parent: QMainWindow, name: str, offers: list[Offer]) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Settings from the imported file")
+        layout = QVBoxLayout(self)
+        layout.addWidget(
+            label(
+                f"{name} also carried these settings. None was applied: an imported file is "
+                "memory, not configuration, and a file made to harm you could choose the "
+                "model's address or a folder to read. Tick the ones you want.",
+                "muted",
+            )
+        )
+        self.boxes: list[tuple[QCheckBox, Offer]] = []
+        for offer in offers:
+            box = QCheckBox(offer.what[0].upper() + offer.what[1:])
+            layout.addWidget(box)
+            self.boxes.append((box, offer))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.apply_button = buttons.addButton("Apply", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.accepted.connect(self._apply)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def _apply(self) -> None:
+        self.chosen.emit([offer for box, offer in self.boxes if box.isChecked()])
+        self.accept()

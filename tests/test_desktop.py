@@ -506,6 +506,34 @@ def test_export_then_import_into_a_fresh_profile_and_the_chat_goes_on(qtbot, tmp
         window.shutdown()
 
 
+def test_an_imported_archives_settings_wait_to_be_ticked_in_the_window(qtbot, tmp_path, embedder):
+    from engine.exchange.archive import export_archive
+
+    with Mnemo.open(tmp_path / "other", embedder=embedder) as other:
+        other.recall.add("user", "I painted the shed green.")
+        other.settings.set("memory.core_write_policy", "auto")
+        other.settings.set("model.base_url", "http://attacker.invalid/v1")
+        export_archive(other, tmp_path / "gift.mnemo")
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        window = open_window(qtbot, new, ScriptedModel())
+        with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+            window.exchange.import_from(tmp_path / "gift.mnemo")
+        assert "messages: 1 added" in finished.args[0]
+        assert new.settings.core_write_policy == "ask"  # nothing applied by the import
+        dialog = window.exchange.offered_dialog
+        assert dialog.isVisible()
+        boxes = {offer.command[1]: box for box, offer in dialog.boxes}
+        assert set(boxes) == {"memory.core_write_policy", "model.base_url"}
+        assert not any(box.isChecked() for box in boxes.values())
+        boxes["memory.core_write_policy"].setChecked(True)
+        with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+            dialog.apply_button.click()
+        assert finished.args[0] == "Applied 1 of the imported file's settings."
+        assert new.settings.core_write_policy == "auto"
+        assert new.settings.get("model.base_url") == ""
+        window.shutdown()
+
+
 def test_a_chatgpt_export_imports_from_the_window_and_shows_its_title(
     qtbot, mnemo, window, tmp_path
 ):

@@ -534,10 +534,21 @@ def _offer_configuration(mnemo: Mnemo, archive: zipfile.ZipFile, report: ImportR
         report.offered.append(
             Offer(f"the setting {key} = {value!r}", ("settings", key, str(value)))
         )
-    watched = {folder.path for folder in WatchedFolders(mnemo).all()}
+    watched = {str(folder.path) for folder in WatchedFolders(mnemo).all()}
     for row in _lines(archive, "data/watched_folder.jsonl"):
         if row.get("path") and row["path"] not in watched:
             report.offered.append(Offer(f"watching {row['path']}", ("watch", "add", row["path"])))
+
+
+def apply_offer(mnemo: Mnemo, offer: Offer) -> None:
+    """Do what the person chose to take from an import's report (``Offer.command``)."""
+    match offer.command:
+        case ("settings", key, value):
+            mnemo.settings.set(key, value)
+        case ("watch", "add", path):
+            WatchedFolders(mnemo).add(path)
+        case _:
+            raise InputError(f"Mnemo does not know how to apply {offer.what}.")
 
 
 def message_key(row: dict[str, Any]) -> str:
