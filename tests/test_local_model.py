@@ -237,3 +237,12 @@ def test_the_bundled_model_learns_a_move_once_the_user_approves_it(mnemo, local_
         ("Porto", "superseded"),
         ("Lyon", "current"),
     ]
+
+
+def test_a_context_past_what_the_model_was_trained_on_is_clamped_to_it():
+    from engine.llm.local import LlamaModel, bundled_model_path, inspect_gguf
+
+    trained = inspect_gguf(bundled_model_path()).context_length
+    assert trained and trained < 65_537
+    model = LlamaModel(context_length=65_537)  # a server user once asked for this, per assistant
+    assert model.context_length == trained
