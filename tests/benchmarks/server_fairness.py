@@ -150,8 +150,8 @@ def attack(url: str, token: str, port: int, stop: threading.Event, got: Counter)
                     got["slow socket closed by the server"] += 1
                     sock.close()
                 else:
+                    sock.setblocking(True)
                     alive.append(sock)
-                sock.setblocking(True)
             held = alive
             time.sleep(1.0)
         for sock in held:
@@ -194,7 +194,8 @@ def main() -> None:
         url = f"http://127.0.0.1:{port}"
         server = subprocess.Popen(
             [sys.executable, "-m", "engine.cli", "serve", "--root", str(root), "--port",
-             str(port), "--model", "openai:trickle", "--base-url", model.url],
+             str(port), "--model", "openai:trickle", "--base-url", model.url,
+             "--rate", "1000", "--burst", "1000"],  # alice's pace is not what is measured
             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
