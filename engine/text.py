@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 
 def one_line(text: str, width: int = 90) -> str:
     """``text`` on one line (runs of white space become one space), cut to ``width`` with "…"."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """``text`` with lone surrogates (which JSON's \\uXXXX escapes can produce, and which SQLite
+    and Qt cannot encode) replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def safe_value(value: Any) -> Any:
+    """``value`` (parsed JSON) with every string made safe to store (``safe_text``)."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, list):
+        return [safe_value(item) for item in value]
+    if isinstance(value, dict):
+        return {safe_text(str(key)): safe_value(item) for key, item in value.items()}
+    return value

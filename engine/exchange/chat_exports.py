@@ -35,8 +35,8 @@ from engine.exchange.archive import (
     message_keys,
     new_message_key,
 )
-from engine.llm.base import safe_value
 from engine.memory.messages import NewMessage
+from engine.text import safe_value
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from engine.text import safe_text, safe_value  # re-exported: callers import them from here
+
 Role = Literal["system", "user", "assistant", "tool"]
 TextCallback = Callable[[str], None]
 
@@ -28,24 +30,6 @@ CALL_PREFIX = '{"function": '
 # the envelope); a long archival note is a few thousand characters.
 MAX_JSON_DEPTH = 16
 MAX_JSON_CHARS = 200_000
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def safe_text(text: str) -> str:
-    """``text`` with lone surrogates (which JSON's \\uXXXX escapes can produce, and which SQLite
-    and Qt cannot encode) replaced by U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
-
-
-def safe_value(value: Any) -> Any:
-    """``value`` (parsed JSON) with every string made safe to store (``safe_text``)."""
-    if isinstance(value, str):
-        return safe_text(value)
-    if isinstance(value, list):
-        return [safe_value(item) for item in value]
-    if isinstance(value, dict):
-        return {safe_text(str(key)): safe_value(item) for key, item in value.items()}
-    return value
 
 
 def _depth(value: Any) -> int:
