@@ -207,8 +207,6 @@ def _import_blocks(
             continue
         try:
             limit = int(block.get("limit") or DEFAULT_CHAR_LIMIT)
-            if label not in current:
-                mnemo.core.check_new_block(label, value, limit)
             if label not in current and fresh:
                 mnemo.core.add_block(
                     label,

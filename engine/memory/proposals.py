@@ -32,7 +32,6 @@ from engine.memory.knowledge import (
     fact_sentence,
     name_key,
     said_to_person,
-    sentence_to_person,
 )
 from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.memory.recall import RecallStore
@@ -95,9 +94,7 @@ class Proposal:
 
     def fact_to_person(self, obj: str | None = None) -> str:
         """The fact as the person reads it: "You live in Lyon" (the model reads "User lives…")."""
-        since = f" (since {self.payload['valid_from']})" if self.payload.get("valid_from") else ""
-        fact = sentence_to_person(self.label, self.payload["predicate"], obj or self.new_content)
-        return fact + since
+        return said_to_person(self.new_fact(obj))
 
     def replaced_to_person(self) -> list[str]:
         """The facts it would replace, said to the person ("You live in Porto")."""

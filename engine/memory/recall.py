@@ -98,14 +98,14 @@ class RecallTransaction:
         added: list[dict[str, Any]] = []
         for message in messages:
             check_role(message.role)
+            clean = redact(message.text)  # a reply or function result with an API key in it
             row: dict[str, Any] = {
                 "id": message.id,
                 "conversation_id": message.conversation_id,
                 "role": message.role,
                 "name": message.name,
-                # A reply or a function result that carries an API key keeps it nowhere.
-                "text": redact(message.text),
-                "search_text": redact(message.text),
+                "text": clean,
+                "search_text": clean,
                 "created_at": to_timestamp(message.created_at) or now,
                 "untrusted_reason": untrusted_reason
                 or message.untrusted_reason

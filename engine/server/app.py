@@ -131,13 +131,17 @@ def served(data: Any, opened: OpenAssistant) -> Any:
     folder as relative to it (in values and inside texts alike)."""
     root = str(opened.mnemo.profile.root)
     uploads = os.path.join(root, UPLOADS) + os.sep
-    if isinstance(data, str):
-        return data.replace(uploads, "").replace(root + os.sep, "") if root in data else data
-    if isinstance(data, list):
-        return [served(item, opened) for item in data]
-    if isinstance(data, dict):
-        return {key: served(item, opened) for key, item in data.items()}
-    return data
+
+    def hide(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace(uploads, "").replace(root + os.sep, "") if root in value else value
+        if isinstance(value, list):
+            return [hide(item) for item in value]
+        if isinstance(value, dict):
+            return {key: hide(item) for key, item in value.items()}
+        return value
+
+    return hide(data)
 
 
 # -- the app --------------------------------------------------------------------------------------
