@@ -136,10 +136,11 @@ def _build(name: str, fields: dict[str, Any]) -> Any:
         raise ValueError(f"A value of type {name!r} was sent, unknown to this version of Mnemo.")
     # Only a value class defined in that very module: never a function, or a name the module
     # imported (``sqlalchemy.func`` answers any attribute, and calling it builds SQL).
-    defined_there = isinstance(kind, type) and kind.__module__ == module_name
-    if defined_there and issubclass(kind, SQLModel):  # a row (DocumentRow)
+    if not isinstance(kind, type) or kind.__module__ != module_name:
+        raise ValueError(f"A value of type {name!r} was sent, which Mnemo does not build.")
+    if issubclass(kind, SQLModel):  # a row (DocumentRow)
         return kind.model_validate(fields)
-    if not (defined_there and dataclasses.is_dataclass(kind)):
+    if not dataclasses.is_dataclass(kind):
         raise ValueError(f"A value of type {name!r} was sent, which Mnemo does not build.")
     known = {field.name: field for field in dataclasses.fields(kind)}
     values = {key: _as_field(known[key], value) for key, value in fields.items() if key in known}
