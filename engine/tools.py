@@ -490,7 +490,9 @@ def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
     )
 
 
-_NUMBER = re.compile(r"\d(?:[\d,.]*\d)?")
+# A number, or a date or time written with - / : ("2026-12-23", "01:35"): one value, never
+# its parts, which would match any "12" or "23" a document holds.
+_NUMBER = re.compile(r"\d(?:[\d,.:/-]*\d)?")
 _SENTENCE = re.compile(r"(?<=[.!?:\n])\s+")
 _CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
 
@@ -499,9 +501,9 @@ _WORD = re.compile(r"\w+")
 
 
 def specific_values(text: str) -> set[str]:
-    """What only a source can tell: its numbers ("1,200" as "1200") and the names it gives
-    (words capitalised inside a sentence), casefolded. Common words are shared by chance; an
-    answer taken from a document carries one of these."""
+    """What only a source can tell: its numbers ("1,200" as "1200"; a date as one value) and
+    the names it gives (words capitalised inside a sentence), casefolded. Common words are
+    shared by chance; an answer taken from a document carries one of these."""
     numbers = {number.replace(",", "") for number in _NUMBER.findall(text)}
     names = {
         name.casefold()

@@ -381,6 +381,17 @@ def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
     assert events.of(MessageSent)[2].sources == (Citation(str(boiler_manual), "page 4"),)
 
 
+def test_a_date_in_a_reply_is_one_value_not_numbers_a_document_happens_to_hold(
+    mnemo, model, boiler_manual
+):
+    # "7731-12-23" and "77:31" are not the manual's code 7731, whatever their parts.
+    model.enqueue(["Your next service is on 7731-12-23 at 77:31."])
+    events = Recorder()
+    Agent(mnemo, model).send("When is the boiler serviced?", on_event=events)
+    assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
+    assert events.of(MessageSent)[0].sources == ()
+
+
 def test_a_question_memory_has_nothing_on_is_answered_honestly(mnemo, model):
     model.enqueue(["Try a lentil soup."])
     agent = Agent(mnemo, model)
