@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import zipfile
 
 import pytest
@@ -13,6 +14,7 @@ from engine.cli import main
 from engine.exchange.archive import ArchiveError, export_archive, import_archive
 from engine.ingest.watch import WatchedFolders
 from engine.llm.scripted import ScriptedModel
+from tests.profiles import contents, fill_randomly, merged_differences, restored_differences
 
 QUERIES = ["garden shed", "where is the spare key", "boiler service"]
 
@@ -238,3 +240,67 @@ def test_a_crafted_archive_configures_nothing_and_its_rows_stay_untrusted(tmp_pa
         assert victim.recall.untrusted_reason("default") == "imported from gift.mnemo"
         (note,) = victim.archival.recent(1)
         assert note.origin == "user" and not note.trusted  # whatever the file said
+
+
+def test_a_backup_where_a_fact_changed_restores_with_its_history(tmp_path, capsys):
+    """The most common change: a move. The superseded fact points at the one that replaced
+    it, which comes later in the file (it failed the whole import with a foreign key)."""
+    old, new = str(tmp_path / "old"), str(tmp_path / "new")
+    assert main(["--profile", old, "kg", "add", "Lena", "lives_in", "Porto"]) == 0
+    assert main(["--profile", old, "kg", "add", "Lena", "lives_in", "Lyon", "--replace"]) == 0
+    assert main(["--profile", old, "export", str(tmp_path / "backup")]) == 0
+    capsys.readouterr()
+    assert main(["--profile", new, "import", str(tmp_path / "backup.mnemo")]) == 0
+    assert "facts: 2 added" in capsys.readouterr().out
+    assert main(["--profile", new, "kg", "history", "Lena"]) == 0
+    history = capsys.readouterr().out
+    assert "Porto" in history and "Lyon" in history
+    with Mnemo.open(tmp_path / "new") as restored:
+        (fact,) = restored.knowledge.facts("Lena")
+        assert fact.object == "Lyon"
+        (superseded,) = [f for f in restored.knowledge.history("Lena") if f.object == "Porto"]
+        assert superseded.status == "superseded"
+
+
+def test_an_import_that_fails_on_the_database_shows_no_sql_and_changes_nothing(tmp_path, embedder):
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        fill(old)
+        export_archive(old, tmp_path / "good.mnemo")
+    broken = tmp_path / "broken.mnemo"  # a fact about a person the file does not hold
+    with (
+        zipfile.ZipFile(tmp_path / "good.mnemo") as source,
+        zipfile.ZipFile(broken, "w") as target,
+    ):
+        for item in source.infolist():
+            data = source.read(item)
+            if item.filename == "data/relation.jsonl":
+                row = json.loads(data.splitlines()[0])
+                data += json.dumps({**row, "id": 999, "subject_id": 4242}).encode() + b"\n"
+            target.writestr(item, data)
+    with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+        with pytest.raises(ArchiveError) as refused:
+            import_archive(new, broken)
+        sentence = str(refused.value)
+        assert "Nothing was changed" in sentence and "(a bug, written to the log" in sentence
+        assert "INSERT" not in sentence and "SQL" not in sentence and "\n" not in sentence
+        assert new.recall.count() == 0 and new.knowledge.entities() == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_profiles_round_trip_into_an_empty_profile_and_one_in_use(tmp_path, embedder, seed):
+    """The fast slice of tests/benchmarks/round_trip.py (200 profiles): nothing an archive
+    holds is lost, restored or merged."""
+    rng = random.Random(seed)
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        fill_randomly(old, rng, tmp_path / "files")
+        export_archive(old, tmp_path / "memory.mnemo")
+        with Mnemo.open(tmp_path / "new", embedder=embedder) as new:
+            import_archive(new, tmp_path / "memory.mnemo")
+            new.wait_for_background_work()
+            assert restored_differences(old, new) == []
+        with Mnemo.open(tmp_path / "in-use", embedder=embedder) as in_use:
+            fill_randomly(in_use, random.Random(seed + 10_000), tmp_path / "other-files")
+            before = contents(in_use)
+            import_archive(in_use, tmp_path / "memory.mnemo")
+            in_use.wait_for_background_work()
+            assert merged_differences(old, before, in_use) == []

@@ -40,7 +40,7 @@ from sqlalchemy import text
 
 from engine import __version__
 from engine.db import on_postgres
-from engine.errors import InputError, MnemoError
+from engine.errors import InputError, MnemoError, user_message
 from engine.ingest.watch import WatchedFolders
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.messages import NewMessage
@@ -85,6 +85,9 @@ TABLE_NAMES = {
 MESSAGE_COLUMNS = "id, conversation_id, role, name, text, created_at, untrusted_reason"
 CHUNK = 2000
 OFFERED = ("setting", "watched_folder")  # listed for the person, never applied
+# Columns that point at a row of their own table, which may come later in the file (a fact
+# superseded by a newer one, a person merged into another): written once every row is in.
+SELF_REFERENCES = {"entity": "merged_into", "relation": "superseded_by"}
 Progress = Callable[[str, int, int], None]  # what, done, total
 
 
@@ -344,15 +347,26 @@ def import_archive(mnemo: Mnemo, path: Path, progress: Progress | None = None) -
         except Exception as error:
             if snapshot is not None:
                 mnemo.snapshots.restore(snapshot.id, keep_current=False)
-            if isinstance(error, MnemoError):
-                raise ArchiveError(
-                    f"{path.name} could not be imported: {error} Nothing was changed."
-                ) from error
-            raise ArchiveError(
-                f"{path.name} could not be imported ({type(error).__name__}: {error}); nothing "
-                "was changed."
-            ) from error
+            raise import_failed(path.name, error) from error
     return report
+
+
+def import_failed(name: str, error: Exception) -> ArchiveError:
+    """What the person reads when an import fails, after the snapshot taken first was
+    restored: one sentence, never SQL or a traceback. A failure no rule foresaw is a bug,
+    logged in full."""
+    if isinstance(error, ArchiveError):
+        return error
+    sentence = user_message(error)
+    if sentence is None:
+        log.error("importing %s failed", name, exc_info=error)
+        sentence = (
+            "Mnemo met something it did not expect in it (a bug, written to the log; "
+            f"{type(error).__name__})."
+        )
+    if "nothing was changed" not in sentence.casefold():
+        sentence = f"{sentence.rstrip('.')}. Nothing was changed."
+    return ArchiveError(f"{name} could not be imported: {sentence}")
 
 
 def _lines(archive: zipfile.ZipFile, name: str) -> Iterator[dict[str, Any]]:
@@ -385,7 +399,7 @@ def _import(
         if fresh:
             _restore_tables(session, archive, report)
         else:
-            _merge_tables(mnemo, session, archive, report)
+            _merge_tables(mnemo, session, archive, report, imported)
         _offer_configuration(mnemo, archive, report)
         known = set() if fresh else message_keys(mnemo)
         ids: set[int] = set()  # an id twice in the file is one message stored twice
@@ -439,7 +453,15 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
         columns = list(rows[0])
         names = ", ".join(columns)
         values = ", ".join(f":{column}" for column in columns)
-        session.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values})"), rows)
+        pointer = SELF_REFERENCES.get(table, "")
+        later = [row for row in rows if row.get(pointer) is not None]
+        first = [{**row, pointer: None} for row in rows] if later else rows
+        session.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values})"), first)
+        if later:
+            session.execute(
+                text(f"UPDATE {table} SET {pointer} = :{pointer} WHERE id = :id"),
+                [{"id": row["id"], pointer: row[pointer]} for row in later],
+            )
         if "id" in columns and on_postgres(session.get_bind()):  # ids given: move the sequence on
             session.execute(
                 text(
@@ -450,46 +472,126 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
 
 
 def _merge_tables(
-    mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport
+    mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport, imported: str
 ) -> None:
-    """Into a profile in use: nothing of its own is overwritten."""
+    """Into a profile in use: nothing of its own is overwritten. A core block that differs,
+    a new block and a fact that contradicts one of its own wait for the person; the rest of
+    the archive's memory (people and their other names, facts and their history, titles,
+    the document index) is added beside what is there."""
+    _merge_blocks(mnemo, session, archive, report, imported)
+    _merge_knowledge(mnemo, session, archive, report)
+    for table, columns in (
+        ("conversation", "id, title, origin, created_at"),
+        ("document", "path, size, mtime, content_hash, status, error, chunk_count, embedder, "
+         "updated_at"),
+    ):  # fmt: skip
+        names = [column.strip() for column in columns.split(",")]
+        for row in _lines(archive, f"data/{table}.jsonl"):
+            added = session.execute(
+                text(
+                    f"INSERT INTO {table} ({columns}) VALUES "
+                    f"({', '.join(':' + name for name in names)}) ON CONFLICT DO NOTHING"
+                ),
+                {name: row.get(name) for name in names},
+            ).rowcount
+            report.added[TABLE_NAMES[table]] += added
+            report.skipped[TABLE_NAMES[table]] += 1 - added
+    report.notes.append(
+        "Merged into a profile in use: the archive's pending proposals, core memory versions "
+        "and conversation windows were left out; its messages were added after yours."
+    )
+
+
+def _merge_blocks(
+    mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport, imported: str
+) -> None:
     blocks = {block.label: block for block in mnemo.core.blocks()}
     for row in _lines(archive, "data/core_block.jsonl"):
-        block = blocks.get(row["label"])
-        if block is None:
-            mnemo.core.add_block(
-                row["label"],
-                row["value"],
-                description=row["description"],
-                char_limit=row["char_limit"],
-            )
-            report.added["core blocks"] += 1
-        elif block.value.strip() != row["value"].strip() and row["value"].strip():
-            try:
+        label, value = row["label"], row["value"]
+        block = blocks.get(label)
+        try:
+            if block is None:  # a block in every prompt: the person's to accept
+                mnemo.proposals.create_block_in(
+                    session,
+                    label=label,
+                    value=value,
+                    description=row["description"],
+                    char_limit=row["char_limit"],
+                    read_only=bool(row["read_only"]),
+                    untrusted_reason=imported,
+                )
+                report.added["core block proposals"] += 1
+            elif block.value.strip() != value.strip() and value.strip():
                 mnemo.proposals.create_in(
                     session,
                     conversation_id="default",
-                    label=row["label"],
+                    label=label,
                     action="replace" if block.value.strip() else "append",
-                    new_content=row["value"],
+                    new_content=value,
                     old_content=block.value if block.value.strip() else None,
                     cause_kind="import",
+                    untrusted_reason=imported,
                 )
                 report.added["core block proposals"] += 1
-            except MnemoError as error:
-                report.notes.append(f"The {row['label']} block was not proposed: {error}")
-        else:
-            report.skipped["core blocks"] += 1
-    entities = {row["id"]: row["name"] for row in _lines(archive, "data/entity.jsonl")}
+            else:
+                report.skipped["core blocks"] += 1
+        except MnemoError as error:
+            report.notes.append(f"The {label} block was not proposed: {error}")
+
+
+def _merge_knowledge(
+    mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport
+) -> None:
+    knowledge = mnemo.knowledge
+    entities = {row["id"]: row for row in _lines(archive, "data/entity.jsonl")}
+
+    def final(entity_id: int) -> dict[str, Any]:
+        """The entity an id stands for after the archive's own merges."""
+        row, seen = entities[entity_id], {entity_id}
+        while row["merged_into"] is not None and row["merged_into"] not in seen:
+            seen.add(row["merged_into"])
+            row = entities[row["merged_into"]]
+        return row
+
+    def name(owner: dict[str, Any], alias: str | None) -> None:
+        if knowledge.add_name_in(session, owner["name"], owner["kind"], alias):
+            return
+        report.notes.append(
+            f"{alias!r} names {owner['name']} in the archive and someone else here; merge the "
+            "two in People & things if they are one."
+        )
+
+    for row in entities.values():
+        owner = final(row["id"])
+        name(owner, row["name"] if owner is not row else None)  # a merged one: another name
+    for row in _lines(archive, "data/entity_alias.jsonl"):
+        name(final(row["entity_id"]), row["alias"])
     for row in _lines(archive, "data/relation.jsonl"):
-        if row["status"] != "current":
-            continue
-        subject = entities.get(row["subject_id"])
-        value = entities.get(row["object_id"]) if row["object_id"] is not None else row["value"]
+        subject = final(row["subject_id"])["name"]
+        literal = row["object_id"] is None
+        value = row["value"] if literal else final(row["object_id"])["name"]
         if not subject or not value:
             continue
-        current = mnemo.knowledge.contradicted(subject, row["predicate"], value)
-        if mnemo.knowledge.holds(subject, row["predicate"], value):
+        if row["status"] != "current":
+            kept = knowledge.add_past_in(
+                session,
+                subject,
+                row["predicate"],
+                value,
+                literal=literal,
+                status=row["status"],
+                valid_from=row["valid_from"],
+                valid_to=row["valid_to"],
+                learned_at=row["learned_at"],
+                source_kind=row["source_kind"],
+                source_ref=row["source_ref"],
+                asserted_by=row["asserted_by"],
+                expires_at=row["expires_at"],
+            )
+            (report.added if kept else report.skipped)["facts no longer holding"] += 1
+            continue
+        current = knowledge.contradicted(subject, row["predicate"], value)
+        if knowledge.holds(subject, row["predicate"], value):
             report.skipped["facts"] += 1
         elif current:
             mnemo.proposals.create_fact_in(
@@ -504,7 +606,7 @@ def _merge_tables(
             )
             report.added["fact proposals"] += 1
         else:
-            mnemo.knowledge.add_in(
+            knowledge.add_in(
                 session,
                 subject,
                 row["predicate"],
@@ -513,13 +615,10 @@ def _merge_tables(
                 source_kind=row["source_kind"],
                 source_ref=row["source_ref"],
                 asserted_by=row["asserted_by"],
-                literal=row["object_id"] is None,
+                literal=literal,
+                expires_at=row["expires_at"],
             )
             report.added["facts"] += 1
-    report.notes.append(
-        "Merged into a profile in use: the archive's pending proposals and conversation "
-        "windows were left out; its messages were added after yours."
-    )
 
 
 def _offer_configuration(mnemo: Mnemo, archive: zipfile.ZipFile, report: ImportReport) -> None:

@@ -32,6 +32,7 @@ from engine.exchange.archive import (
     ArchiveError,
     ImportReport,
     Progress,
+    import_failed,
     message_keys,
     new_message_key,
 )
@@ -236,11 +237,7 @@ def import_conversations(
             raise MnemoError(
                 f"The import of {path.name} was stopped; nothing was changed."
             ) from error
-        if isinstance(error, ArchiveError):
-            raise
-        raise ArchiveError(
-            f"{path.name} could not be imported ({error}); nothing was changed."
-        ) from error
+        raise import_failed(path.name, error) from error
     finally:
         close()
     return report

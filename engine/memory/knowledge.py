@@ -394,6 +394,67 @@ class KnowledgeStore:
                 self._alias(session, subject_row, value)
         return self._fact(session, new)
 
+    def add_name_in(self, session: Session, name: str, kind: str, alias: str | None) -> bool:
+        """An imported person or thing, by ``name`` (found, or made of ``kind``), and one more
+        name for it; False when ``alias`` already names someone else here (the caller says
+        so: merging two people is the person's decision)."""
+        row = self._entity_row(session, name, kind if kind in KINDS else "other")
+        if alias is None:
+            return True
+        other = self._resolve_row(session, alias)
+        if other is not None and other.id != row.id:
+            return False
+        self._alias(session, row, alias)
+        return True
+
+    def add_past_in(
+        self,
+        session: Session,
+        subject: str,
+        predicate: str,
+        obj: str,
+        *,
+        literal: bool,
+        status: str,
+        valid_from: float | None,
+        valid_to: float | None,
+        learned_at: float,
+        source_kind: str,
+        source_ref: str | None,
+        asserted_by: str,
+        expires_at: float | None,
+    ) -> bool:
+        """An imported fact that no longer holds (superseded or retracted), kept in the
+        history beside this profile's own; False when the history has it already."""
+        subject_row = self._entity_row(session, subject)
+        object_row = None if literal else self._entity_row(session, obj)
+        same = select(RelationRow).where(
+            RelationRow.subject_id == subject_row.id,
+            RelationRow.predicate == predicate_key(predicate),
+            RelationRow.status == status,
+        )
+        for row in session.exec(same):
+            if (row.object_id == object_row.id) if object_row else row.value == obj:
+                return False
+        session.add(
+            RelationRow(
+                subject_id=subject_row.id,  # type: ignore[arg-type]
+                predicate=predicate_key(predicate),
+                object_id=object_row.id if object_row else None,
+                value=None if object_row else obj,
+                valid_from=valid_from,
+                valid_to=valid_to,
+                learned_at=learned_at,
+                source_kind=source_kind,
+                source_ref=source_ref,
+                asserted_by=asserted_by,
+                status=status,
+                expires_at=expires_at,
+            )
+        )
+        session.flush()
+        return True
+
     def correct(self, fact_id: int, obj: str) -> Fact:
         """Put right what a fact says (the user edited it): the new fact supersedes the old
         one, which stays in the history."""
