@@ -202,9 +202,13 @@ def test_an_agent_file_with_an_oversized_block_imports_the_rest_and_names_it(mne
     path = tmp_path / "huge.af"
     path.write_text(json.dumps(data), encoding="utf-8")
     report = import_file(mnemo, path)
-    assert "huge" not in {block.label for block in mnemo.core.blocks()}
+    assert "huge" not in {block.label for block in mnemo.core.blocks()}  # never in a prompt
     assert "garden" in {block.label for block in mnemo.core.blocks()}
-    assert any("'huge' was not imported" in note and "20,000" in note for note in report.notes)
+    (note,) = [note for note in report.notes if "'huge'" in note]
+    assert "400,000 characters" in note and "20,000" in note and "archival memory" in note
+    kept = [p for p in mnemo.archival.recent(50) if p.source.section == "block huge"]
+    assert sum(len(p.text) for p in kept) == 400_000  # kept whole, and searchable
+    assert all(not p.trusted for p in kept)
 
 
 def test_an_agent_file_nested_100000_deep_is_refused_in_a_sentence(mnemo, tmp_path):

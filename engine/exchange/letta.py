@@ -18,8 +18,11 @@ archival memory is not part of the format, so passages stay in Mnemo's own archi
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,8 +30,17 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from engine.errors import CoreMemoryError
-from engine.exchange.archive import ArchiveError, ImportReport, message_keys, new_message_key
-from engine.memory.core import DEFAULT_CHAR_LIMIT
+from engine.exchange.archive import (
+    ArchiveError,
+    ImportReport,
+    import_failed,
+    message_keys,
+    new_message_key,
+)
+from engine.ingest.chunking import chunk_sections
+from engine.ingest.loaders import Section, text_pieces
+from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
+from engine.memory.core import DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT
 from engine.memory.messages import NewMessage
 from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.resources import resource_path
@@ -62,9 +74,18 @@ def _timestamp(value: Any) -> float | None:
     return None
 
 
+LEGACY = "Letta's earlier Agent File format (one agent, its blocks under core_memory)"
+
+
 def read_agent_file(path: Path) -> dict[str, Any]:
+    """The file as Letta's current format: ``agents`` and ``blocks``. JSON encoded twice (as
+    Letta's own export sometimes writes it) is read again, as Letta's import does; the earlier
+    one-agent format is read into the same shape and marked ``legacy``."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        for _ in range(2):
+            if isinstance(data, str):
+                data = json.loads(data)
     except FileNotFoundError as error:
         raise ArchiveError(f"There is no file {path}.") from error
     except (OSError, ValueError) as error:
@@ -73,44 +94,79 @@ def read_agent_file(path: Path) -> dict[str, Any]:
         raise ArchiveError(
             f"{path.name} is not a readable Agent File (it nests too deep to be JSON of an agent)."
         ) from error
+    if isinstance(data, dict) and "agents" not in data and "core_memory" in data:
+        agent = {**data, "memory_blocks": data.get("core_memory") or []}
+        return {"agents": [agent], "blocks": [], "legacy": True, **_extras(data)}
     if not isinstance(data, dict) or not isinstance(data.get("agents"), list) or not data["agents"]:
         raise ArchiveError(f"{path.name} is not a Letta Agent File: it holds no agent.")
     return data
 
 
-def agent_messages(agent: dict[str, Any], conversation_id: str) -> tuple[list[NewMessage], int]:
-    """The agent's conversation as Mnemo messages, and how many of its messages were left out."""
-    messages: list[NewMessage] = []
-    left_out = 0
+def _extras(legacy: dict[str, Any]) -> dict[str, Any]:
+    """What the earlier format kept inside the agent and the current one beside it."""
+    return {key: legacy[key] for key in ("tools",) if isinstance(legacy.get(key), list)}
+
+
+# Parts Letta Code puts into the user's message for its model: reminders, not the person's words.
+INJECTED = re.compile(r"<(system-reminder|system-alert)>.*?</\1>", re.DOTALL)
+
+
+@dataclass
+class AgentMessages:
+    """An agent's conversation as Mnemo messages, and what was left out of it."""
+
+    messages: list[NewMessage] = field(default_factory=list)
+    left_out: int = 0  # system prompt, heartbeats, tool calls and results
+    injected: int = 0  # system reminders taken out of the person's messages
+
+
+def agent_messages(agent: dict[str, Any], conversation_id: str) -> AgentMessages:
+    found = AgentMessages()
     for message in agent.get("messages") or []:
         role, when = message.get("role"), _timestamp(message.get("created_at"))
         body = _text(message.get("content")).strip()
+        injected = 0
         if role == "user":
-            try:
-                wrapped = json.loads(body)
-            except ValueError:
-                wrapped = None
-            if isinstance(wrapped, dict) and "type" in wrapped:
+            body, injected = INJECTED.subn("", body)
+            found.injected += injected
+            body = body.strip()
+            wrapped = _json_object(body)
+            if wrapped is not None and "type" in wrapped:
                 if wrapped["type"] in SKIPPED_USER_TYPES:
-                    left_out += 1
+                    found.left_out += 1
                     continue
                 body = str(wrapped.get("message", "")).strip()
         elif role == "assistant":
-            replies = [
-                json.loads(call["function"].get("arguments") or "{}").get("message", "")
-                for call in message.get("tool_calls") or []
-                if call.get("function", {}).get("name") == "send_message"
-            ]
-            if message.get("tool_calls"):
+            calls = message.get("tool_calls") or []
+            if calls:
+                replies = [
+                    str(
+                        (_json_object(call["function"].get("arguments") or "") or {}).get(
+                            "message", ""
+                        )
+                    )
+                    for call in calls
+                    if isinstance(call, dict)
+                    and isinstance(call.get("function"), dict)
+                    and call["function"].get("name") == "send_message"
+                ]
                 body = "\n".join(reply for reply in replies if reply).strip()
         else:  # system prompt, tool results
-            left_out += 1
+            found.left_out += 1
             continue
         if body:
-            messages.append(NewMessage(role, body, when, conversation_id))
-        else:
-            left_out += 1
-    return messages, left_out
+            found.messages.append(NewMessage(role, body, when, conversation_id))
+        elif not injected:  # a message of reminders alone is counted as those
+            found.left_out += 1
+    return found
+
+
+def _json_object(text_: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text_)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
@@ -132,10 +188,10 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
     )
     try:
         _import_blocks(mnemo, data, agent, fresh, report, path.name)
-        messages, left_out = agent_messages(agent, conversation_id)
+        conversation = agent_messages(agent, conversation_id)
         known = message_keys(mnemo)
         new = []
-        for message in messages:
+        for message in conversation.messages:
             key = new_message_key(message)
             if key in known:
                 report.skipped["messages"] += 1
@@ -155,13 +211,18 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
     except Exception as error:
         if snapshot is not None:
             mnemo.snapshots.restore(snapshot.id, keep_current=False)
-        raise ArchiveError(
-            f"{path.name} could not be imported ({error}); nothing was changed."
-        ) from error
-    if left_out:
+        raise import_failed(path.name, error) from error
+    if data.get("legacy"):
+        report.notes.insert(0, f"{path.name} is in {LEGACY}; it was read as such.")
+    if conversation.left_out:
         report.notes.append(
-            f"{left_out} messages were left out: the system prompt, heartbeats, tool calls and "
-            "their results (Mnemo has its own memory functions)."
+            f"{conversation.left_out} messages were left out: the system prompt, heartbeats, "
+            "tool calls and their results (Mnemo has its own memory functions)."
+        )
+    if conversation.injected:
+        report.notes.append(
+            f"{conversation.injected} system reminders were taken out of your messages: Letta "
+            "Code adds them for its model, and they are not your words."
         )
     for key, what in (
         ("tools", "tools"),
@@ -193,25 +254,39 @@ def _import_blocks(
     report: ImportReport,
     path_name: str,
 ) -> None:
-    """Each block of the agent, on its own: one that cannot be taken (too long, a limit past
-    ``MAX_CHAR_LIMIT``, a name Mnemo refuses) is reported by name and the rest go on. In a
-    profile in use, a new or changed block waits for the person as a proposal."""
+    """Each block of the agent, on its own, with its label (a path stays a path), value,
+    limit and description: one that cannot be taken (a name Mnemo refuses) is reported by name
+    and the rest go on. In a profile in use, a new or changed block waits for the person as a
+    proposal. A block longer than any core block may be is kept whole in archival memory."""
     blocks = {block.get("id"): block for block in data.get("blocks") or []}
     chosen = [blocks[i] for i in agent.get("block_ids") or [] if i in blocks]
     chosen += agent.get("memory_blocks") or []
     current = {block.label: block for block in mnemo.core.blocks()}
     untrusted = f"from the Agent File {path_name}"
     for block in chosen:
+        if not isinstance(block, dict):
+            continue
         label, value = str(block.get("label") or ""), str(block.get("value") or "")
+        description = str(block.get("description") or "")
         if not label:
             continue
         try:
-            limit = int(block.get("limit") or DEFAULT_CHAR_LIMIT)
+            if len(value) > MAX_CHAR_LIMIT:
+                _keep_in_archival(mnemo, label, value, path_name)
+                report.added["blocks kept in archival memory"] += 1
+                report.notes.append(
+                    f"The block {label[:60]!r} holds {len(value):,} characters, more than a "
+                    f"core block may ({MAX_CHAR_LIMIT:,}, as every block is in every prompt); "
+                    "it was kept in archival memory, where search finds it."
+                )
+                continue
+            # The file's limit, raised to the text where the file let the text outgrow it.
+            limit = min(max(_limit(block.get("limit")), len(value)), MAX_CHAR_LIMIT)
             if label not in current and fresh:
                 mnemo.core.add_block(
                     label,
                     value,
-                    description=str(block.get("description") or ""),
+                    description=description,
                     char_limit=limit,
                     read_only=bool(block.get("read_only")),
                 )
@@ -222,7 +297,7 @@ def _import_blocks(
                         transaction.session,
                         label=label,
                         value=value,
-                        description=str(block.get("description") or ""),
+                        description=description,
                         char_limit=limit,
                         read_only=bool(block.get("read_only")),
                         untrusted_reason=untrusted,
@@ -230,7 +305,12 @@ def _import_blocks(
                 report.added["core block proposals"] += 1
             elif current[label].value.strip() == value.strip():
                 report.skipped["core blocks"] += 1
-            elif fresh:  # the new profile's default text gives way
+            elif fresh:  # the new profile's default block gives way, settings and all
+                mnemo.core.configure(
+                    label,
+                    description=description or None,
+                    char_limit=max(limit, DEFAULT_CHAR_LIMIT),
+                )
                 mnemo.core.set(label, value)
                 report.added["core blocks"] += 1
             else:
@@ -246,9 +326,33 @@ def _import_blocks(
                         untrusted_reason=untrusted,
                     )
                 report.added["core block proposals"] += 1
-        except (CoreMemoryError, ValueError, TypeError) as error:
+        except CoreMemoryError as error:
             report.notes.append(f"The block {label[:60]!r} was not imported: {error}")
             report.skipped["core blocks"] += 1
+
+
+def _limit(value: Any) -> int:
+    """A block's limit as the file gives it (Letta writes a number; anything else: ours)."""
+    try:
+        return max(1, int(value))
+    except (TypeError, ValueError, OverflowError):
+        return DEFAULT_CHAR_LIMIT
+
+
+def _keep_in_archival(mnemo: Mnemo, label: str, value: str, path_name: str) -> None:
+    """A block too long for core memory, as passages of archival memory (read from a file:
+    untrusted, as every import)."""
+    mnemo.archival.insert_many(
+        NewPassage(
+            chunk.text,
+            Source(path=path_name, section=f"block {label}", chunk=chunk.position),
+            ("letta", IMPORTED_TAG),
+            origin="document",
+        )
+        for chunk in chunk_sections(
+            Section(piece, f"block {label}") for piece in text_pieces(io.StringIO(value))
+        )
+    )
 
 
 def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_CONVERSATION) -> int:

@@ -115,14 +115,14 @@ def _text(path: Path) -> Iterator[Section]:
     encoding = _encoding(path)
     with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
         line = 1
-        for piece in _pieces(file):
+        for piece in text_pieces(file):
             first, line = line, line + piece.count("\n")
             last = line - 1 if piece.endswith("\n") else line  # a piece may end inside a line
             if piece.strip():
                 yield Section(piece, f"lines {first}-{last}")
 
 
-def _pieces(file: TextIO, size: int = TEXT_PIECE_CHARS) -> Iterator[str]:
+def text_pieces(file: TextIO, size: int = TEXT_PIECE_CHARS) -> Iterator[str]:
     """A text file in pieces of about ``size`` characters, cut after a line where there is one
     and between words where not, so that a file on one enormous line never sits in memory whole."""
     carried = ""
@@ -340,7 +340,7 @@ def _markdown_pieces(file: TextIO) -> Iterator[str]:
     lines: list[str] = []
     size = 0
     fenced = False
-    for piece in _pieces(file):
+    for piece in text_pieces(file):
         for line in piece.splitlines(keepends=True):
             lines.append(line)
             size += len(line)
@@ -363,7 +363,7 @@ def _html(path: Path) -> Iterator[Section]:
     with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
 
         def blocks() -> Iterator[tuple[int, str]]:
-            for piece in _pieces(file):
+            for piece in text_pieces(file):
                 reader.feed(piece)
                 yield from reader.take()
             reader.close()

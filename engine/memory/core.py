@@ -7,6 +7,7 @@ read-only) are refused with a sentence that says what to do; the block is never 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,10 +90,17 @@ def _version(row: CoreBlockVersion) -> BlockVersion:
     )
 
 
+# A label is a name, or a path of names as Letta Code writes them ("system/human/family",
+# "/note_directory"): each part letters, digits, '-', '_' or '.', never '.' or '..' alone.
+_LABEL = re.compile(r"/?(?!\.{1,2}(?:/|$))[\w.-]+(?:/(?!\.{1,2}(?:/|$))[\w.-]+)*", re.ASCII)
+MAX_LABEL_CHARS = 100
+
+
 def _check_label(label: str) -> None:
-    if not label or not label.replace("_", "").replace("-", "").isalnum() or len(label) > 40:
+    if not _LABEL.fullmatch(label) or len(label) > MAX_LABEL_CHARS:
         raise CoreMemoryError(
-            f"{label!r} cannot be a block label; use up to 40 letters, digits, '-' or '_'."
+            f"{label[:MAX_LABEL_CHARS]!r} cannot be a block label; use up to "
+            f"{MAX_LABEL_CHARS} letters, digits, '-', '_' or '.', in parts joined by '/'."
         )
 
 
