@@ -241,3 +241,122 @@ def test_an_agent_file_of_an_unexpected_shape_is_one_sentence_not_a_traceback(tm
     assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) != 0
     err = capsys.readouterr().err
     assert "odd.af could not be imported" in err and "Traceback" not in err
+
+
+# The shapes below are those of the public agent files of letta-ai/agent-file and Letta's own
+# tests (each named where it comes from); tests/benchmarks/letta_files.py imports the files
+# themselves from a folder and counts what came through.
+
+
+def garden(tmp_path: Path, change=lambda data: data, encode=json.dumps) -> Path:
+    data = change(json.loads(GARDEN.read_text(encoding="utf-8")))
+    path = tmp_path / "changed.af"
+    path.write_text(encode(data), encoding="utf-8")
+    return path
+
+
+def test_an_agent_file_encoded_twice_is_read_again(mnemo, tmp_path):
+    # customer_service.af and memgpt_agent.af: the JSON of a JSON string
+    path = garden(tmp_path, encode=lambda data: json.dumps(json.dumps(data)))
+    report = import_file(mnemo, path)
+    assert report.added["core blocks"] == 3 and report.added["messages"] == 4
+
+
+def test_each_block_keeps_its_path_label_limit_and_description(mnemo, tmp_path):
+    persona = "I am Evie, " + "a patient guide to the garden. " * 170  # evie.af: 5,397
+    blocks = [
+        ("persona", persona, 20_000, "Who I am."),
+        ("system/human/family", "Two kids, Ren and Yui.", 20_000, "Family."),  # lettabot.af
+        ("/note_directory", "notes/ holds the plans.", 8_000, "Where notes live."),  # co-3.af
+        ("tool_guidelines", "Check twice " * 10, 50, "Too small a limit for its text."),
+        ("bad label!", "never", 100, ""),
+    ]
+
+    def change(data):
+        data["blocks"] = [
+            {"id": f"b{i}", "label": label, "value": value, "limit": limit, "description": d}
+            for i, (label, value, limit, d) in enumerate(blocks)
+        ]
+        data["agents"][0]["block_ids"] = [f"b{i}" for i in range(len(blocks))]
+        return data
+
+    report = import_file(mnemo, garden(tmp_path, change))
+    kept = {block.label: block for block in mnemo.core.blocks()}
+    assert kept["persona"].value == persona and kept["persona"].char_limit == 20_000
+    assert kept["persona"].description == "Who I am."
+    assert kept["system/human/family"].value == "Two kids, Ren and Yui."
+    assert kept["/note_directory"].char_limit == 8_000
+    assert kept["tool_guidelines"].char_limit == len("Check twice " * 10)  # raised to its text
+    assert "bad label!" not in kept
+    assert any("'bad label!' was not imported" in note for note in report.notes)
+    assert report.added["core blocks"] == 4 and report.added["messages"] == 4
+    with Mnemo.open(tmp_path / "again", embedder=mnemo.embedder) as again:  # and back out
+        export_agent_file(mnemo, tmp_path / "out.af")
+        import_file(again, tmp_path / "out.af")
+        assert {b.label for b in again.core.blocks()} == set(kept)
+
+
+def test_the_earlier_agent_file_format_is_named_and_read(mnemo, tmp_path):
+    # Letta's tests/test_agent_files (long_running_kylie.af, memgpt_agent_with_convo.af, ...):
+    # one agent at the top, its blocks under core_memory, MemGPT's JSON-wrapped user messages.
+    def wrapped(kind: str, message: str = "") -> str:
+        return json.dumps({"type": kind, "message": message, "time": "2025-03-31 08:59 PM"})
+
+    legacy = {
+        "agent_type": "memgpt_agent",
+        "name": "kylie",
+        "core_memory": [
+            {"label": "human", "value": "First name: Chad", "limit": 5000, "description": "H."},
+            {"label": "research_plan", "value": "", "limit": 200_000, "description": "Plan."},
+        ],
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "You are Kylie."}]},
+            {"role": "user", "content": [{"type": "text", "text": wrapped("login")}]},
+            {"role": "user", "content": [{"type": "text", "text": wrapped("user_message", "Hi!")}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": "Greet them."}],
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "send_message", "arguments": '{"message": "Hello!"}'},
+                    }
+                ],
+            },
+        ],
+        "tools": [{"name": "send_message"}],
+    }
+    path = tmp_path / "kylie.af"
+    path.write_text(json.dumps(legacy), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert "earlier Agent File format" in report.notes[0]
+    assert mnemo.core.get("human") == "First name: Chad"
+    assert mnemo.core.block("research_plan").char_limit == 20_000  # Mnemo's most, and said
+    assert any("'research_plan' may hold 200,000" in note for note in report.notes)
+    assert [(m.role, m.text) for m in mnemo.recall.recent(10)] == [
+        ("user", "Hi!"),
+        ("assistant", "Hello!"),
+    ]
+
+
+def test_system_reminders_are_not_the_persons_words(mnemo, tmp_path):
+    # lettabot-builder.af: an 85,687-character user message around a 26-character question
+    reminder = "<system-reminder>\n" + "Memory filesystem tree: ... " * 3000 + "</system-reminder>"
+
+    def change(data):
+        question = {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": reminder},
+                {"type": "text", "text": "What do you know about me?"},
+                {"type": "text", "text": "<system-reminder>Plan mode is off.</system-reminder>"},
+            ],
+            "created_at": "2026-01-20T10:00:00Z",
+        }
+        data["agents"][0]["messages"].append(question)
+        return data
+
+    report = import_file(mnemo, garden(tmp_path, change))
+    assert mnemo.recall.recent(1)[0].text == "What do you know about me?"
+    assert any("2 system reminders" in note for note in report.notes)

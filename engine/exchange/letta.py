@@ -282,6 +282,12 @@ def _import_blocks(
                 continue
             # The file's limit, raised to the text where the file let the text outgrow it.
             limit = min(max(_limit(block.get("limit")), len(value)), MAX_CHAR_LIMIT)
+            if _limit(block.get("limit")) > MAX_CHAR_LIMIT:
+                report.notes.append(
+                    f"The block {label[:60]!r} may hold {_limit(block.get('limit')):,} "
+                    f"characters in its file; a core block holds at most {MAX_CHAR_LIMIT:,} "
+                    "here, so that is its limit."
+                )
             if label not in current and fresh:
                 mnemo.core.add_block(
                     label,
