@@ -25,6 +25,8 @@ MEMORY_MODES = ("auto", "self", "assisted")
 # with `mnemo serve`'s options, and no user may change them. The others shape one assistant.
 MACHINE_SETTINGS = ("model.", "models.", "ingest.", "storage.")
 BACKENDS = ("local", "openai", "anthropic")
+# The model that comes with Mnemo, used while "model.path" is empty (engine.llm.local finds it).
+BUNDLED_MODEL = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 DEFAULTS: dict[str, Any] = {
     # The most model steps one user turn may take before the turn is stopped.

@@ -166,6 +166,22 @@ def test_an_export_has_letta_s_fields_and_reads_back(mnemo, tmp_path, embedder):
     )
     assert set(agent["block_ids"]) == {block["id"] for block in data["blocks"]}
     assert set(agent["in_context_message_ids"]) <= {m["id"] for m in agent["messages"]}
+    # What Letta's code assumes beyond its schema (tests/benchmarks/letta_compat.py runs Letta
+    # itself on an export): the model and embedder named, the system message first, replies
+    # as send_message calls each with its result, and the assistant's own name.
+    assert {"model", "model_endpoint_type", "context_window"} <= set(agent["llm_config"])
+    assert agent["llm_config"]["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert agent["embedding_config"]["embedding_dim"] == 384
+    assert agent["messages"][0]["role"] == "system"
+    assert agent["in_context_message_ids"][0] == agent["messages"][0]["id"]
+    roles = [m["role"] for m in agent["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user", "assistant", "tool"]
+    reply = agent["messages"][2]
+    (call,) = reply["tool_calls"]
+    assert call["function"]["name"] == "send_message"
+    assert json.loads(call["function"]["arguments"])["message"] == mnemo.recall.recent(4)[1].text
+    assert agent["messages"][3]["tool_call_id"] == call["id"]
+    assert agent["name"] == mnemo.profile.root.name
 
     with Mnemo.open(tmp_path / "other", embedder=embedder) as other:
         import_file(other, path)

@@ -44,6 +44,7 @@ from engine.memory.core import DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT
 from engine.memory.messages import NewMessage
 from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.resources import resource_path
+from engine.settings import BUNDLED_MODEL
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -388,22 +389,47 @@ def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_C
             ),
             {"c": conversation_id},
         ).all()
-    messages = [
-        {
-            "id": f"message-{i}",
-            "role": role,
-            "content": [{"type": "text", "text": body}],
-            "name": None,
-            "created_at": datetime.fromtimestamp(created_at, UTC).isoformat(),
-        }
-        for i, (role, body, created_at) in enumerate(rows)
-    ]
+    system = resource_path("prompts/system.txt").read_text(encoding="utf-8")
+    messages = [_message("message-0", "system", system, time.time())]
+    messages[0]["created_at"] = _iso(rows[0][2] if rows else time.time())
+    for role, body, created_at in rows:
+        number = len(messages)
+        if role == "user":
+            messages.append(_message(f"message-{number}", "user", body, created_at))
+            continue
+        # Letta's agents reply by calling send_message, and each call has its result.
+        call_id = f"call-{number}"
+        reply = _message(f"message-{number}", "assistant", "", created_at)
+        reply["content"] = []
+        reply["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": "send_message",
+                    "arguments": json.dumps({"message": body}, ensure_ascii=False),
+                },
+            }
+        ]
+        result = json.dumps({"status": "OK", "message": "None", "time": _iso(created_at)})
+        done = _message(f"message-{number + 1}", "tool", result, created_at)
+        done.update(name="send_message", tool_call_id=call_id)
+        messages += [reply, done]
     agent = {
         "id": "agent-0",
-        "name": "Mnemo",
+        "name": mnemo.profile.root.name,
         "description": "Exported from Mnemo",
-        "system": resource_path("prompts/system.txt").read_text(encoding="utf-8"),
+        "system": system,
         "agent_type": "memgpt_agent",
+        "llm_config": _llm_config(mnemo),
+        "embedding_config": {
+            # Letta embeds again with its own model on import; this names Mnemo's.
+            "embedding_endpoint_type": "hugging-face",
+            "embedding_endpoint": None,
+            "embedding_model": "sentence-transformers/all-MiniLM-L6-v2",
+            "embedding_dim": mnemo.embedder.dim,
+            "embedding_chunk_size": 300,
+        },
         "memory_blocks": [],
         "block_ids": [block["id"] for block in block_items],
         "tools": [],
@@ -414,7 +440,8 @@ def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_C
         "metadata": {},
         "include_base_tools": True,
         "messages": messages,
-        "in_context_message_ids": [m["id"] for m in messages[-20:]],
+        # The system message first, as Letta's agents assume, then the newest exchanges.
+        "in_context_message_ids": ["message-0"] + [m["id"] for m in messages[1:][-40:]],
         "files_agents": [],
         "group_ids": [],
         "timezone": "UTC",
@@ -433,4 +460,44 @@ def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_C
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
     partial.replace(path)
-    return len(messages)
+    return len(rows)
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+
+
+def _message(message_id: str, role: str, body: str, created_at: float) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "role": role,
+        "content": [{"type": "text", "text": body}],
+        "name": None,
+        "tool_calls": None,
+        "tool_call_id": None,
+        "created_at": _iso(created_at),
+    }
+
+
+def _llm_config(mnemo: Mnemo) -> dict[str, Any]:
+    """The model in use, as Letta names one: a local GGUF as a llama.cpp server's model (Letta
+    has no in-process models; the address is where `llama-server` listens by default)."""
+    settings = mnemo.settings
+    backend = str(settings.get("model.backend"))
+    context = int(settings.get("model.context_length"))
+    if backend == "local":
+        gguf = str(settings.get("model.path")) or BUNDLED_MODEL
+        return {
+            "model": Path(gguf).name,
+            "model_endpoint_type": "llamacpp",
+            "model_endpoint": "http://localhost:8080",
+            "context_window": context,
+            "compatibility_type": "gguf",
+        }
+    endpoints = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+    return {
+        "model": str(settings.get("model.name")) or backend,
+        "model_endpoint_type": backend,
+        "model_endpoint": str(settings.get("model.base_url")) or endpoints[backend],
+        "context_window": context,
+    }

