@@ -10,6 +10,7 @@ import zipfile
 import pytest
 from sqlalchemy import text
 
+from engine import Mnemo
 from engine.cli import main
 from engine.exchange import import_file
 from engine.exchange.archive import ArchiveError
@@ -219,3 +220,141 @@ def test_mnemo_import_reads_a_chatgpt_export(tmp_path, capsys):
     assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) == 0
     out = capsys.readouterr().out
     assert "messages: 4 added" in out and "conversations: 1 added" in out and "From ChatGPT" in out
+
+
+# Shapes from real exports: ChatGPT's voice mode (2025: a transcription part beside the audio
+# and video pointers, the custom instructions as a hidden user message, an image with its
+# attachment, a tool's output) and Claude's messages whose "text" runs the hidden thinking into
+# the answer while the "content" parts keep them apart.
+
+
+def voice_export(current_node: str | None = "a2") -> list[dict]:
+    def message(role, parts, when, content_type="multimodal_text", **extra):
+        return {
+            "author": {"role": role},
+            "create_time": when,
+            "content": {"content_type": content_type, "parts": parts},
+            "recipient": "all",
+            **extra,
+        }
+
+    spoken = {"content_type": "audio_transcription", "direction": "in", "text": "Find the part."}
+    answer = {"content_type": "audio_transcription", "direction": "out", "text": "It's on top."}
+    audio = {
+        "content_type": "real_time_user_audio_video_asset_pointer",
+        "frames_asset_pointers": [],
+    }
+    photo = {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_1"}
+    instructions = message("user", [], T0, "user_editable_context")
+    instructions["metadata"] = {"is_visually_hidden_from_conversation": True}
+    mapping = {
+        "root": {"id": "root", "message": None, "parent": None, "children": ["ctx"]},
+        "ctx": {"id": "ctx", "message": instructions, "parent": "root", "children": ["u1"]},
+        "u1": {
+            "id": "u1",
+            "message": message(
+                "user",
+                [photo, "What does this plug go into?"],
+                T0 + 1,
+                metadata={"attachments": [{"mime_type": "image/jpeg"}]},
+            ),
+            "parent": "ctx",
+            "children": ["t1"],
+        },
+        "t1": {
+            "id": "t1",
+            "message": {
+                "author": {"role": "tool", "name": "python"},
+                "create_time": T0 + 2,
+                "content": {"content_type": "execution_output", "text": "<image>"},
+            },
+            "parent": "u1",
+            "children": ["a1"],
+        },
+        "a1": {
+            "id": "a1",
+            "message": message("assistant", ["The knock sensor."], T0 + 3, "text"),
+            "parent": "t1",
+            "children": ["u2"],
+        },
+        "u2": {
+            "id": "u2",
+            "message": message("user", [spoken, audio], T0 + 4),
+            "parent": "a1",
+            "children": ["a2"],
+        },
+        "a2": {
+            "id": "a2",
+            "message": message(
+                "assistant", [answer, {"content_type": "audio_asset_pointer"}], T0 + 5
+            ),
+            "parent": "u2",
+            "children": [],
+        },
+    }
+    item = {"title": "Knock sensor", "create_time": T0, "mapping": mapping, "id": "v-1"}
+    if current_node:
+        item["current_node"] = current_node
+    return [item]
+
+
+def test_chatgpt_voice_messages_are_imported_and_what_is_not_is_counted(mnemo, tmp_path):
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(voice_export()), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert [(role, said) for role, said, _ in conversation(mnemo, "chatgpt:v-1")] == [
+        ("user", "What does this plug go into?"),
+        ("assistant", "The knock sensor."),
+        ("user", "Find the part."),
+        ("assistant", "It's on top."),
+    ]
+    (note,) = [note for note in report.notes if note.startswith("Not imported")]
+    for said in ("1 attachments", "2 audio recordings", "1 custom instructions", "1 images"):
+        assert said in note
+    assert "1 tool outputs" in note
+
+
+def test_a_chatgpt_conversation_without_current_node_follows_its_newest_leaf(mnemo, tmp_path):
+    export = chatgpt_export()
+    del export[0]["current_node"]  # the newest leaf is a3, on the regenerated branch
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    assert import_file(mnemo, path).added["messages"] == 4
+    assert conversation(mnemo, "chatgpt:abc-123")[1][1] == "Regenerated: temples and gardens."
+
+
+def test_a_split_chatgpt_export_imports_as_one_from_its_zip_or_its_folder(mnemo, tmp_path):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "conversations-000.json").write_text(json.dumps(chatgpt_export()), "utf-8")
+    (folder / "conversations-001.json").write_text(json.dumps(voice_export()), "utf-8")
+    (folder / "user.json").write_text("{}", "utf-8")
+    report = import_file(mnemo, folder)
+    assert report.added["conversations"] == 2 and report.added["messages"] == 8
+    assert "in 2 files" in report.notes[0]
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for part in sorted(folder.iterdir()):
+            zipped.write(part, f"export/{part.name}")
+    with Mnemo.open(tmp_path / "other", embedder=mnemo.embedder) as other:
+        assert import_file(other, archive).added["messages"] == 8
+
+
+def test_claude_thinking_is_left_out_of_the_reply_and_counted(mnemo, tmp_path):
+    export = claude_export()
+    reply = export[0]["chat_messages"][1]
+    reply["text"] = "The user worries about smell. Let me think... Feed it more often."
+    reply["content"] = [
+        {"type": "thinking", "thinking": "The user worries about smell. Let me think..."},
+        {"type": "text", "text": "Feed it more often."},
+        {"type": "tool_use", "name": "web_search", "input": {"query": "acetone starter"}},
+        {"type": "tool_result", "content": [{"type": "text", "text": "results"}]},
+    ]
+    export[0]["chat_messages"][0]["attachments"] = [{"file_name": "photo.txt"}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert conversation(mnemo, "claude:c-1")[1][1] == "Feed it more often."
+    (note,) = [note for note in report.notes if note.startswith("Not imported")]
+    assert "1 hidden reasoning" in note and "2 tool calls and outputs" in note
+    assert "1 attachments" in note

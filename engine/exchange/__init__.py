@@ -25,8 +25,9 @@ log = logging.getLogger("mnemo.exchange")
 
 def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> ImportReport:
     """Import whatever ``path`` is: a `.mnemo` archive, a Letta Agent File (`.af`), or a
-    ChatGPT or Claude export (its ``conversations.json``, or the zip it came in). A file
-    shaped in a way no reader expected is refused in one sentence, never with a traceback."""
+    ChatGPT or Claude export (its ``conversations.json``, the numbered files of a split one or
+    their folder, or the zip it came in). A file shaped in a way no reader expected is refused
+    in one sentence, never with a traceback."""
     try:
         return _import_by_kind(mnemo, path, progress)
     except (
@@ -53,6 +54,6 @@ def _import_by_kind(mnemo: Mnemo, path: Path, progress: Progress | None) -> Impo
         if is_mnemo:
             return import_archive(mnemo, path, progress)
         return import_conversations(mnemo, path, progress)
-    if path.suffix.lower() == ".json":
+    if path.suffix.lower() == ".json" or path.is_dir():  # a split export's folder too
         return import_conversations(mnemo, path, progress)
     return import_archive(mnemo, path, progress)  # says in words what is wrong with it

@@ -1,24 +1,31 @@
-"""ChatGPT's and Claude's exports (``conversations.json``, alone or in the zip they come in) into
+"""ChatGPT's and Claude's exports (``conversations.json``, or a split export's
+``conversations-000.json``, ``-001`` ..., alone, in their folder or in the zip they come in) into
 recall, each conversation a past conversation with its title and times.
 
 - ChatGPT: each conversation is a tree of messages (``mapping``), branching where a reply was
-  regenerated or a message edited; the branch shown last (``current_node`` back to the root) is
-  the conversation. System messages, tool messages, the assistant's calls to tools and messages
-  hidden from the conversation are left out.
-- Claude: a list of conversations with their ``chat_messages`` in order.
+  regenerated or a message edited; the branch shown last (``current_node`` back to the root, or
+  the newest leaf's where there is none) is the conversation. Voice mode's transcriptions are
+  messages. System messages, tool calls and their output, and messages hidden from the
+  conversation (custom instructions) are left out.
+- Claude: a list of conversations with their ``chat_messages`` in order; a reply is its ``text``
+  parts (the message's own ``text`` runs the hidden thinking into the answer).
 
-The file is read as a stream, one conversation at a time (an export of years is gigabytes), and
-the messages are stored in batches through the same path as every message (``add_many``), so they
-are searchable at once. A message already in recall (same conversation, role, time and text) is
-not stored twice; a snapshot is taken first and restored if anything fails.
+Recall keeps words: images, audio, attachments, tool output and hidden reasoning are counted in
+the report by kind, never dropped without a word. The files are read as a stream, one
+conversation at a time (an export of years is gigabytes), and the messages are stored in batches
+through the same path as every message (``add_many``), so they are searchable at once. A message
+already in recall (same conversation, role, time and text) is not stored twice; a snapshot is
+taken first and restored if anything fails.
 """
 
 from __future__ import annotations
 
 import codecs
 import json
+import re
 import threading
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -53,6 +60,9 @@ class Conversation:
     origin: str  # "ChatGPT" or "Claude"
     created_at: float | None
     messages: list[NewMessage] = field(default_factory=list)
+    # What the export holds that recall does not take, by kind ("images": 3): said in the
+    # report, never dropped without a word.
+    left_out: Counter[str] = field(default_factory=Counter)
 
 
 # -- reading the file as a stream -----------------------------------------------------------------
@@ -108,28 +118,75 @@ def iter_json_array(stream: IO[bytes], name: str, read_chars: int = READ_CHARS) 
         position = end
 
 
-def open_conversations(path: Path) -> tuple[IO[bytes], Callable[[], None]]:
-    """``conversations.json``, alone or inside the zip the export came as; and how to close."""
+# ChatGPT's newer exports split the list: conversations-000.json, conversations-001.json, ...
+_PART = re.compile(r"conversations(?:-\d+)?\.json")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One file of an export, read as a stream: ``open`` gives it, and ``size`` is its bytes."""
+
+    name: str
+    size: int
+    open: Callable[[], IO[bytes]]
+
+
+def _reader(path: Path) -> Callable[[], IO[bytes]]:
+    return lambda: path.open("rb")
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[bytes]]:
+    return lambda: archive.open(info)
+
+
+def export_parts(path: Path) -> tuple[list[Part], Callable[[], None]]:
+    """The files of an export in order: ``conversations.json`` or the numbered files of a
+    split one, alone, in the folder given, or inside the zip the export came as; and how to
+    close what was opened."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if _PART.fullmatch(p.name) and p.is_file())
+        parts = [Part(p.name, p.stat().st_size, _reader(p)) for p in files]
+        if not parts:
+            raise ArchiveError(
+                f"{path.name} holds no conversations.json or conversations-000.json; nothing "
+                "was imported."
+            )
+        return parts, lambda: None
     if zipfile.is_zipfile(path):
         archive = zipfile.ZipFile(path)
-        member = next(
-            (n for n in archive.namelist() if n.rsplit("/", 1)[-1] == "conversations.json"), None
+        members = sorted(
+            (info for info in archive.infolist() if _PART.fullmatch(info.filename.split("/")[-1])),
+            key=lambda info: info.filename,
         )
-        if member is None:
+        if not members:
             archive.close()
             raise ArchiveError(f"{path.name} holds no conversations.json; nothing was imported.")
-        stream = archive.open(member)
-
-        def close() -> None:
-            stream.close()
-            archive.close()
-
-        return stream, close
-    stream = path.open("rb")
-    return stream, stream.close
+        parts = [Part(info.filename, info.file_size, _member(archive, info)) for info in members]
+        return parts, archive.close
+    return [Part(path.name, path.stat().st_size, _reader(path))], lambda: None
 
 
 # -- the two formats ------------------------------------------------------------------------------
+
+
+# ChatGPT's content types and parts, as the report names what is not imported.
+_KINDS = {
+    "image_asset_pointer": "images",
+    "audio_asset_pointer": "audio recordings",
+    "real_time_user_audio_video_asset_pointer": "audio recordings",
+    "code": "code the assistant ran",
+    "execution_output": "tool outputs",
+    "tether_browsing_display": "web pages browsed",
+    "tether_quote": "quotes from web pages",
+    "thoughts": "hidden reasoning",
+    "reasoning_recap": "hidden reasoning",
+    "user_editable_context": "custom instructions",
+    "system_error": "error notices",
+}
+
+
+def _kind(content_type: str) -> str:
+    return _KINDS.get(content_type, content_type.replace("_", " ") + " parts")
 
 
 def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
@@ -141,34 +198,63 @@ def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
         item.get("create_time"),
     )
     mapping: dict[str, Any] = item.get("mapping") or {}
-    node_id = item.get("current_node")
-    branch = []
-    seen: set[str] = set()
-    while node_id and node_id in mapping and node_id not in seen:  # a cycle would never end
-        seen.add(node_id)
-        node = mapping[node_id]
-        branch.append(node.get("message"))
-        node_id = node.get("parent")
-    for message in reversed(branch):
-        if not message:
-            continue
+    for message in _shown_branch(mapping, item.get("current_node")):
         role = (message.get("author") or {}).get("role")
         metadata = message.get("metadata") or {}
-        if (
-            role not in ("user", "assistant")
-            or metadata.get("is_visually_hidden_from_conversation")
-            or message.get("recipient", "all") != "all"  # a call to a tool
-        ):
-            continue
         content = message.get("content") or {}
-        parts = content.get("parts") or (
-            [content["text"]] if isinstance(content.get("text"), str) else []
-        )
-        body = "\n".join(part for part in parts if isinstance(part, str)).strip()
+        content_type = str(content.get("content_type") or "text")
+        if role == "system" or metadata.get("is_visually_hidden_from_conversation"):
+            if content_type == "user_editable_context":
+                result.left_out[_kind(content_type)] += 1
+            continue  # ChatGPT's own set-up, never shown
+        if role not in ("user", "assistant"):
+            result.left_out["tool outputs"] += 1
+            continue
+        if message.get("recipient", "all") != "all":  # a call to a tool
+            result.left_out["tool calls"] += 1
+            continue
+        if content_type not in ("text", "multimodal_text"):
+            result.left_out[_kind(content_type)] += 1
+            continue
+        texts = []
+        for part in content.get("parts") or []:
+            if isinstance(part, str):
+                texts.append(part)
+            elif isinstance(part, dict) and part.get("content_type") == "audio_transcription":
+                texts.append(str(part.get("text") or ""))  # voice mode: what was said
+            elif isinstance(part, dict):
+                result.left_out[_kind(str(part.get("content_type") or "unknown"))] += 1
+        attachments = metadata.get("attachments") or []
+        result.left_out["attachments"] += len(attachments) if isinstance(attachments, list) else 0
+        body = "\n".join(texts).strip()
         if body:
             when = message.get("create_time") or result.created_at
             result.messages.append(NewMessage(role, body, when, result.id))
     return result
+
+
+def _shown_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
+    """The messages of the branch ChatGPT shows, oldest first: ``current_node`` back to the
+    root; without one (older exports, some shared ones), the newest leaf's."""
+    if current not in mapping:
+        leaves = [
+            node for node in mapping.values() if isinstance(node, dict) and not node.get("children")
+        ]
+
+        def created(node: dict[str, Any]) -> float:
+            when = (node.get("message") or {}).get("create_time")
+            return float(when) if isinstance(when, int | float) else 0.0
+
+        current = max(leaves, key=created).get("id") if leaves else None
+    branch = []
+    seen: set[str] = set()
+    while isinstance(current, str) and current in mapping and current not in seen:
+        seen.add(current)  # a cycle would never end
+        node = mapping[current]
+        if isinstance(node.get("message"), dict):
+            branch.append(node["message"])
+        current = node.get("parent")
+    return branch[::-1]
 
 
 def claude_conversation(item: dict[str, Any]) -> Conversation:
@@ -180,11 +266,27 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
     )
     for message in item.get("chat_messages") or []:
         role = {"human": "user", "assistant": "assistant"}.get(message.get("sender"))
-        body = message.get("text") or "\n".join(
-            part.get("text", "")
-            for part in message.get("content") or []
-            if isinstance(part, dict) and part.get("type") == "text"
-        )
+        parts = message.get("content")
+        if isinstance(parts, list) and parts:
+            # The reply is its text parts. The message's own "text" also holds the hidden
+            # thinking, run together with the answer.
+            texts = []
+            for part in parts:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "text":
+                    texts.append(str(part.get("text") or ""))
+                elif kind == "thinking":
+                    result.left_out["hidden reasoning"] += 1
+                elif kind in ("tool_use", "tool_result"):
+                    result.left_out["tool calls and outputs"] += 1
+                elif kind != "token_budget":
+                    result.left_out[f"{kind} parts"] += 1
+            body = "\n".join(texts)
+        else:
+            body = str(message.get("text") or "")
+        for key, kind in (("attachments", "attachments"), ("files", "files")):
+            found = message.get(key)
+            result.left_out[kind] += len(found) if isinstance(found, list) else 0
         if role and body.strip():
             when = _timestamp(message.get("created_at")) or result.created_at
             result.messages.append(NewMessage(role, body.strip(), when, result.id))
@@ -221,15 +323,14 @@ def import_conversations(
     cancel: threading.Event | None = None,
 ) -> ImportReport:
     """Import a ChatGPT or Claude export (see the module's docstring); all of it or nothing."""
-    if not path.is_file():
+    if not path.exists():
         raise ArchiveError(f"There is no file {path}.")
+    parts, close = export_parts(path)
     report = ImportReport()
     snapshot = mnemo.snapshot_before(f"importing {path.name}")
     report.snapshot = snapshot.id if snapshot else None
-    stream, close = open_conversations(path)
-    size = path.stat().st_size
     try:
-        _import(mnemo, stream, path.name, report, size, progress or (lambda *_a: None), cancel)
+        _import(mnemo, parts, report, progress or (lambda *_a: None), cancel)
     except Exception as error:
         if snapshot is not None:
             mnemo.snapshots.restore(snapshot.id, keep_current=False)
@@ -245,10 +346,8 @@ def import_conversations(
 
 def _import(
     mnemo: Mnemo,
-    stream: IO[bytes],
-    name: str,
+    parts: list[Part],
     report: ImportReport,
-    size: int,
     progress: Progress,
     cancel: threading.Event | None,
 ) -> None:
@@ -256,6 +355,7 @@ def _import(
     titles: dict[str, tuple[str, str, float | None]] = {}
     batch: list[NewMessage] = []
     origins: set[str] = set()
+    left_out: Counter[str] = Counter()
 
     def store() -> None:
         if cancel is not None and cancel.is_set():
@@ -279,13 +379,14 @@ def _import(
         batch.clear()
         titles.clear()
 
-    for item in iter_json_array(stream, name):
+    for part, item in _items(parts):
         conversation = read_conversation(item)
         if conversation is None:
             raise ArchiveError(
-                f"{name} is neither a ChatGPT nor a Claude export; nothing was imported."
+                f"{part} is neither a ChatGPT nor a Claude export; nothing was imported."
             )
         origins.add(conversation.origin)
+        left_out.update(conversation.left_out)
         new = 0
         for message in conversation.messages:
             key = new_message_key(message)
@@ -309,4 +410,20 @@ def _import(
         store()
     progress("messages", report.added["messages"], report.added["messages"])
     if origins:
-        report.notes.insert(0, f"From {' and '.join(sorted(origins))}; {size / 2**20:.1f} MB read.")
+        size = sum(part.size for part in parts)
+        files = f" in {len(parts)} files" if len(parts) > 1 else ""
+        report.notes.insert(
+            0, f"From {' and '.join(sorted(origins))}; {size / 2**20:.1f} MB read{files}."
+        )
+    kinds = [(count, kind) for kind, count in sorted(left_out.items()) if count]
+    if kinds:
+        listed = ", ".join(f"{count} {kind}" for count, kind in kinds)
+        report.notes.append(f"Not imported, as recall keeps words only: {listed}.")
+
+
+def _items(parts: list[Part]) -> Iterator[tuple[str, Any]]:
+    """Every conversation of every file of the export, in order, each file read as a stream."""
+    for part in parts:
+        with part.open() as stream:
+            for item in iter_json_array(stream, part.name):
+                yield part.name, item
