@@ -304,3 +304,22 @@ def test_random_profiles_round_trip_into_an_empty_profile_and_one_in_use(tmp_pat
             import_archive(in_use, tmp_path / "memory.mnemo")
             in_use.wait_for_background_work()
             assert merged_differences(old, before, in_use) == []
+
+
+def test_a_random_profile_restores_and_merges_on_postgresql_too(tmp_path, embedder, database_url):
+    """Rows ordered by their references on either back-end (PostgreSQL checks each foreign key
+    as a row is written, as SQLite does)."""
+    with Mnemo.open(tmp_path / "old", embedder=embedder) as old:
+        fill_randomly(old, random.Random(1), tmp_path / "files")
+        export_archive(old, tmp_path / "memory.mnemo")
+        target = Mnemo.open(tmp_path / "new", embedder=embedder, database_url=database_url)
+        with target as new:
+            import_archive(new, tmp_path / "memory.mnemo")
+            new.wait_for_background_work()
+            assert restored_differences(old, new) == []
+        target = Mnemo.open(tmp_path / "in-use", embedder=embedder, database_url=database_url)
+        with target as in_use:
+            fill_randomly(in_use, random.Random(7), tmp_path / "other-files")
+            before = contents(in_use)
+            import_archive(in_use, tmp_path / "memory.mnemo")
+            assert merged_differences(old, before, in_use) == []
