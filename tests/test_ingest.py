@@ -279,6 +279,25 @@ def test_chunks_follow_paragraphs_and_overlap():
     assert all(len(c.text.split()) <= CHUNK_WORDS + 24 for c in chunk_sections([one_long_sentence]))
 
 
+def test_each_passage_of_a_code_file_names_its_own_lines(mnemo, tmp_path):
+    """Every passage of a 2,812-line file said "lines 1-2812": a source link pointed nowhere."""
+    code = tmp_path / "tool.py"
+    body = [f"def step_{n}(value):  # step {n}\n    return value + {n}\n" for n in range(900)]
+    code.write_text("\n".join(body), encoding="utf-8")
+    lines = code.read_text(encoding="utf-8").splitlines()
+    Ingestor(mnemo).ingest_file(code)
+    passages = mnemo.archival.list_by_source(str(code))
+    assert len(passages) > 20
+    spans = set()
+    for passage in passages:
+        first, last = (int(n) for n in passage.source.section.removeprefix("lines ").split("-"))
+        spans.add((first, last))
+        assert last - first < 120  # its own lines, not the file's
+        words = passage.text.split()
+        assert words[0] in lines[first - 1] and words[-1] in lines[last - 1]
+    assert len(spans) == len(passages)
+
+
 # -- watched folders ---------------------------------------------------------------------------
 
 

@@ -48,6 +48,9 @@ class UnsupportedFile(DocumentError):
 class Section:
     text: str
     label: str | None = None  # "page 3", "Setup > Linux", "lines 1-400"
+    # The file's line where ``text`` starts, for text read by lines: each passage cut from it
+    # then names its own lines ("lines 212-240"), not the whole section's.
+    first_line: int | None = None
 
 
 def is_supported(path: Path) -> bool:
@@ -119,7 +122,7 @@ def _text(path: Path) -> Iterator[Section]:
             first, line = line, line + piece.count("\n")
             last = line - 1 if piece.endswith("\n") else line  # a piece may end inside a line
             if piece.strip():
-                yield Section(piece, f"lines {first}-{last}")
+                yield Section(piece, f"lines {first}-{last}", first)
 
 
 def text_pieces(file: TextIO, size: int = TEXT_PIECE_CHARS) -> Iterator[str]:
