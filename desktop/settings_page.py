@@ -29,11 +29,9 @@ from desktop.snapshots_view import SnapshotsView
 from desktop.ui import PROFILE_SETTING, app_settings, label
 from engine import keys
 from engine.errors import MnemoError
-from engine.llm import API_CONTEXT
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
 from engine.server.client import RemoteMnemo
-from engine.settings import DEFAULTS
 
 BACKENDS = {
     "local": "Local model (a GGUF file, runs on this computer)",
@@ -151,9 +149,15 @@ class SettingsPage(QWidget):
         form.addRow(self.api)
 
         self.context = QSpinBox()
-        self.context.setRange(512, 2_000_000)
+        self.context.setRange(0, 2_000_000)
         self.context.setSingleStep(1024)
         self.context.setSuffix(" tokens")
+        # 0: not chosen. A local model gets Mnemo's default; a server of one's own is asked.
+        self.context.setSpecialValueText("Automatic")
+        self.context.setToolTip(
+            "Automatic: a local model gets 4,096 tokens, an OpenAI-compatible server of your "
+            "own is asked for its size, and a provider's model gets its usual window."
+        )
         form.addRow("Context size", self.context)
         apply_row = QHBoxLayout()
         self.apply_button = QPushButton("Apply and load")
@@ -246,7 +250,8 @@ class SettingsPage(QWidget):
         self.threads.setValue(settings.get("model.threads"))
         self.model_name.setText(settings.get("model.name"))
         self.base_url.setText(settings.get("model.base_url"))
-        self.context.setValue(settings.get("model.context_length"))
+        chosen = settings.is_set("model.context_length")
+        self.context.setValue(settings.get("model.context_length") if chosen else 0)
         for widget in (self.policy, self.mode, self.step_limit):
             widget.blockSignals(True)
         self.policy.setCurrentIndex(self.policy.findData(settings.core_write_policy))
@@ -263,8 +268,6 @@ class SettingsPage(QWidget):
         backend = self._backend_key()
         self.local.setVisible(backend == "local")
         self.api.setVisible(backend != "local")
-        if not self._mnemo.settings.is_set("model.context_length"):
-            self.context.setValue(API_CONTEXT.get(backend, DEFAULTS["model.context_length"]))
         self._show_key_status()
 
     def _show_key_status(self) -> None:
@@ -292,7 +295,10 @@ class SettingsPage(QWidget):
             settings.set("model.threads", self.threads.value())
             settings.set("model.name", self.model_name.text().strip())
             settings.set("model.base_url", self.base_url.text().strip())
-            settings.set("model.context_length", self.context.value())
+            if self.context.value():
+                settings.set("model.context_length", self.context.value())
+            else:
+                settings.reset("model.context_length")
         except MnemoError as error:
             self.model_status.setText(str(error))
             self.model_status.setObjectName("notice_error")

@@ -93,7 +93,12 @@ class ModelError(MnemoError):
 
 
 class ContextOverflowError(ModelError):
-    """A prompt does not fit the model's context window, even after eviction."""
+    """A prompt does not fit the model's context window, even after eviction; or a server said
+    its window is smaller than Mnemo assumed (``context_length``: the size it gave)."""
+
+    def __init__(self, message: str, context_length: int | None = None) -> None:
+        super().__init__(message)
+        self.context_length = context_length
 
 
 class GenerationCancelled(MnemoError):

@@ -135,6 +135,14 @@ class Settings:
             session.commit()
         return value
 
+    def reset(self, key: str) -> None:
+        """Back to the default: the value is no longer the user's choice (``is_set``)."""
+        with Session(self._engine) as session:
+            row = session.get(Setting, key)
+            if row is not None:
+                session.delete(row)
+                session.commit()
+
     def is_set(self, key: str) -> bool:
         """Whether the user chose a value (as opposed to the default)."""
         with Session(self._engine) as session:

@@ -12,10 +12,12 @@ import pytest
 from agent_helpers import Recorder
 from fake_servers import FakeServer, Reply, check_messages_request, recorded
 
+from engine import Mnemo
 from engine.agent import Agent
-from engine.errors import ModelError
+from engine.cli import main
+from engine.errors import ContextOverflowError, ModelError
 from engine.events import Notice, TextStreamed
-from engine.llm import ChatMessage, Prompt
+from engine.llm import ChatMessage, Prompt, model_settings
 from engine.llm.anthropic_api import AnthropicModel
 from engine.llm.openai_api import OpenAIModel
 from engine.tools import function_schemas
@@ -225,3 +227,44 @@ def test_openai_native_tool_call_streams_send_message(llama_server):
     assert step.call is not None and step.call.name == "send_message"
     assert len(pieces) > 1 and "".join(pieces) == step.call.arguments["message"]
     assert model.complete("Summarize.", "Sam likes tea.", max_tokens=20)
+
+
+# -- the server's context size -----------------------------------------------------------------
+
+
+def test_a_servers_context_size_is_read_from_it(plain_server):
+    props = {"default_generation_settings": {"n_ctx": 2048}}  # llama.cpp's llama-server
+    listed = {"data": [{"id": "gpt-test", "meta": {"n_ctx_train": 8192}}]}
+    plain_server.replies += [Reply(body=json.dumps(props)), Reply(body=json.dumps(listed))]
+    assert openai_at(plain_server.url, context_length=None).context_length == 2048
+    assert [r.path for r in plain_server.received] == ["/props", "/models"]
+    vllm = {"data": [{"id": "gpt-test", "max_model_len": 4096}]}
+    plain_server.replies += [Reply(404, "{}"), Reply(body=json.dumps(vllm))]
+    assert openai_at(plain_server.url, context_length=None).context_length == 4096
+    plain_server.replies += [Reply(404, "{}"), Reply(body=json.dumps({"data": []}))]
+    assert openai_at(plain_server.url, context_length=None).context_length == 32768  # unsaid
+    assert openai_at(plain_server.url, context_length=1000).context_length == 1000  # chosen
+
+
+def test_a_server_that_refuses_a_long_prompt_gives_its_size_and_the_next_one_fits(llama_server):
+    """llama-cpp-python's server says its size nowhere but in the refusal (it ran with 2,048
+    while Mnemo assumed 32,768)."""
+    model = OpenAIModel("smollm2", base_url=llama_server, context_length=None)
+    assert model.context_length == 32768  # nothing to read: assumed
+    long = Prompt("Be brief.", [], "", [ChatMessage("user", "tomato soup recipes " * 4000)])
+    with pytest.raises(ContextOverflowError, match="context window is 8,192 tokens") as refused:
+        model.step(long)
+    assert refused.value.context_length == 8192 and model.context_length == 8192
+
+
+def test_choosing_a_server_model_forgets_a_local_models_context_size(tmp_path, plain_server):
+    profile = str(tmp_path / "p")
+    assert main(["--profile", profile, "settings", "model.context_length", "4096"]) == 0
+    use = ["--profile", profile, "models", "use", "openai:gpt-test", "--base-url", plain_server.url]
+    assert main(use) == 0
+    with Mnemo.open(tmp_path / "p") as mnemo:
+        config = model_settings(mnemo.settings)
+        assert not config.context_chosen and config.context_length == 32768
+    assert main([*use, "--context", "2048"]) == 0
+    with Mnemo.open(tmp_path / "p") as mnemo:
+        assert model_settings(mnemo.settings).context_length == 2048

@@ -894,6 +894,11 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     assert "saved in the keyring" in again.key_status.text()
     assert str(mnemo.profile.root) in [w.text() for w in again.findChildren(type(again.key_status))]
 
+    again.context.setValue(0)  # "Automatic": the server of one's own is asked for its size
+    assert again.context.text() == "Automatic"
+    again.apply()
+    assert not settings.is_set("model.context_length")
+
 
 def test_a_missing_api_key_is_explained(qtbot, mnemo, memory_keyring, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

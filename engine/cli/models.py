@@ -221,6 +221,8 @@ def cmd_models_use(mnemo: Mnemo, args: argparse.Namespace) -> int:
         settings.set("model.backend", backend)
         settings.set("model.name", name)
         settings.set("model.base_url", args.base_url or "")
+        if args.context is None:  # a local model's size is not the server's: ask it, or assume
+            settings.reset("model.context_length")
     elif args.base_url:
         raise MnemoError("--base-url is for API models (openai:MODEL or anthropic:MODEL).")
     elif spec != "default":

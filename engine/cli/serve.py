@@ -79,7 +79,16 @@ def served_model(args: argparse.Namespace) -> ModelConfig:
     else:
         path = ""
     context = args.context or API_CONTEXT.get(backend, 4096)
-    return ModelConfig(backend, path, name, args.base_url or "", context, args.gpu_layers, 0)
+    return ModelConfig(
+        backend,
+        path,
+        name,
+        args.base_url or "",
+        context,
+        args.gpu_layers,
+        0,
+        context_chosen=bool(args.context),  # else a server of the operator's is asked
+    )
 
 
 def cmd_users_list(_mnemo: Any, args: argparse.Namespace) -> int:

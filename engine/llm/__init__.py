@@ -31,6 +31,9 @@ class ModelConfig:
     gpu_layers: int
     threads: int
     seed: int = -1  # the local model's sampling seed; -1: a new one for every reply
+    # Whether the person (or the operator) chose the context size; if not, an OpenAI-compatible
+    # server of their own is asked for its size.
+    context_chosen: bool = True
 
     @property
     def needs_api_key(self) -> bool:
@@ -66,6 +69,7 @@ def model_settings(settings: Settings, **overrides: Any) -> ModelConfig:
         gpu_layers=int(values["gpu_layers"]),
         threads=int(values["threads"]),
         seed=int(values["seed"]),
+        context_chosen=chosen,
     )
 
 
@@ -110,11 +114,12 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
     if backend == "openai":
         from engine.llm.openai_api import OPENAI_URL, OpenAIModel
 
+        ask_server = config.base_url and not config.context_chosen
         return OpenAIModel(
             config.name,
             base_url=config.base_url or OPENAI_URL,
             api_key=key,
-            context_length=config.context_length,
+            context_length=None if ask_server else config.context_length,
         )
     from engine.llm.anthropic_api import ANTHROPIC_URL, AnthropicModel
 

@@ -10,6 +10,7 @@ retries and all, has one overall deadline, and a stream one size limit.
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
 import time
@@ -19,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from engine.errors import GenerationCancelled, MnemoError, ModelError
+from engine.errors import ContextOverflowError, GenerationCancelled, MnemoError, ModelError
 from engine.llm.base import load_model_json
 
 log = logging.getLogger("mnemo.llm")
@@ -61,10 +62,14 @@ class ApiClient:
     def close(self) -> None:
         self._client.close()
 
-    def get_json(self, path: str, headers: dict[str, str]) -> Any:
-        """A small GET (model lists, health checks) with the same error handling."""
+    def get_json(
+        self, path: str, headers: dict[str, str], body: dict[str, Any] | None = None
+    ) -> Any:
+        """A small GET (model lists, health checks), or a POST of ``body``, with the same
+        error handling."""
         deadline = time.monotonic() + self.deadline_s
-        with self._open("GET", path, headers, None, deadline) as response:
+        method = "GET" if body is None else "POST"
+        with self._open(method, path, headers, body, deadline) as response:
             response.read()
             try:
                 return response.json()
@@ -237,6 +242,14 @@ class ApiClient:
                 f"The {self.provider} server keeps refusing requests as too many (rate limit: "
                 f"{detail}); wait a minute and try again, or check your plan's limits."
             )
+        told = _context_size(response, detail) if status in (400, 413) else None
+        if told is not None:
+            return ContextOverflowError(
+                f"The {self.provider} server's context window is {told:,} tokens, smaller than "
+                "Mnemo assumed; Mnemo now fits its messages to it, so send your message again "
+                "(`mnemo settings model.context_length N` sets the size yourself).",
+                told,
+            )
         if status >= 500:
             return ModelError(
                 f"The {self.provider} server had an internal error ({status}: {detail}) even after "
@@ -263,6 +276,26 @@ def _watch(
                 with suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)
             return
+
+
+# How servers say a prompt is past their window: llama-cpp-python's "exceed context window of
+# 2048", OpenAI's and vLLM's "maximum context length is 2048 tokens".
+_CONTEXT_SAID = re.compile(
+    r"(?:context (?:window|length|size)|maximum context length is)\D{0,12}?(\d{3,7})", re.I
+)
+
+
+def _context_size(response: httpx.Response, detail: str) -> int | None:
+    """The context size a refusal gives, if it is one about the prompt's length (llama.cpp's
+    own server gives ``n_ctx`` beside its message)."""
+    try:
+        error = response.json().get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and isinstance(error.get("n_ctx"), int) and error["n_ctx"] > 0:
+        return int(error["n_ctx"])
+    found = _CONTEXT_SAID.search(detail)
+    return int(found.group(1)) if found else None
 
 
 def _error_detail(response: httpx.Response) -> str:

@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import ModelError, register_secret
+import httpx
+
+from engine.errors import ContextOverflowError, ModelError, register_secret
 from engine.llm.api import (
     MAX_STEP_CHARS,
     ApiChatModel,
@@ -100,6 +102,28 @@ def read_chunk(data: Any, base_url: str) -> Chunk:
     return Chunk(deltas, counts)
 
 
+ASSUMED_CONTEXT = 32768  # a server that does not say its context size, until it refuses one
+PROBE_TIMEOUT_S = 3.0
+
+
+def _context_sizes(answer: Any, model: str) -> list[int]:
+    """Context sizes a server's ``/props`` or ``/models`` answer gives for ``model``."""
+    if not isinstance(answer, dict):
+        return []
+    settings = answer.get("default_generation_settings")
+    found = [settings.get("n_ctx")] if isinstance(settings, dict) else []
+    listed = [m for m in answer.get("data") or [] if isinstance(m, dict)]
+    for entry in [m for m in listed if m.get("id") == model] or listed[:1]:
+        meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
+        found += [
+            entry.get("max_model_len"),  # vLLM
+            entry.get("context_length"),  # OpenRouter and others
+            entry.get("max_context_length"),  # LM Studio
+            meta.get("n_ctx_train"),  # llama.cpp's server: the most the model takes
+        ]
+    return [int(size) for size in found if isinstance(size, int) and size >= 256]
+
+
 class OpenAIModel(ApiChatModel):
     provider = "openai"
 
@@ -109,14 +133,19 @@ class OpenAIModel(ApiChatModel):
         *,
         base_url: str = OPENAI_URL,
         api_key: str | None = None,
-        context_length: int = 32768,
+        context_length: int | None = ASSUMED_CONTEXT,
         **options: Any,
     ) -> None:
-        """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel)."""
-        super().__init__(model, base_url=base_url, context_length=context_length, **options)
+        """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel).
+        ``context_length`` None: the server is asked (``server_context``)."""
+        super().__init__(
+            model, base_url=base_url, context_length=context_length or ASSUMED_CONTEXT, **options
+        )
         register_secret(api_key)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._ask_for_usage = True  # dropped for servers that refuse stream_options
+        if context_length is None:
+            self.context_length = self.server_context() or ASSUMED_CONTEXT
 
     # -- converting ----------------------------------------------------------------------------
 
@@ -192,6 +221,22 @@ class OpenAIModel(ApiChatModel):
 
     # -- generating ----------------------------------------------------------------------------
 
+    def server_context(self) -> int | None:
+        """The context size the server runs with, where it says: llama.cpp's server in
+        ``/props``; vLLM, LM Studio and llama.cpp per model in ``/models``. None where it does
+        not (llama-cpp-python's server, Ollama): its refusal of a prompt past its window then
+        gives the size (``engine.llm.http``)."""
+        root = self._client.base_url.removesuffix("/v1")
+        sizes: list[int] = []
+        for url in (f"{root}/props", f"{self._client.base_url}/models"):
+            try:
+                answer = httpx.get(url, headers=self._headers, timeout=PROBE_TIMEOUT_S)
+                found = answer.json() if answer.status_code == 200 else None
+            except (httpx.HTTPError, ValueError):
+                continue
+            sizes += _context_sizes(found, self.model)
+        return min(sizes) if sizes else None
+
     def step(
         self,
         prompt: Prompt,
@@ -201,6 +246,10 @@ class OpenAIModel(ApiChatModel):
     ) -> Step:
         try:
             return self._step(prompt, on_text, cancel)
+        except ContextOverflowError as error:
+            if error.context_length:  # the server said its size: the next window fits it
+                self.context_length = min(self.context_length, error.context_length)
+            raise
         except ModelError as error:
             if not self._ask_for_usage or "stream_options" not in str(error):
                 raise
@@ -217,10 +266,13 @@ class OpenAIModel(ApiChatModel):
         streams: dict[int, MessageStream] = {}
         usage: tuple[int, int] | None = None
         room = MAX_STEP_CHARS  # content and arguments together
+        body = self.request_body(prompt)
+        events = 0
         with self._lock:
             for _event, data in self._client.stream_events(
-                "/chat/completions", self._headers, self.request_body(prompt), cancel
+                "/chat/completions", self._headers, body, cancel
             ):
+                events += 1
                 chunk = read_chunk(data, self._client.base_url)
                 usage = chunk.usage or usage
                 for content, parts in chunk.deltas:
@@ -244,6 +296,12 @@ class OpenAIModel(ApiChatModel):
                         self._show_message(streams, index, call["name"], piece, on_text)
                 if room <= 0:
                     break  # the rest is never read, let alone stored
+            if not events:
+                # A stream closed without a word: llama-cpp-python's server refuses a prompt past
+                # its window so. Unstreamed, it says why (and its size), which ``step`` keeps.
+                asked = {key: value for key, value in body.items() if key != "stream_options"}
+                asked.update(stream=False, max_tokens=1)
+                self._client.get_json("/chat/completions", self._headers, asked)
         stats.total_s = time.perf_counter() - started
         prompt_tokens, completion_tokens = usage or (0, 0)
         stats.evaluated_tokens = prompt_tokens or stats.prompt_tokens
