@@ -119,6 +119,7 @@ class ImportReport:
             f"{what}: {count} added"
             + (f", {self.skipped[what]} already there" if self.skipped[what] else "")
             for what, count in added
+            if count or self.skipped[what]
         ]
         lines += [
             f"{what}: {count} already there"
