@@ -15,7 +15,7 @@ from engine.db import on_postgres, open_database, postgres
 from engine.db.schema import DocumentRow
 from engine.embed import Embedder, default_embedder
 from engine.errors import ProfileError
-from engine.memory import archival, recall
+from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.conversations import Conversations
 from engine.memory.core import CoreMemory
@@ -25,6 +25,7 @@ from engine.memory.pg_vectors import PgVectorTable
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
 from engine.memory.snapshots import NOT_ON_POSTGRES, Snapshot, SnapshotStore
+from engine.memory.tombstones import Tombstones
 from engine.memory.vectors import VectorTable
 from engine.profile import Profile
 from engine.settings import Settings
@@ -102,10 +103,11 @@ class Mnemo:
         self._passage_vectors = VectorTable(
             lance, "passages", archival.SCHEMA, embedder, fts_column="text", key_column="id"
         )
+        self.tombstones = Tombstones(profile.root)  # what the person asked to forget
         self.core = CoreMemory(self._engine)
-        self.recall = RecallStore(self._engine, self._message_vectors)
-        self.archival = ArchivalStore(self._passage_vectors, embedder)
-        self.knowledge = KnowledgeStore(self._engine)
+        self.recall = RecallStore(self._engine, self._message_vectors, self.tombstones)
+        self.archival = ArchivalStore(self._passage_vectors, embedder, self.tombstones)
+        self.knowledge = KnowledgeStore(self._engine, self.tombstones)
         self.conversations = Conversations(self._engine, self.settings)
         self.proposals = ProposalStore(
             self._engine, self.core, self.recall, self.knowledge, self.archival
@@ -116,12 +118,15 @@ class Mnemo:
             [self._message_vectors, self._passage_vectors],
             NOT_ON_POSTGRES if on_postgres(self._engine) else None,
         )
+        # A restored snapshot may hold what was forgotten since it was taken: forgotten again.
+        self.snapshots.after_restore = lambda: forget.sweep(self)
         if not self.read_only:
             try:
                 self.archival.purge_expired()
                 self.knowledge.purge_expired()
             except Exception:  # never a reason not to open; the next open purges
                 log.exception("could not purge expired passages and facts")
+            forget.finish_forgets(self)  # one a crash cut short: nothing is half-forgotten
 
     @property
     def recall_vectors(self) -> VectorTable:

@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         _ingest,
         _archival,
         _knowledge,
+        _forget,
         _snapshots,
         _exchange,
         _check,
@@ -265,6 +266,29 @@ def _archival(commands: Commands) -> None:
     reembed = commands.add_parser("reembed", help="re-embed archival memory after a model change")
     reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     reembed.set_defaults(handler="archival:cmd_reembed")
+
+
+def _forget(commands: Commands) -> None:
+    forget = commands.add_parser(
+        "forget",
+        help="remove a text, or one thing, from every store, for good",
+        description="Show every place Mnemo holds a text (or a message, passage, fact, person "
+        "or conversation), then forget it everywhere after a yes: messages, archival memory, "
+        "knowledge, core memory and its history, summaries, logs and the snapshots that hold "
+        "it. A tombstone (a keyed hash, never the text) keeps it from coming back.",
+    )
+    forget.add_argument("text", nargs="?", help="the text to forget, wherever it is")
+    which = forget.add_mutually_exclusive_group()
+    which.add_argument("--message", metavar="ID", help="one message, whole")
+    which.add_argument("--passage", metavar="ID", help="one archival passage, whole")
+    which.add_argument("--fact", metavar="ID", help="one fact")
+    which.add_argument("--entity", metavar="NAME", help="everything about a person or thing")
+    which.add_argument("--conversation", metavar="ID", help="one conversation, whole")
+    which.add_argument("--list", action="store_true", help="the tombstones, newest first")
+    which.add_argument("--lift", metavar="N", type=int, help="lift tombstone N: it may return")
+    forget.add_argument("--dry-run", action="store_true", help="list, forget nothing")
+    forget.add_argument("--yes", action="store_true", help="forget without asking")
+    forget.set_defaults(handler="forget:cmd_forget")
 
 
 def _knowledge(commands: Commands) -> None:

@@ -35,6 +35,8 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) ->
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     cursor.execute("PRAGMA foreign_keys = ON")
+    # Freed pages are overwritten, so a deleted or forgotten text leaves no bytes behind.
+    cursor.execute("PRAGMA secure_delete = ON")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
 

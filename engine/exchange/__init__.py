@@ -16,6 +16,7 @@ from engine.exchange.archive import (
 )
 from engine.exchange.chat_exports import import_conversations
 from engine.exchange.letta import import_agent_file
+from engine.memory.forget import sweep
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -29,7 +30,7 @@ def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> I
     their folder, or the zip it came in). A file shaped in a way no reader expected is refused
     in one sentence, never with a traceback."""
     try:
-        return _import_by_kind(mnemo, path, progress)
+        report = _import_by_kind(mnemo, path, progress)
     except (
         KeyError,
         TypeError,
@@ -43,6 +44,13 @@ def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> I
             f"{path.name} could not be imported: it is shaped in a way Mnemo does not read "
             f"({type(error).__name__}); nothing was changed."
         ) from error
+    again = sweep(mnemo)  # rows an importer wrote as they were: none of them comes back
+    if again:
+        report.notes.append(
+            f"{sum(again.values())} things you had asked Mnemo to forget were in the file; "
+            "they were forgotten again."
+        )
+    return report
 
 
 def _import_by_kind(mnemo: Mnemo, path: Path, progress: Progress | None) -> ImportReport:

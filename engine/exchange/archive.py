@@ -573,6 +573,9 @@ def _merge_knowledge(
         value = row["value"] if literal else final(row["object_id"])["name"]
         if not subject or not value:
             continue
+        if mnemo.tombstones.forgets_fact(subject, row["predicate"], value):
+            report.skipped["facts you had asked Mnemo to forget"] += 1
+            continue
         if row["status"] != "current":
             kept = knowledge.add_past_in(
                 session,

@@ -38,6 +38,7 @@ from engine.memory.search import (
     query_terms,
     to_timestamp,
 )
+from engine.memory.tombstones import Tombstones
 from engine.memory.vectors import VectorTable, quote_sql
 
 Origin = Literal["user", "model", "document"]
@@ -177,9 +178,12 @@ def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = Fa
 class ArchivalStore:
     """Passages in the ``passages`` LanceDB table."""
 
-    def __init__(self, vectors: VectorTable, embedder: Embedder) -> None:
+    def __init__(
+        self, vectors: VectorTable, embedder: Embedder, tombstones: Tombstones | None = None
+    ) -> None:
         self._vectors = vectors
         self._embedder = embedder
+        self._tombstones = tombstones
         # Whether any passage carries an expiry (None: not counted yet). Until one does, searches
         # need no expiry filter: at 1M passages the filter alone took a hybrid search from 41 to
         # 71 ms (p50, archival_search.py), as every search became a filtered one.
@@ -229,7 +233,9 @@ class ArchivalStore:
             if item.origin not in ORIGINS:
                 raise ValueError(f"unknown origin {item.origin!r}; use one of {ORIGINS}")
             clean = redact(item.text)  # an API key, from a model's note or a document
-            items.append(item if clean == item.text else replace(item, text=clean))
+            if self._tombstones is not None:  # what the person asked to forget stays out
+                clean = self._tombstones.redact(clean)
+            items.append(item if clean == item.text else replace(item, text=clean, vector=None))
         ids: list[str] = []
         now = time_module.time()
         for chunk in chunked(items, EMBED_CHUNK):

@@ -33,6 +33,7 @@ from engine.memory.search import (
     from_timestamp,
     to_timestamp,
 )
+from engine.memory.tombstones import Tombstones
 
 EntityKind = Literal["person", "place", "organisation", "thing", "event", "other"]
 KINDS: tuple[str, ...] = ("person", "place", "organisation", "thing", "event", "other")
@@ -181,8 +182,9 @@ class Conflict:
 
 
 class KnowledgeStore:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, tombstones: Tombstones | None = None) -> None:
         self._engine = engine
+        self._tombstones = tombstones
 
     # -- entities ------------------------------------------------------------------------------
 
@@ -345,6 +347,11 @@ class KnowledgeStore:
         is committed here, and a fact not stored leaves no entity behind either."""
         relation = predicate_key(predicate)
         value = _clean(obj, "what the fact says")
+        if self._tombstones is not None and self._tombstones.forgets_fact(subject, relation, value):
+            raise InputError(
+                "That fact holds something you asked Mnemo to forget, so it is not kept "
+                "(`mnemo forget --list` shows what was forgotten)."
+            )
         is_literal = relation in LITERAL_VALUED if literal is None else literal
         started = to_timestamp(valid_from) if valid_from is not None else None
         # Read before writing: a fact that is known or contradicted creates no entity.

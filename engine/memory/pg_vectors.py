@@ -265,6 +265,10 @@ class PgVectorTable(VectorTable):
     def maintain(self) -> None:
         pass
 
+    def scrub(self) -> None:
+        """Rows deleted in PostgreSQL leave the tables at the server's next vacuum; what its
+        own backups keep is the server's (a forget says so)."""
+
     def wait_for_maintenance(self) -> None:
         pass
 

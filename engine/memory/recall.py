@@ -36,6 +36,7 @@ from engine.memory.messages import (
 from engine.memory.recall_search import RecallSearch
 from engine.memory.recall_vectors import VECTOR_SCHEMA, WHOLE_MESSAGES, MessageVectors
 from engine.memory.search import Page, SearchMode, to_timestamp
+from engine.memory.tombstones import Tombstones
 from engine.memory.vectors import VectorTable
 
 __all__ = [
@@ -72,9 +73,10 @@ _ADVANCE_IDS = (
 class RecallTransaction:
     """Messages and other rows (through ``session``) that commit together or not at all."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, tombstones: Tombstones | None = None) -> None:
         self.session = session
         self.rows: list[dict[str, Any]] = []  # what was added, for the vectors after commit
+        self._tombstones = tombstones
 
     def add(
         self,
@@ -99,6 +101,8 @@ class RecallTransaction:
         for message in messages:
             check_role(message.role)
             clean = redact(message.text)  # a reply or function result with an API key in it
+            if self._tombstones is not None:  # what the person asked to forget stays out
+                clean = self._tombstones.redact(clean)
             row: dict[str, Any] = {
                 "id": message.id,
                 "conversation_id": message.conversation_id,
@@ -111,8 +115,8 @@ class RecallTransaction:
                 or message.untrusted_reason
                 or pasted_for(message.role, message.text),
             }
-            if message.vector is not None:
-                row["vector"] = message.vector
+            if message.vector is not None and clean == message.text:
+                row["vector"] = message.vector  # (an imported one of a changed text would not do)
             added.append(row)
         self._insert(added)
         firsts: dict[str, int] = {}
@@ -152,9 +156,12 @@ class RecallTransaction:
 class RecallStore:
     """All messages of a profile. Thread-safe: each call uses its own pooled connection."""
 
-    def __init__(self, engine: Engine, vectors: VectorTable) -> None:
+    def __init__(
+        self, engine: Engine, vectors: VectorTable, tombstones: Tombstones | None = None
+    ) -> None:
         self._engine = engine
         self._vectors = vectors
+        self._tombstones = tombstones
         self._index = MessageVectors(engine, vectors)
         self._search = RecallSearch(engine, vectors, self._index.only_turns)
 
@@ -215,7 +222,7 @@ class RecallStore:
         """
         with self._index.lock:
             with Session(self._engine) as session:
-                transaction = RecallTransaction(session)
+                transaction = RecallTransaction(session, self._tombstones)
                 yield transaction
                 session.commit()
             try:

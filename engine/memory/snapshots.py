@@ -24,6 +24,7 @@ import shutil
 import sqlite3
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -89,6 +90,7 @@ class SnapshotStore:
         self._database_path = database_path
         self._tables = tables
         self._unavailable = unavailable
+        self.after_restore: Callable[[], object] | None = None  # forgets what was forgotten
 
     # -- taking -------------------------------------------------------------------------------
 
@@ -185,6 +187,8 @@ class SnapshotStore:
                 f"Restoring snapshot {snapshot.id} failed ({error}){kept}."
             ) from error
         log.info("restored snapshot %s", snapshot.id)
+        if self.after_restore is not None:
+            self.after_restore()
         return before
 
     def delete(self, snapshot_id: str) -> None:

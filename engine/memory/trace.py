@@ -130,6 +130,12 @@ def recent_traces() -> list[SearchTrace]:
         return list(_traces)
 
 
+def clear() -> None:
+    """Drop every kept trace (a forget: their queries and hits may hold the text)."""
+    with _lock:
+        _traces.clear()
+
+
 def _ranks(scores: dict[Hashable, float]) -> dict[Hashable, int]:
     ordered = sorted(scores, key=lambda key: scores[key], reverse=True)
     return {key: position for position, key in enumerate(ordered, start=1)}

@@ -101,6 +101,12 @@ def query_vector(embedder: Embedder, query: str) -> np.ndarray:
     return vector
 
 
+def clear_query_vectors() -> None:
+    """Drop the kept query vectors (a forget: a query may have held the text)."""
+    with _query_lock:
+        _query_vectors.clear()
+
+
 def _keep_query_vector(embedder: Embedder, query: str, vector: np.ndarray) -> None:
     vector.flags.writeable = False
     with _query_lock:
@@ -256,6 +262,36 @@ class VectorTable:
         with self._write_lock:
             if self.has_tag(name):
                 self.table.tags.delete(name)
+
+    def rows_at(self, tag: str, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
+        """The matching rows of the version kept as ``tag`` (a snapshot's), read through a
+        handle of their own: the table in use stays at its newest version."""
+        older = self._connection.open_table(self.name)
+        older.checkout(tag)
+        query = older.search().select(columns)
+        if where:
+            query = query.where(where)
+        return query.limit(max(1, older.count_rows(where))).to_list()
+
+    def scrub(self) -> None:
+        """Leave nothing of rows deleted or changed on disk (a forget): the data files that
+        still hold them are rewritten, the keyword index is made anew, and every older version
+        no snapshot keeps is deleted at once."""
+        self.wait_for_maintenance()
+        with self._maintain_lock, self._write_lock:
+            self.table.checkout_latest()
+            self.table.to_lance().optimize.compact_files(
+                target_rows_per_fragment=COMPACT_TARGET_ROWS,
+                materialize_deletions=True,
+                materialize_deletions_threshold=0.0,
+            )
+            self.table.checkout_latest()
+            self._create_indexes(self.table)
+            self.table.to_lance().cleanup_old_versions(
+                older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False
+            )
+            self.table.checkout_latest()
+            self._rows_seen = -1
 
     @contextmanager
     def bulk(self, rows: int) -> Iterator[None]:

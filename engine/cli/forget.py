@@ -1,0 +1,95 @@
+"""`mnemo forget`: a text, or one thing, removed from everywhere, after the person saw where."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from engine.errors import InputError
+from engine.memory import forget
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+SHOWN_PER_KIND = 5
+
+
+def cmd_forget(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(mnemo)
+    if args.lift is not None:
+        stone = mnemo.tombstones.set_status(args.lift, "lifted")
+        print(f"Lifted tombstone {stone.id} ({stone.what}): it may be stored again.")
+        return 0
+    plan = _plan(mnemo, args)
+    if plan.empty:
+        print(f"Mnemo holds nothing of {plan.what}; there is nothing to forget.")
+        return 1
+    _show(plan)
+    if args.dry_run:
+        print("Nothing was forgotten (--dry-run).")
+        return 0
+    if not args.yes:
+        print("Forgetting cannot be undone: no snapshot or undo will bring it back.")
+        answer = input("Forget all of this? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing was forgotten.")
+            return 1
+    result = forget.forget(mnemo, plan)
+    counts = ", ".join(f"{n} {kind}{'s' * (n != 1)}" for kind, n in result.forgotten.items())
+    print(f"Forgotten: {plan.what} ({counts or 'the item'}).")
+    if result.snapshots_deleted:
+        print(f"Deleted the snapshots that held it: {', '.join(result.snapshots_deleted)}.")
+    for note in result.notes:
+        print(note)
+    print("Exports made before this still hold it; delete those files yourself.")
+    return 0
+
+
+def _plan(mnemo: Mnemo, args: argparse.Namespace) -> forget.ForgetPlan:
+    for kind in ("message", "passage", "fact", "conversation"):
+        value = getattr(args, kind)
+        if value is not None:
+            if args.text:
+                raise InputError(f"Give either a text or --{kind}, not both.")
+            return forget.plan_item(mnemo, kind, value)
+    if args.entity is not None:
+        return forget.plan_entity(mnemo, args.entity)
+    if not args.text:
+        raise InputError(
+            'Say what to forget: `mnemo forget "TEXT"`, or --message, --passage, --fact, '
+            "--entity or --conversation."
+        )
+    return forget.plan_text(mnemo, args.text)
+
+
+def _show(plan: forget.ForgetPlan) -> None:
+    print(f"To forget {plan.what}:")
+    kinds: dict[str, list[str]] = {}
+    for place in plan.places:
+        kinds.setdefault(place.kind, []).append(
+            f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
+        )
+    for kind, item_id in plan.items:
+        kinds.setdefault(kind, []).append(f"{kind} {item_id} (all of it)")
+    for snapshot_id in plan.snapshots:
+        kinds.setdefault(forget.SNAPSHOT, []).append(f"snapshot {snapshot_id} (deleted whole)")
+    for kind, lines in kinds.items():
+        print(f"  {len(lines)} {kind}{'s' * (len(lines) != 1)}:")
+        for line in lines[:SHOWN_PER_KIND]:
+            print(f"    {line}")
+        if len(lines) > SHOWN_PER_KIND:
+            print(f"    … and {len(lines) - SHOWN_PER_KIND} more")
+
+
+def _list(mnemo: Mnemo) -> int:
+    stones = sorted(mnemo.tombstones.all(), key=lambda stone: stone.created_at, reverse=True)
+    if not stones:
+        print("Nothing has been forgotten.")
+        return 0
+    for stone in stones:
+        when = datetime.fromtimestamp(stone.created_at).strftime("%Y-%m-%d %H:%M")
+        print(f"  {stone.id}  {when}  {stone.kind}: {stone.what}  [{stone.status}]")
+    print("`mnemo forget --lift N` lets tombstone N's text be stored again.")
+    return 0

@@ -1,0 +1,555 @@
+"""Forgetting: the one exception to "nothing is deleted".
+
+Edits and undo keep every version; a forget removes a text from everywhere Mnemo holds it:
+- recall messages (the text is replaced by "[forgotten on DATE]"), the keyword index and the
+  neighbour text other messages are indexed with, and their vectors (made again);
+- archival passages (a passage left with nothing but the marker goes), and every older Lance
+  version, data file and keyword index that held them;
+- knowledge: facts, their history, and the people and things it names, with their other names;
+- core blocks and every earlier version, the conversations' summaries and titles, proposals,
+  recall notes and search results stored as messages, and the log files;
+- snapshots that hold it: listed in the preview, then deleted.
+SQLite's freed pages are overwritten (``secure_delete``), its keyword index merged, the WAL
+truncated and the file vacuumed.
+
+A forget first leaves a tombstone (``engine.memory.tombstones``) marked "forgetting"; the
+removal then finds the text by the tombstone's hash as well as by its words, so a forget cut
+short by a crash finishes at the next open (``finish_forgets``) without the text ever being
+written down. The same sweep runs after an import and a snapshot's restore, so that neither
+brings a forgotten text back.
+
+The person asks, sees a preview (``plan_*``), and confirms (``forget``): the model never
+forgets on its own.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, text
+
+from engine.db import on_postgres
+from engine.errors import InputError, NotFoundError
+from engine.memory import context_index, trace
+from engine.memory.search import _STOPWORDS
+from engine.memory.tombstones import Kind, Tombstone, words
+from engine.memory.vectors import clear_query_vectors, quote_sql
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+log = logging.getLogger("mnemo.forget")
+
+# A text this short, or made of such common words, would wipe half the memory.
+MIN_CHARS = 3
+TOO_MANY = 500  # places; more asks for a narrower text
+EXCERPT_CHARS = 60
+# The tables and columns that hold what the person said or was told, with the words a preview
+# uses for each. Entities, other names and facts are removed whole when their text is forgotten.
+COLUMNS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    ("message", "id", ("text",), "message"),
+    ("agent_state", "conversation_id", ("summary",), "conversation summary"),
+    ("conversation", "id", ("title",), "conversation title"),
+    ("core_block", "label", ("value", "description"), "core memory block"),
+    ("core_block_version", "id", ("old_value", "new_value"), "core memory version"),
+    ("proposal", "id", ("old_content", "new_content", "applied_content", "payload"), "proposal"),
+    ("entity", "id", ("name", "note"), "person or thing"),
+    ("entity_alias", "key", ("alias",), "other name"),
+    ("relation", "id", ("value",), "fact"),
+)
+REMOVED_WHOLE = {"entity": "name", "entity_alias": "alias", "relation": "value"}
+PASSAGE = "archival passage"
+LOG = "log file"
+SNAPSHOT = "snapshot"
+Redact = Callable[[str], str]
+
+
+@dataclass(frozen=True)
+class Place:
+    kind: str  # "message", "archival passage", ... (COLUMNS)
+    ref: str  # which one: "message 12", "core memory block human"
+    excerpt: str  # the text around it, for the preview only
+
+
+@dataclass
+class ForgetPlan:
+    """What a forget will remove, for the person to confirm (nothing is changed yet)."""
+
+    what: str  # what is forgotten, in words for the report ("the text 'zebra…'", "message 12")
+    stones: list[tuple[Kind, list[str], str]]  # the tombstones it leaves: kind, words, label
+    places: list[Place] = field(default_factory=list)
+    snapshots: list[str] = field(default_factory=list)  # ids of the snapshots that hold it
+    items: list[tuple[str, str]] = field(default_factory=list)  # whole items: (kind, id)
+    matcher: re.Pattern[str] | None = None  # the words, found in text as typed
+    like: str | None = None  # a LIKE pattern every place holds (fewer rows to read)
+
+    def by_kind(self) -> dict[str, int]:
+        counts = Counter(place.kind for place in self.places)
+        counts.update(kind for kind, _ref in self.items)
+        if self.snapshots:
+            counts[SNAPSHOT] = len(self.snapshots)
+        return dict(counts)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.places or self.items or self.snapshots)
+
+
+@dataclass
+class ForgetResult:
+    forgotten: dict[str, int]  # places by kind
+    snapshots_deleted: list[str]
+    notes: list[str]
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+def plan_text(mnemo: Mnemo, typed: str) -> ForgetPlan:
+    """Where ``typed`` is held, as a run of words (any case, any punctuation between them)."""
+    found = [match.group() for match in words(typed)]
+    if not found:
+        raise InputError("Give the text to forget: it has no letters or digits.")
+    if sum(len(word) for word in found) < MIN_CHARS or all(
+        word.casefold() in _STOPWORDS for word in found
+    ):
+        raise InputError(
+            f"{typed!r} is too common to forget everywhere; give the words around it, such "
+            "as the sentence it was in."
+        )
+    short = typed if len(typed) <= 40 else typed[:37] + "…"
+    plan = ForgetPlan(f"the text {short!r}", [("words", found, f"{len(found)} words")])
+    found_words, plan.like = matcher(found), _prefilter(found)
+    plan.matcher = found_words
+    marker = forgotten_marker()
+    _survey(mnemo, plan, lambda value: found_words.sub(marker, value), plan.like)
+    if len(plan.places) > TOO_MANY:
+        raise InputError(
+            f"{typed!r} is in {len(plan.places):,} places, too many to be one thing to forget; "
+            "give more of the words around it."
+        )
+    return plan
+
+
+def plan_entity(mnemo: Mnemo, name: str) -> ForgetPlan:
+    """Everything about a person or thing: the entity, its facts, and its every name wherever
+    it is written."""
+    entity = mnemo.knowledge.resolve(name)
+    if entity is None:
+        raise NotFoundError(f"Knowledge memory knows no one and nothing called {name!r}.")
+    names = sorted({entity.name, *entity.aliases}, key=len, reverse=True)
+    tokens = [[match.group() for match in words(each)] for each in names]
+    plan = ForgetPlan(
+        f"everything about {entity.name}",
+        [("words", each, f"a name of {len(each)} words") for each in tokens if each],
+    )
+    patterns = [matcher(each).pattern for each in tokens if each]
+    any_name = re.compile("|".join(patterns), re.IGNORECASE)
+    plan.matcher = any_name
+    marker = forgotten_marker()
+    _survey(mnemo, plan, lambda value: any_name.sub(marker, value), None)
+    return plan
+
+
+def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
+    """One message, passage, fact or conversation, whole."""
+    if kind == "message":
+        message = mnemo.recall.get(int(item_id))
+        tokens = [m.group() for m in words(message.text)]
+        return ForgetPlan(
+            f"message {item_id}",
+            [("whole", tokens, f"message {item_id}")] if tokens else [],
+            items=[("message", item_id)],
+        )
+    if kind == "passage":
+        passage = mnemo.archival.get(item_id)
+        tokens = [m.group() for m in words(passage.text)]
+        return ForgetPlan(
+            f"passage {item_id[:8]}",
+            [("whole", tokens, f"passage {item_id[:8]}")] if tokens else [],
+            items=[("archival passage", item_id)],
+        )
+    if kind == "fact":
+        fact = mnemo.knowledge.fact(int(item_id))
+        parts = [fact.subject, fact.predicate, fact.object]
+        return ForgetPlan(
+            f"fact {item_id}",
+            [("fact", parts, f"fact {item_id}")],
+            items=[("fact", item_id)],
+        )
+    if kind == "conversation":
+        with mnemo.database.connect() as connection:
+            rows = connection.execute(
+                text("SELECT id, text FROM message WHERE conversation_id = :c"), {"c": item_id}
+            ).all()
+        if not rows and not mnemo.conversations.exists(item_id):
+            raise NotFoundError(f"There is no conversation {item_id!r}; `mnemo chat --list`.")
+        stones: list[tuple[Kind, list[str], str]] = []
+        for row in rows:
+            tokens = [m.group() for m in words(row.text)]
+            if tokens:
+                stones.append(("whole", tokens, f"a message of conversation {item_id}"))
+        plan = ForgetPlan(f"conversation {item_id}", stones, items=[("conversation", item_id)])
+        plan.items += [("message", str(row.id)) for row in rows]
+        return plan
+    raise InputError(
+        f"Mnemo cannot forget a {kind!r}; forget a text, message, passage, fact, "
+        "entity or conversation."
+    )
+
+
+def matcher(tokens: list[str]) -> re.Pattern[str]:
+    """The words as they may be written: any case, anything but letters between them."""
+    return re.compile(
+        r"(?<!\w)" + r"\W+".join(re.escape(token) for token in tokens) + r"(?!\w)", re.IGNORECASE
+    )
+
+
+def forgotten_marker() -> str:
+    """What stands where a forgotten text was ("forgotten on DATE" in a block's history)."""
+    return f"[forgotten on {datetime.now():%Y-%m-%d}]"
+
+
+def _prefilter(tokens: list[str]) -> str | None:
+    """A LIKE pattern that every match holds (its longest ASCII word): the scan reads only the
+    rows that could match. SQL's lower() knows only ASCII, so no pattern without one."""
+    ascii_words = [token for token in tokens if token.isascii()]
+    if not ascii_words:
+        return None
+    return "%" + max(ascii_words, key=len).lower() + "%"
+
+
+# -- the survey: where a text is held ------------------------------------------------------------
+
+
+def _survey(mnemo: Mnemo, plan: ForgetPlan, redact: Redact, like: str | None) -> None:
+    with mnemo.database.connect() as connection:
+        plan.places += _sql_places(connection, redact, like)
+    plan.places += [
+        Place(PASSAGE, f"passage {row['id'][:8]}", _excerpt(row["text"], plan.matcher))
+        for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), ["id", "text"]), redact)
+    ]
+    plan.places += [
+        Place(LOG, path.name, "") for path in _log_files(mnemo) if _changes(path, redact)
+    ]
+    plan.snapshots = [
+        snapshot.id
+        for snapshot in mnemo.snapshots.all()
+        if _snapshot_holds(mnemo, snapshot.id, redact, like)
+    ]
+
+
+def _sql_places(connection: Connection, redact: Redact, like: str | None) -> list[Place]:
+    places = []
+    for table, key, columns, kind in COLUMNS:
+        for row in _rows(connection, table, key, columns, like):
+            for column in columns:
+                value = row[column]
+                if isinstance(value, str) and redact(value) != value:
+                    places.append(Place(kind, f"{kind} {row[key]}", _excerpt(value, None)))
+                    break
+    return places
+
+
+def _rows(
+    connection: Connection, table: str, key: str, columns: tuple[str, ...], like: str | None
+) -> Iterable[Any]:
+    where = (
+        " WHERE " + " OR ".join(f"lower({column}) LIKE :like" for column in columns) if like else ""
+    )
+    sql = f"SELECT {key}, {', '.join(columns)} FROM {table}{where}"
+    return connection.execute(text(sql), {"like": like}).mappings().all()
+
+
+def _lance_where(like: str | None) -> str | None:
+    return f"lower(text) LIKE {quote_sql(like)}" if like else None
+
+
+def _passages(rows: list[dict[str, Any]], redact: Redact) -> list[dict[str, Any]]:
+    return [
+        {**row, "new": redact(row["text"])} for row in rows if redact(row["text"]) != row["text"]
+    ]
+
+
+def _excerpt(value: str, found: re.Pattern[str] | None) -> str:
+    match = found.search(value) if found is not None else None
+    start = max(0, match.start() - EXCERPT_CHARS // 2) if match else 0
+    piece = " ".join(value[start : start + EXCERPT_CHARS * 2].split())
+    return ("…" if start else "") + piece
+
+
+def _snapshot_holds(mnemo: Mnemo, snapshot_id: str, redact: Redact, like: str | None) -> bool:
+    folder = mnemo.profile.root / "snapshots" / snapshot_id
+    copy = folder / "mnemo.sqlite"
+    if copy.exists():
+        from sqlalchemy import create_engine
+
+        engine = create_engine(f"sqlite:///file:{copy}?mode=ro&uri=true")
+        try:
+            with engine.connect() as connection:
+                if _sql_places(connection, redact, like):
+                    return True
+        finally:
+            engine.dispose()
+    tag = f"snapshot-{snapshot_id}"
+    table = mnemo.passage_vectors
+    if table.has_tag(tag):
+        return bool(_passages(table.rows_at(tag, _lance_where(like), ["id", "text"]), redact))
+    return False
+
+
+def _log_files(mnemo: Mnemo) -> list[Path]:
+    folder = mnemo.profile.log_path.parent
+    return sorted(path for path in folder.glob("*") if path.is_file()) if folder.exists() else []
+
+
+def _changes(path: Path, redact: Redact) -> bool:
+    content = path.read_text(encoding="utf-8", errors="replace")
+    return redact(content) != content
+
+
+# -- forgetting ------------------------------------------------------------------------------------
+
+
+def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
+    """Do what ``plan`` previewed: tombstones first, then every place, then the disk."""
+    if plan.empty:
+        raise InputError(f"Mnemo holds nothing of {plan.what}; there was nothing to forget.")
+    stones = [mnemo.tombstones.add(kind, parts, label) for kind, parts, label in plan.stones]
+    marker = forgotten_marker()
+    matcher_ = plan.matcher
+
+    def redact(value: str) -> str:
+        changed = matcher_.sub(marker, value) if matcher_ is not None else value
+        return mnemo.tombstones.redact(changed, stones, marker)
+
+    forgotten = Counter(kind for kind, _ in plan.items)
+    _remove_items(mnemo, plan.items)
+    forgotten.update(_remove(mnemo, redact, plan.like))
+    deleted = []
+    for snapshot_id in plan.snapshots:
+        with suppress(NotFoundError):  # gone since the preview (another forget took it)
+            mnemo.snapshots.delete(snapshot_id)
+            deleted.append(snapshot_id)
+    notes = _scrub(mnemo)
+    for stone in stones:
+        mnemo.tombstones.set_status(stone.id, "done")
+    # The log names the tombstones ("3 words"), never the text: it is forgotten in the log too.
+    log.info("forgot %s: %s", ", ".join(label for *_, label in plan.stones), dict(forgotten))
+    return ForgetResult(dict(forgotten), deleted, notes)
+
+
+def sweep(mnemo: Mnemo, stones: list[Tombstone] | None = None) -> dict[str, int]:
+    """Remove whatever the tombstones forget that is held again: after an import, a snapshot's
+    restore, or a forget cut short. Reads every row (by hash there is no word to search for)."""
+    chosen = mnemo.tombstones.active() if stones is None else stones
+    if not chosen:
+        return {}
+    marker = "[forgotten]"
+    found = _remove(mnemo, lambda value: mnemo.tombstones.redact(value, chosen, marker), None)
+    facts = {stone.digest for stone in chosen if stone.kind == "fact"}
+    if facts:
+        found.update(_remove_forgotten_facts(mnemo, facts))
+    if found:
+        _scrub(mnemo)
+        log.info("forgot again what tombstones forget: %s", dict(found))
+    return dict(found)
+
+
+def finish_forgets(mnemo: Mnemo) -> None:
+    """Finish a forget a crash cut short (at open): its tombstone says what, never the text."""
+    pending = [stone for stone in mnemo.tombstones.all() if stone.status == "forgetting"]
+    if not pending:
+        return
+    log.info("finishing %d forgets cut short", len(pending))
+    marker = "[forgotten]"
+    for snapshot in mnemo.snapshots.all():
+        if _snapshot_holds(
+            mnemo, snapshot.id, lambda v: mnemo.tombstones.redact(v, pending, marker), None
+        ):
+            mnemo.snapshots.delete(snapshot.id)
+    sweep(mnemo, pending)
+    _scrub(mnemo)
+    for stone in pending:
+        mnemo.tombstones.set_status(stone.id, "done")
+
+
+def _remove_items(mnemo: Mnemo, items: list[tuple[str, str]]) -> None:
+    for kind, item_id in items:
+        if kind == "message":
+            with suppress(NotFoundError):  # a conversation's message already gone
+                mnemo.recall.delete(int(item_id))
+        elif kind == "archival passage":
+            mnemo.archival.delete(item_id)
+        elif kind == "fact":
+            with mnemo.database.begin() as connection:
+                _delete_relations(connection, [int(item_id)])
+        elif kind == "conversation":
+            with mnemo.database.begin() as connection:
+                for table, key in (("conversation", "id"), ("agent_state", "conversation_id")):
+                    connection.execute(
+                        text(f"DELETE FROM {table} WHERE {key} = :c"), {"c": item_id}
+                    )
+
+
+def _remove(mnemo: Mnemo, redact: Redact, like: str | None) -> Counter[str]:
+    """Every place ``redact`` changes, changed (entities, names and facts removed whole)."""
+    found: Counter[str] = Counter()
+    changed_messages: list[tuple[int, str]] = []
+    with mnemo.database.begin() as connection:
+        for table, key, columns, kind in COLUMNS:
+            for row in _rows(connection, table, key, columns, like):
+                values = {c: row[c] for c in columns if isinstance(row[c], str)}
+                new = {c: redact(v) for c, v in values.items() if redact(v) != v}
+                if not new:
+                    continue
+                found[kind] += 1
+                if table in REMOVED_WHOLE and REMOVED_WHOLE[table] in new:
+                    _delete_whole(connection, table, row[key])
+                    continue
+                sets = ", ".join(f"{column} = :{column}" for column in new)
+                if table == "message":
+                    sets += ", search_text = :text, embedded = 0"
+                    changed_messages.append((int(row[key]), ""))
+                connection.execute(
+                    text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
+                )
+        if changed_messages:
+            _reindex(connection, [message_id for message_id, _ in changed_messages])
+    if changed_messages:
+        ids = ", ".join(str(message_id) for message_id, _ in changed_messages)
+        mnemo.recall_vectors.delete(f"id IN ({ids})")
+        mnemo.recall.embed_missing()  # their vectors, made again from what is left
+    for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), ["id", "text"]), redact):
+        found[PASSAGE] += 1
+        if [m for m in words(row["new"]) if not _is_marker_word(m.group())]:
+            mnemo.archival.update(row["id"], text=row["new"])
+        else:
+            mnemo.archival.delete(row["id"])
+    for path in _log_files(mnemo):
+        content = path.read_text(encoding="utf-8", errors="replace")
+        if redact(content) != content:
+            found[LOG] += 1
+            path.write_text(redact(content), encoding="utf-8")
+    return found
+
+
+def _is_marker_word(word: str) -> bool:
+    return word in ("forgotten", "on") or word.isdigit()
+
+
+def _reindex(connection: Connection, message_ids: list[int]) -> None:
+    """The keyword text of changed messages and of the turns that had them as neighbours."""
+    listed = ", ".join(map(str, message_ids))
+    rows = connection.execute(
+        text(f"SELECT id, conversation_id FROM message WHERE id IN ({listed})")
+    ).all()
+    for message_id, conversation_id in rows:
+        context_index.refresh_around(
+            lambda sql, params: connection.execute(text(sql), params).all(),
+            lambda sql, params: connection.execute(text(sql), params),
+            conversation_id,
+            message_id,
+        )
+
+
+def _delete_whole(connection: Connection, table: str, key: Any) -> None:
+    if table == "relation":
+        _delete_relations(connection, [int(key)])
+    elif table == "entity_alias":
+        connection.execute(text("DELETE FROM entity_alias WHERE key = :k"), {"k": key})
+    elif table == "entity":
+        ids = [int(key)]
+        ids += [
+            row[0]
+            for row in connection.execute(
+                text("SELECT id FROM entity WHERE merged_into = :e"), {"e": key}
+            )
+        ]
+        listed = ", ".join(map(str, ids))
+        relations = connection.execute(
+            text(
+                f"SELECT id FROM relation WHERE subject_id IN ({listed}) OR object_id IN ({listed})"
+            )
+        ).all()
+        _delete_relations(connection, [row[0] for row in relations])
+        connection.execute(text(f"DELETE FROM entity_alias WHERE entity_id IN ({listed})"))
+        connection.execute(text(f"UPDATE entity SET merged_into = NULL WHERE id IN ({listed})"))
+        connection.execute(text(f"DELETE FROM entity WHERE id IN ({listed})"))
+
+
+def _delete_relations(connection: Connection, ids: list[int]) -> None:
+    if not ids:
+        return
+    listed = ", ".join(map(str, ids))
+    connection.execute(
+        text(f"UPDATE relation SET superseded_by = NULL WHERE superseded_by IN ({listed})")
+    )
+    connection.execute(text(f"DELETE FROM relation WHERE id IN ({listed})"))
+
+
+def _remove_forgotten_facts(mnemo: Mnemo, digests: set[str]) -> Counter[str]:
+    found: Counter[str] = Counter()
+    with mnemo.database.begin() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT r.id, s.name AS subject, r.predicate, COALESCE(o.name, r.value) AS object "
+                "FROM relation r JOIN entity s ON s.id = r.subject_id "
+                "LEFT JOIN entity o ON o.id = r.object_id"
+            )
+        ).all()
+        gone = [
+            row.id
+            for row in rows
+            if mnemo.tombstones.fact_digest(row.subject, row.predicate, row.object) in digests
+        ]
+        _delete_relations(connection, gone)
+        found["fact"] += len(gone)
+    return found
+
+
+# -- the disk ------------------------------------------------------------------------------------
+
+
+def _scrub(mnemo: Mnemo) -> list[str]:
+    """Leave no byte of what was removed: SQLite's free pages and WAL, Lance's old versions and
+    data files, and what this process keeps in memory (search traces, query vectors)."""
+    notes = []
+    trace.clear()
+    clear_query_vectors()
+    mnemo.wait_for_background_work()
+    for table in (mnemo.passage_vectors, mnemo.recall_vectors):
+        table.scrub()
+    engine = mnemo.database
+    if on_postgres(engine):
+        notes.append(
+            "The rows are gone from PostgreSQL; the server's own backups and its tables until "
+            "their next vacuum may still hold them."
+        )
+        return notes
+    _scrub_sqlite(engine)
+    return notes
+
+
+def _scrub_sqlite(engine: Engine) -> None:
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.exec_driver_sql("INSERT INTO message_fts(message_fts) VALUES('optimize')")
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        for attempt in range(5):
+            try:
+                connection.exec_driver_sql("VACUUM")
+                break
+            except Exception:  # another connection reads: wait, then try again
+                if attempt == 4:
+                    raise
+                time.sleep(0.5)
+        connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -1,0 +1,193 @@
+"""Tombstones: what the person asked Mnemo to forget, kept as keyed hashes, never as text.
+
+A forget removes a text from every store (``engine.memory.forget``); its tombstone keeps it from
+coming back. Each is one of:
+- ``words``: a run of words anywhere (a PIN, a name): the hash of the words, lower-cased;
+- ``whole``: a whole message or passage: the hash of all its words;
+- ``fact``: one fact: the hash of its subject, relation and object.
+
+The stores check what they are given against them (``redact``, ``forgets_fact``): a forgotten
+run of words arriving again, from a re-ingested file, an older export or a chat export, is
+replaced by ``[forgotten]`` before it is stored, and a forgotten fact is not stored. The hashes
+are keyed with a secret made for this profile (``forgotten.key``): a short forgotten text, a
+PIN, cannot be found by hashing every PIN.
+
+Both files live in the profile folder, outside the database: a snapshot restored or an archive
+imported does not bring a forgotten text back by bringing back an older list, and neither is
+ever exported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Literal
+
+KEY_FILE = "forgotten.key"
+LIST_FILE = "forgotten.json"
+REDACTED = "[forgotten]"
+WORD = re.compile(r"\w+")
+Kind = Literal["words", "whole", "fact"]
+
+
+@dataclass(frozen=True)
+class Tombstone:
+    id: int
+    kind: Kind
+    length: int  # words in the forgotten run (``words``), else 0
+    digest: str
+    what: str  # what was forgotten, in words that hold none of it ("3 words", "message 12")
+    created_at: float
+    status: Literal["forgetting", "done", "lifted"] = "forgetting"
+
+
+def words(text: str) -> list[re.Match[str]]:
+    """The words a tombstone is made of and checked against: runs of letters and digits, so
+    "zebra-7741-quartz" and "Zebra 7741 quartz" are the same three words."""
+    return list(WORD.finditer(text))
+
+
+class Tombstones:
+    """The profile's tombstones (``forgotten.json``) and the key of their hashes."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = root
+        self._lock = threading.Lock()
+        self._key: bytes | None = None
+        self._read_at: float | None = None
+        self._items: list[Tombstone] = []
+
+    # -- the list ------------------------------------------------------------------------------
+
+    def all(self) -> list[Tombstone]:
+        """Every tombstone, the oldest first (re-read when another process changed the file)."""
+        path = self._root / LIST_FILE
+        try:
+            changed = path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return []
+        with self._lock:
+            if changed != self._read_at:
+                raw = json.loads(path.read_text(encoding="utf-8"))
+                self._items = [Tombstone(**item) for item in raw]
+                self._read_at = changed
+            return list(self._items)
+
+    def active(self) -> list[Tombstone]:
+        """Those that keep their text out (a lifted one no longer does)."""
+        return [stone for stone in self.all() if stone.status != "lifted"]
+
+    def add(self, kind: Kind, parts: Sequence[str], what: str) -> Tombstone:
+        """Record a forget before it starts (``forgetting``), so that one interrupted finishes on
+        the next start."""
+        items = self.all()
+        stone = Tombstone(
+            id=max((item.id for item in items), default=0) + 1,
+            kind=kind,
+            length=len(parts) if kind == "words" else 0,
+            digest=self.digest(parts),
+            what=what,
+            created_at=time.time(),
+        )
+        self._write([*items, stone])
+        return stone
+
+    def set_status(self, stone_id: int, status: Literal["done", "lifted"]) -> Tombstone:
+        items = self.all()
+        found = [item for item in items if item.id == stone_id]
+        if not found:
+            from engine.errors import NotFoundError
+
+            raise NotFoundError(f"There is no tombstone {stone_id}; `mnemo forget --list`.")
+        changed = Tombstone(**{**asdict(found[0]), "status": status})
+        self._write([changed if item.id == stone_id else item for item in items])
+        return changed
+
+    def _write(self, items: list[Tombstone]) -> None:
+        path = self._root / LIST_FILE
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps([asdict(item) for item in items], indent=1), "utf-8")
+        os.replace(partial, path)
+
+    # -- hashing -------------------------------------------------------------------------------
+
+    def digest(self, parts: Sequence[str]) -> str:
+        joined = "\x1f".join(part.casefold() for part in parts)
+        return hashlib.blake2b(joined.encode(), key=self._secret(), digest_size=16).hexdigest()
+
+    def _secret(self) -> bytes:
+        if self._key is None:
+            path = self._root / KEY_FILE
+            if not path.exists():
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(descriptor, "wb") as file:
+                    file.write(os.urandom(32))
+            self._key = path.read_bytes()
+        return self._key
+
+    # -- checking what arrives -----------------------------------------------------------------
+
+    def spans(self, text: str, stones: Sequence[Tombstone] | None = None) -> list[tuple[int, int]]:
+        """Where ``text`` holds a forgotten run of words, or all of it for a forgotten whole."""
+        chosen = [s for s in (self.active() if stones is None else stones) if s.kind != "fact"]
+        if not chosen or not text:
+            return []
+        found = words(text)
+        if not found:
+            return []
+        tokens = [match.group() for match in found]
+        wholes = {stone.digest for stone in chosen if stone.kind == "whole"}
+        if wholes and self.digest(tokens) in wholes:
+            return [(0, len(text))]
+        runs: dict[int, set[str]] = {}
+        for stone in chosen:
+            if stone.kind == "words":
+                runs.setdefault(stone.length, set()).add(stone.digest)
+        spans = []
+        for length, digests in runs.items():
+            for start in range(len(tokens) - length + 1):
+                if self.digest(tokens[start : start + length]) in digests:
+                    spans.append((found[start].start(), found[start + length - 1].end()))
+        return spans
+
+    def redact(
+        self,
+        text: str,
+        stones: Sequence[Tombstone] | None = None,
+        marker: str = REDACTED,
+    ) -> str:
+        """``text`` with every forgotten run of words replaced by ``marker``."""
+        spans = self.spans(text, stones)
+        if not spans:
+            return text
+        pieces, at = [], 0
+        for start, end in sorted(spans):
+            if start < at:  # overlapping runs: one marker
+                at = max(at, end)
+                continue
+            pieces += [text[at:start], marker]
+            at = end
+        return "".join(pieces) + text[at:]
+
+    def forgets_fact(self, subject: str, predicate: str, obj: str) -> bool:
+        """Whether this fact, or a forgotten run of words in its subject or object, was
+        forgotten."""
+        stones = self.active()
+        if not stones:
+            return False
+        facts = {stone.digest for stone in stones if stone.kind == "fact"}
+        if facts and self.fact_digest(subject, predicate, obj) in facts:
+            return True
+        return bool(self.spans(subject, stones) or self.spans(obj, stones))
+
+    def fact_digest(self, subject: str, predicate: str, obj: str) -> str:
+        return self.digest(
+            [" ".join(m.group() for m in words(part)) for part in (subject, predicate, obj)]
+        )
