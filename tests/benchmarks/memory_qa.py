@@ -111,6 +111,9 @@ def main() -> None:
     parser.add_argument("--base-url", default="")
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument(
+        "--seed", type=int, default=7, help="the local model's, for repeatable runs"
+    )
     args = parser.parse_args()
     samples = json.loads((args.data / "locomo" / "locomo10.json").read_text())
     eligible = [
@@ -134,6 +137,7 @@ def main() -> None:
     for index, questions in sorted(by_sample.items()):
         with tempfile.TemporaryDirectory() as folder, Mnemo.open(folder) as mnemo:
             use_model(mnemo.settings, args.model, args.base_url)
+            mnemo.settings.set("model.seed", args.seed)
             if model is None:
                 model = load_model(mnemo.settings)
                 model.max_step_tokens = args.max_tokens
