@@ -3,6 +3,7 @@ brings it back (a re-ingest, an older export, a restored snapshot, an extraction
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import shutil
@@ -13,10 +14,12 @@ import pytest
 
 from engine import Mnemo
 from engine.cli import main
+from engine.cli.chat import chat
 from engine.errors import InputError
 from engine.exchange import import_file
 from engine.exchange.archive import export_archive
 from engine.ingest.ingestor import Ingestor
+from engine.llm import ScriptedModel
 from engine.memory import forget
 from engine.profile import log_to_profile
 
@@ -195,3 +198,39 @@ def test_mnemo_forget_previews_asks_and_lists(tmp_path, capsys, monkeypatch):
     assert held_in(tmp_path / "p", PIN) == []
     stones = json.loads((tmp_path / "p" / "forgotten.json").read_text())
     assert PIN not in json.dumps(stones)
+
+
+def test_forget_my_passport_number_in_the_chat_is_a_preview_the_person_confirms(used):
+    """The request never reaches the model, and it forgets nothing on its own: the person
+    reads where the sentences are and says yes."""
+    model = ScriptedModel(parameter_count=135_000_000)  # the bundled model's mode
+    answers = iter(["Suggest a name for a cat.", "forget my passport number", "n",
+                    "forget my passport number", "yes"])  # fmt: skip
+
+    def ask(_prompt: str) -> str:
+        said = next(answers, None)
+        if said is None:
+            raise EOFError  # Ctrl-D: the chat ends
+        return said
+
+    replies = io.StringIO()
+    model.enqueue(["How about Biscuit?"])
+    chat(used, model, ask=ask, out=replies, err=replies)
+    shown = replies.getvalue()
+    assert shown.count("To forget what you said about 'passport number'") == 2
+    assert f"My passport number is {PASSPORT}, please remember it." in shown  # the preview
+    assert "Nothing was forgotten." in shown and "Forgotten: what you said" in shown
+    assert len(model.prompts) == 1  # only the question; the two requests never reached it
+    texts = [hit.text for hit in used.recall.recent(20)]
+    assert all(PASSPORT not in said for said in texts)
+    assert used.knowledge.facts("user", "passport").total == 0
+    used.wait_for_background_work()
+    assert held_in(used.profile.root, PASSPORT) == []
+
+
+def test_what_a_chat_message_asks_to_forget():
+    assert forget.requested("forget my passport number") == "passport number"
+    assert forget.requested("Please forget about Jordan.") == "Jordan"
+    assert forget.requested("delete my PIN from your memory") == "PIN"
+    for ordinary in ("I forget things easily", "forget it", "Forget that!", "How do I forget?"):
+        assert forget.requested(ordinary) is None, ordinary

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from engine.agent import Agent
+from engine.cli.forget import confirm_and_forget
 from engine.cli.keys import ask_key_for_this_run
 from engine.errors import MnemoError
 from engine.events import (
@@ -34,6 +35,7 @@ from engine.ingest.ingestor import FileResult
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
+from engine.memory import forget
 from engine.memory.conversations import ConversationInfo
 from engine.memory.proposals import Proposal
 from engine.profile import CHAT
@@ -224,6 +226,9 @@ def chat(
     """The chat loop (or one turn with ``message``) in the current conversation; returns the
     exit status."""
     agent = Agent(mnemo, model, conversation_id=mnemo.conversations.current())
+    if message is not None and forget.requested(message):
+        plan = forget.plan_topic(mnemo, forget.requested(message) or "")
+        return 0 if confirm_and_forget(mnemo, plan, ask, out, yes=False) else 1
     if message is not None:
         view = TerminalView(out, err)
         if agent.interrupted:
@@ -285,6 +290,12 @@ def chat(
                 out.write(f"[{block.label}] {block.value}\n")
         elif text.startswith("/"):
             out.write(f"Unknown command {text}; /help lists them.\n")
+        elif forget.requested(text):  # the person decides, in a preview: never the model
+            try:
+                plan = forget.plan_topic(mnemo, forget.requested(text) or "")
+                confirm_and_forget(mnemo, plan, ask, out, yes=False)
+            except MnemoError as error:
+                out.write(f"  ! {error}\n")
         else:
             view.proposals.clear()
             try:

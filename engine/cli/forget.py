@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from engine.errors import InputError
 from engine.memory import forget
@@ -23,28 +25,36 @@ def cmd_forget(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print(f"Lifted tombstone {stone.id} ({stone.what}): it may be stored again.")
         return 0
     plan = _plan(mnemo, args)
-    if plan.empty:
-        print(f"Mnemo holds nothing of {plan.what}; there is nothing to forget.")
-        return 1
-    _show(plan)
     if args.dry_run:
+        show(plan, sys.stdout)
         print("Nothing was forgotten (--dry-run).")
         return 0
-    if not args.yes:
-        print("Forgetting cannot be undone: no snapshot or undo will bring it back.")
-        answer = input("Forget all of this? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing was forgotten.")
-            return 1
+    return 0 if confirm_and_forget(mnemo, plan, input, sys.stdout, yes=args.yes) else 1
+
+
+def confirm_and_forget(
+    mnemo: Mnemo, plan: forget.ForgetPlan, ask: Callable[[str], str], out: TextIO, *, yes: bool
+) -> bool:
+    """Show where the text is, ask (unless ``yes``), forget; whether it was forgotten. The
+    chat's "forget my passport number" comes here too: the model never forgets on its own."""
+    if plan.empty:
+        out.write(f"Mnemo holds nothing of {plan.what}; there is nothing to forget.\n")
+        return False
+    show(plan, out)
+    if not yes:
+        out.write("Forgetting cannot be undone: no snapshot or undo will bring it back.\n")
+        if ask("Forget all of this? [y/N] ").strip().lower() not in ("y", "yes"):
+            out.write("Nothing was forgotten.\n")
+            return False
     result = forget.forget(mnemo, plan)
     counts = ", ".join(f"{n} {kind}{'s' * (n != 1)}" for kind, n in result.forgotten.items())
-    print(f"Forgotten: {plan.what} ({counts or 'the item'}).")
+    out.write(f"Forgotten: {plan.what} ({counts or 'the item'}).\n")
     if result.snapshots_deleted:
-        print(f"Deleted the snapshots that held it: {', '.join(result.snapshots_deleted)}.")
+        out.write(f"Deleted the snapshots that held it: {', '.join(result.snapshots_deleted)}.\n")
     for note in result.notes:
-        print(note)
-    print("Exports made before this still hold it; delete those files yourself.")
-    return 0
+        out.write(note + "\n")
+    out.write("Exports made before this still hold it; delete those files yourself.\n")
+    return True
 
 
 def _plan(mnemo: Mnemo, args: argparse.Namespace) -> forget.ForgetPlan:
@@ -64,8 +74,9 @@ def _plan(mnemo: Mnemo, args: argparse.Namespace) -> forget.ForgetPlan:
     return forget.plan_text(mnemo, args.text)
 
 
-def _show(plan: forget.ForgetPlan) -> None:
-    print(f"To forget {plan.what}:")
+def show(plan: forget.ForgetPlan, out: TextIO) -> None:
+    """The preview: every place, grouped by kind, a few of each with the text around it."""
+    out.write(f"To forget {plan.what}:\n")
     kinds: dict[str, list[str]] = {}
     for place in plan.places:
         kinds.setdefault(place.kind, []).append(
@@ -76,11 +87,11 @@ def _show(plan: forget.ForgetPlan) -> None:
     for snapshot_id in plan.snapshots:
         kinds.setdefault(forget.SNAPSHOT, []).append(f"snapshot {snapshot_id} (deleted whole)")
     for kind, lines in kinds.items():
-        print(f"  {len(lines)} {kind}{'s' * (len(lines) != 1)}:")
+        out.write(f"  {len(lines)} {kind}{'s' * (len(lines) != 1)}:\n")
         for line in lines[:SHOWN_PER_KIND]:
-            print(f"    {line}")
+            out.write(f"    {line}\n")
         if len(lines) > SHOWN_PER_KIND:
-            print(f"    … and {len(lines) - SHOWN_PER_KIND} more")
+            out.write(f"    … and {len(lines) - SHOWN_PER_KIND} more\n")
 
 
 def _list(mnemo: Mnemo) -> int:

@@ -40,6 +40,7 @@ from sqlalchemy import Connection, Engine, text
 from engine.db import on_postgres
 from engine.errors import InputError, NotFoundError
 from engine.memory import context_index, trace
+from engine.memory.knowledge import LITERAL_VALUED
 from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, Tombstone, words
 from engine.memory.vectors import clear_query_vectors, quote_sql
@@ -158,6 +159,86 @@ def plan_entity(mnemo: Mnemo, name: str) -> ForgetPlan:
     marker = forgotten_marker()
     _survey(mnemo, plan, lambda value: any_name.sub(marker, value), None)
     return plan
+
+
+# "forget my passport number", "please forget about Jordan", "delete my PIN from your memory"
+_REQUEST = re.compile(
+    r"^\W*(?:(?:please|can you|could you|would you)\W+)?(?:forget|erase|delete|remove)\W+"
+    r"(?:(?:everything|all)\W+(?:about|on)\W+|about\W+|that\W+|the\W+|my\W+)*(?P<what>.+?)"
+    r"(?:\W+(?:from|in)\W+(?:your|my)\W+memory)?\W*$",
+    re.IGNORECASE,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
+# A code or number: what a sentence about a passport, a PIN or an account holds.
+_CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]*[A-Za-z0-9]\b")
+
+
+def requested(message: str) -> str | None:
+    """What a chat message asks Mnemo to forget ("passport number"), or None. Such a message
+    is never given to the model: the person sees the preview and decides."""
+    found = _REQUEST.match(message.strip())
+    if found is None or len(message) > 200:
+        return None
+    what = found.group("what").strip()
+    named = [m.group().casefold() for m in words(what)]
+    return what if [word for word in named if word not in _STOPWORDS] else None  # "forget it"
+
+
+def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
+    """What a chat request means ("forget my passport number"): every sentence that mentions
+    the topic, the facts it names, and the value itself wherever else it is written (a code or
+    number in those sentences, a fact's value): the value is what the person wants gone."""
+    found = [match.group() for match in words(topic)]
+    named = {word.casefold() for word in found} - _STOPWORDS
+    if not named:
+        raise InputError(f"Say what to forget: {topic!r} names nothing Mnemo could look for.")
+    topic_words = matcher(found)
+    sentences: list[str] = []
+
+    def collect(value: str) -> str:
+        for sentence in _SENTENCE_END.split(value):
+            if topic_words.search(sentence):
+                sentences.append(sentence.strip())
+        return value
+
+    _survey(mnemo, ForgetPlan("", []), collect, _prefilter(found))
+    plan = ForgetPlan(f"what you said about {topic!r}", [])
+    values = {code.group() for sentence in sentences for code in _CODE.finditer(sentence)}
+    for fact_id, subject, predicate, obj in _facts(mnemo):  # "passport" names (user, passport, …)
+        relation_words = {w.casefold() for w in predicate.split("_")} - _STOPWORDS
+        if relation_words & named or topic_words.search(f"{subject} {obj}"):
+            plan.items.append(("fact", str(fact_id)))
+            plan.stones.append(("fact", [subject, predicate, obj], f"fact {fact_id}"))
+            if predicate in LITERAL_VALUED:
+                values.add(obj)
+    pieces = [*dict.fromkeys(sentences), *values]
+    for piece in pieces:
+        tokens = [match.group() for match in words(piece)]
+        if tokens:
+            plan.stones.append(("words", tokens, f"{len(tokens)} words"))
+    if pieces:
+        plan.matcher = re.compile(
+            "|".join(matcher([m.group() for m in words(piece)]).pattern for piece in pieces),
+            re.IGNORECASE,
+        )
+        marker = forgotten_marker()
+        everything = plan.matcher
+        _survey(mnemo, plan, lambda value: everything.sub(marker, value), None)
+    return plan
+
+
+def _facts(mnemo: Mnemo) -> list[tuple[int, str, str, str]]:
+    with mnemo.database.connect() as connection:
+        return [
+            (row.id, row.subject, row.predicate, row.object)
+            for row in connection.execute(
+                text(
+                    "SELECT r.id, s.name AS subject, r.predicate, "
+                    "COALESCE(o.name, r.value) AS object FROM relation r "
+                    "JOIN entity s ON s.id = r.subject_id LEFT JOIN entity o ON o.id = r.object_id"
+                )
+            )
+        ]
 
 
 def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
@@ -499,19 +580,12 @@ def _delete_relations(connection: Connection, ids: list[int]) -> None:
 
 def _remove_forgotten_facts(mnemo: Mnemo, digests: set[str]) -> Counter[str]:
     found: Counter[str] = Counter()
+    gone = [
+        fact_id
+        for fact_id, subject, predicate, obj in _facts(mnemo)
+        if mnemo.tombstones.fact_digest(subject, predicate, obj) in digests
+    ]
     with mnemo.database.begin() as connection:
-        rows = connection.execute(
-            text(
-                "SELECT r.id, s.name AS subject, r.predicate, COALESCE(o.name, r.value) AS object "
-                "FROM relation r JOIN entity s ON s.id = r.subject_id "
-                "LEFT JOIN entity o ON o.id = r.object_id"
-            )
-        ).all()
-        gone = [
-            row.id
-            for row in rows
-            if mnemo.tombstones.fact_digest(row.subject, row.predicate, row.object) in digests
-        ]
         _delete_relations(connection, gone)
         found["fact"] += len(gone)
     return found
