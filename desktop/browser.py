@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QDate, QDateTime
@@ -30,8 +31,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.forget_dialog import ask_to_forget
 from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
+from engine.memory import forget
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line
@@ -212,8 +215,12 @@ class ArchivalBrowser(QWidget):
         self.restore_button.setVisible(False)
         self.duplicates_button = QPushButton("Find duplicates…")
         self.duplicates_button.clicked.connect(self.find_duplicates)
+        self.forget_button = QPushButton("Forget…")
+        self.forget_button.setToolTip("Remove the selected passages for good, from every store")
+        self.forget_button.clicked.connect(self.forget_selected)
         actions.addWidget(self.edit_button)
         actions.addWidget(self.delete_button)
+        actions.addWidget(self.forget_button)
         actions.addWidget(self.restore_button)
         actions.addWidget(self.duplicates_button)
         actions.addStretch(1)
@@ -377,6 +384,14 @@ class ArchivalBrowser(QWidget):
             changes=(PASSAGES,),
         )
 
+    def forget_selected(self) -> None:
+        chosen = [passage.id for passage in self.selected()]
+        if not chosen:
+            self.status.setText("Select the passages to forget.")
+            return
+        plan = partial(forget.plan_items, self._mnemo, "passage", chosen)
+        ask_to_forget(self, self._mnemo, self._tasks, plan, lambda note: self.refresh(1, note))
+
     def delete_selected(self) -> None:
         chosen = self.selected()
         if not chosen:
@@ -445,8 +460,14 @@ class ConversationBrowser(QWidget):
         layout.addWidget(self.table, 1)
         actions = QHBoxLayout()
         self.delete_button = QPushButton("Delete")
-        self.delete_button.setToolTip("Forget the selected messages everywhere, for good")
+        self.delete_button.setToolTip("Delete the selected messages from the history")
+        self.forget_button = QPushButton("Forget…")
+        self.forget_button.setToolTip(
+            "Remove the selected messages for good: they are never kept again from an import"
+        )
+        self.forget_button.clicked.connect(self.forget_selected)
         actions.addWidget(self.delete_button)
+        actions.addWidget(self.forget_button)
         actions.addStretch(1)
         layout.addLayout(actions)
         self.hits: list[MessageHit] = []
@@ -496,6 +517,15 @@ class ConversationBrowser(QWidget):
             self.table.setItem(row, 2, cell(hit_line(hit.text, query, 200, hit.weak), hit.text))
             title = self.titles.get(hit.conversation_id, "")  # imported from ChatGPT or Claude
             self.table.setItem(row, 3, cell(title))
+
+    def forget_selected(self) -> None:
+        rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})
+        chosen = [str(self.hits[row].id) for row in rows]
+        if not chosen:
+            self.status.setText("Select the messages to forget.")
+            return
+        plan = partial(forget.plan_items, self._mnemo, "message", chosen)
+        ask_to_forget(self, self._mnemo, self._tasks, plan, self.refresh)
 
     def delete_selected(self) -> None:
         rows = sorted({index.row() for index in self.table.selectionModel().selectedRows()})

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
+    QMainWindow,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -25,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.forget_dialog import ask_for_text
 from desktop.threads import CORE, Tasks
 from desktop.ui import diff_html, label
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
@@ -90,8 +92,10 @@ class CoreCard(QFrame):
     save_requested(str, str): label, new text.
     undo_requested(str, object): label, version id (None: the latest change).
     history_requested(str) / remove_requested(str): label.
+    forget_requested(str): the words selected in the card (or none: the person types them).
     """
 
+    forget_requested = Signal(str)
     save_requested = Signal(str, str)
     undo_requested = Signal(str, object)
     history_requested = Signal(str)
@@ -127,12 +131,17 @@ class CoreCard(QFrame):
         self.undo_button.setToolTip("Put back the text from before the latest change")
         self.history_button = QPushButton("History…")
         self.remove_button = QPushButton("Remove")
+        self.forget_button = QPushButton("Forget…")
+        self.forget_button.setToolTip(
+            "Select words in the card, then forget them everywhere, every version included"
+        )
         for button in (
             self.edit_button,
             self.save_button,
             self.cancel_button,
             self.undo_button,
             self.history_button,
+            self.forget_button,
         ):
             buttons.addWidget(button)
         buttons.addStretch(1)
@@ -150,6 +159,9 @@ class CoreCard(QFrame):
         self.undo_button.clicked.connect(lambda: self.undo_requested.emit(block.label, None))
         self.history_button.clicked.connect(lambda: self.history_requested.emit(block.label))
         self.remove_button.clicked.connect(lambda: self.remove_requested.emit(block.label))
+        self.forget_button.clicked.connect(
+            lambda: self.forget_requested.emit(self.editor.textCursor().selectedText())
+        )
         self.set_editing(False)
 
     @property
@@ -256,8 +268,16 @@ class CoreMemoryPage(QWidget):
             card.undo_requested.connect(self._undo)
             card.history_requested.connect(self._history)
             card.remove_requested.connect(self._remove)
+            card.forget_requested.connect(
+                lambda words: ask_for_text(self, self._mnemo, self._tasks, self._said, words)
+            )
             self.cards[block.label] = card
             self.cards_layout.insertWidget(position, card)
+
+    def _said(self, sentence: str) -> None:
+        window = self.window()
+        if isinstance(window, QMainWindow):
+            window.statusBar().showMessage(sentence, 15000)
 
     def _run(self, name: str, work: Callable[[], Any]) -> None:
         card = self.cards.get(name)

@@ -32,9 +32,11 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.forget_dialog import ask_to_forget
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, table
 from engine.ingest.facts import propose_facts_from
+from engine.memory import forget
 from engine.memory.knowledge import USER, Conflict, Fact, relation_words
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
@@ -140,10 +142,24 @@ class KnowledgePage(QWidget):
         self.edit_button = QPushButton("Edit…")
         self.retract_button = QPushButton("Retract")
         self.merge_button = QPushButton("Merge with…")
+        self.forget_fact_button = QPushButton("Forget…")
+        self.forget_fact_button.setToolTip("Remove this fact for good, history and all")
+        self.forget_entity_button = QPushButton("Forget everything about…")
+        self.forget_entity_button.setToolTip(
+            "Remove this person or thing, its facts and its names wherever written, for good"
+        )
         self.edit_button.clicked.connect(self._edit)
         self.retract_button.clicked.connect(self._retract)
         self.merge_button.clicked.connect(self._merge)
-        for button in (self.edit_button, self.retract_button, self.merge_button):
+        self.forget_fact_button.clicked.connect(self._forget_fact)
+        self.forget_entity_button.clicked.connect(self._forget_entity)
+        for button in (
+            self.edit_button,
+            self.retract_button,
+            self.merge_button,
+            self.forget_fact_button,
+            self.forget_entity_button,
+        ):
             buttons.addWidget(button)
         buttons.addStretch(1)
         self.error = label("", "notice_error")
@@ -251,9 +267,36 @@ class KnowledgePage(QWidget):
         chosen = self._selected() is not None
         self.edit_button.setEnabled(chosen)
         self.retract_button.setEnabled(chosen)
+        self.forget_fact_button.setEnabled(chosen)
         self.merge_button.setEnabled(self.current_entity() is not None)
+        self.forget_entity_button.setEnabled(self.current_entity() not in (None, USER))
 
     # -- changing (as tasks) -------------------------------------------------------------------
+
+    def _forget_fact(self) -> None:
+        fact = self._selected()
+        if fact is not None:
+            ask_to_forget(
+                self,
+                self._mnemo,
+                self._tasks,
+                lambda: forget.plan_item(self._mnemo, "fact", str(fact.id)),
+                self._said,
+            )
+
+    def _forget_entity(self) -> None:
+        name = self.current_entity()
+        if name is not None:
+            ask_to_forget(
+                self,
+                self._mnemo,
+                self._tasks,
+                lambda: forget.plan_entity(self._mnemo, name),
+                self._said,
+            )
+
+    def _said(self, sentence: str) -> None:
+        self.notice.setText(sentence)
 
     def _run(self, work: Callable[[], Any], done: Callable[[Any], None] | None = None) -> None:
         def failed(message: str) -> None:

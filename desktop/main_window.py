@@ -33,6 +33,7 @@ from desktop.conversations import ConversationList
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.exchange_actions import ExchangeActions
+from desktop.forget_dialog import ask_for_text
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
@@ -308,6 +309,13 @@ class MainWindow(QMainWindow):
         self.new_action.setEnabled(not self.remote)
         file_menu.insertAction(self.exchange.export_action, self.new_action)
         file_menu.insertSeparator(self.exchange.export_action)
+        file_menu.addSeparator()
+        self.forget_action = file_menu.addAction("Forget…")
+        self.forget_action.setToolTip("Remove words from everything Mnemo holds, for good")
+        self.forget_action.triggered.connect(
+            lambda: ask_for_text(self, self.mnemo, self.tasks, self.say)
+        )
+        self.forget_action.setEnabled(not self.remote)
         file_menu.addSeparator()
         self.quit_action = file_menu.addAction("Quit")
         quit_keys = QKeySequence(QKeySequence.StandardKey.Quit)  # Cmd+Q on macOS
@@ -615,6 +623,10 @@ class MainWindow(QMainWindow):
             self.stats_requested.emit()
         elif PAGES[row] == "Models":
             self.models.refresh()
+
+    def say(self, sentence: str) -> None:
+        """A short outcome (a forget's) in the status bar."""
+        self.statusBar().showMessage(sentence, 15000)
 
     def show_page(self, name: str) -> None:
         self.nav.setCurrentRow(PAGES.index(name))

@@ -1166,3 +1166,51 @@ def test_a_frozen_build_reads_the_notices_collected_when_it_was_built(tmp_path, 
     collected.write_text("Collected at build time.\n", encoding="utf-8")
     monkeypatch.setattr(notices, "resource_path", lambda _relative: collected)
     assert notices.notices_text() == "Collected at build time.\n"
+
+
+# -- forgetting --------------------------------------------------------------------------------
+
+
+def test_forget_everything_about_a_person_shows_a_preview_and_forgets_on_forget(
+    qtbot, mnemo, window, tmp_path
+):
+    mnemo.recall.add("user", "My ex Jordan lives in Bristol.")
+    mnemo.archival.insert("Jordan's number is 0117 496 0321.")
+    mnemo.knowledge.add("user", "partner", "Jordan")
+    mnemo.knowledge.add("Jordan", "lives_in", "Bristol")
+    page = window.knowledge
+    window.show_page("People & things")
+    page.refresh()
+    rows = [
+        page.entities.item(row).data(Qt.ItemDataRole.UserRole)
+        for row in range(page.entities.count())
+    ]
+    page.entities.setCurrentRow(rows.index("Jordan"))
+    assert page.forget_entity_button.isEnabled()
+    qtbot.mouseClick(page.forget_entity_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
+    dialog = window.property("forget_dialog")
+    groups = {
+        dialog.places.topLevelItem(i).text(0) for i in range(dialog.places.topLevelItemCount())
+    }
+    assert {"1 message", "1 archival passage", "1 person or thing"} <= groups
+    assert mnemo.knowledge.resolve("Jordan") is not None  # nothing forgotten yet
+    dialog.grab().save(str(tmp_path / "forget-preview.png"))
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
+        qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
+    assert mnemo.knowledge.resolve("Jordan") is None
+    assert "Jordan" not in mnemo.recall.recent(1)[0].text
+    assert "Forgotten: everything about Jordan" in page.notice.text()
+
+
+def test_cancel_in_the_forget_preview_forgets_nothing(qtbot, mnemo, window):
+    mnemo.archival.insert("My bank PIN is zebra-7741-quartz.")
+    browser = window.browser.archival
+    window.show_page("Browse memory")
+    browser.refresh()
+    qtbot.waitUntil(lambda: len(browser.passages) == 1, timeout=TIMEOUT_MS)
+    browser.table.selectRow(0)
+    qtbot.mouseClick(browser.forget_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
+    window.property("forget_dialog").reject()
+    assert mnemo.archival.count() == 1

@@ -288,6 +288,18 @@ def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
     )
 
 
+def plan_items(mnemo: Mnemo, kind: str, item_ids: list[str]) -> ForgetPlan:
+    """Several messages, passages or facts, each whole, in one preview."""
+    plans = [plan_item(mnemo, kind, item_id) for item_id in item_ids]
+    if len(plans) == 1:
+        return plans[0]
+    return ForgetPlan(
+        f"{len(plans)} {kind}s",
+        [stone for plan in plans for stone in plan.stones],
+        items=[item for plan in plans for item in plan.items],
+    )
+
+
 def matcher(tokens: list[str]) -> re.Pattern[str]:
     """The words as they may be written: any case, anything but letters between them."""
     return re.compile(

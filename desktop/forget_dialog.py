@@ -1,0 +1,129 @@
+"""Forget in the window: the preview of everything a forget removes, and the forget itself.
+
+Every "Forget…" (File, a message, a passage, a fact, a person, a core block's selected words)
+comes through ``ask_to_forget``: the plan is made on the tasks thread, shown here grouped by
+kind, and only Forget in this dialog forgets (``engine.memory.forget``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QInputDialog,
+    QLabel,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from desktop.threads import CORE, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
+from engine.memory import forget
+from engine.mnemo import Mnemo
+
+SHOWN_PER_KIND = 50
+CHANGES = (MESSAGES, PASSAGES, CORE, PROPOSALS, KNOWLEDGE)
+
+
+class ForgetDialog(QDialog):
+    """Where the text is held, grouped by kind, a line each with the text around it."""
+
+    def __init__(self, parent: QWidget, plan: forget.ForgetPlan) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Forget")
+        self.resize(720, 460)
+        layout = QVBoxLayout(self)
+        counts = ", ".join(
+            f"{count} {kind}{'s' * (count != 1)}" for kind, count in plan.by_kind().items()
+        )
+        heading = QLabel(f"<b>To forget {plan.what}</b>: {counts}.")
+        heading.setWordWrap(True)
+        layout.addWidget(heading)
+        self.places = QTreeWidget()
+        self.places.setHeaderHidden(True)
+        groups: dict[str, list[str]] = {}
+        for place in plan.places:
+            groups.setdefault(place.kind, []).append(
+                f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
+            )
+        for kind, item_id in plan.items:
+            groups.setdefault(kind, []).append(f"{kind} {item_id}, all of it")
+        for snapshot_id in plan.snapshots:
+            groups.setdefault(forget.SNAPSHOT, []).append(f"snapshot {snapshot_id}, deleted whole")
+        for kind, lines in groups.items():
+            group = QTreeWidgetItem([f"{len(lines)} {kind}{'s' * (len(lines) != 1)}"])
+            for line in lines[:SHOWN_PER_KIND]:
+                group.addChild(QTreeWidgetItem([line]))
+            if len(lines) > SHOWN_PER_KIND:
+                group.addChild(QTreeWidgetItem([f"… and {len(lines) - SHOWN_PER_KIND} more"]))
+            self.places.addTopLevelItem(group)
+            group.setExpanded(True)
+        layout.addWidget(self.places, 1)
+        warning = QLabel(
+            "Forgetting cannot be undone: no snapshot or undo will bring it back, and it will "
+            "not be kept again from a file, an import or a restored snapshot. Exports you made "
+            "before still hold it."
+        )
+        warning.setWordWrap(True)
+        warning.setObjectName("notice_error")
+        layout.addWidget(warning)
+        buttons = QDialogButtonBox()
+        self.forget_button = buttons.addButton("Forget", QDialogButtonBox.ButtonRole.AcceptRole)
+        buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+
+def ask_to_forget(
+    parent: QWidget,
+    mnemo: Mnemo,
+    tasks: Tasks,
+    make_plan: Callable[[], forget.ForgetPlan],
+    said: Callable[[str], None],
+) -> None:
+    """Make the plan (tasks thread), show it, and forget if the person presses Forget; ``said``
+    gets the outcome as a sentence (or why nothing happened)."""
+
+    def shown(plan: forget.ForgetPlan) -> None:
+        if plan.empty:
+            said(f"Mnemo holds nothing of {plan.what}; there is nothing to forget.")
+            return
+        dialog = ForgetDialog(parent, plan)
+        parent.window().setProperty("forget_dialog", dialog)  # for tests and the Xvfb drive
+        dialog.accepted.connect(lambda: _forget(plan))
+        dialog.rejected.connect(lambda: said("Nothing was forgotten."))
+        dialog.open()
+
+    def _forget(plan: forget.ForgetPlan) -> None:
+        def done(result: forget.ForgetResult) -> None:
+            counts = ", ".join(
+                f"{count} {kind}{'s' * (count != 1)}" for kind, count in result.forgotten.items()
+            )
+            deleted = (
+                f" The snapshots that held it were deleted: {', '.join(result.snapshots_deleted)}."
+                if result.snapshots_deleted
+                else ""
+            )
+            said(f"Forgotten: {plan.what} ({counts or 'the item'}).{deleted}")
+
+        tasks.submit(lambda: forget.forget(mnemo, plan), done, said, changes=CHANGES)
+
+    tasks.submit(make_plan, shown, said)
+
+
+def ask_for_text(parent: QWidget, mnemo: Mnemo, tasks: Tasks, said: Callable[[str], None],
+                 typed: str = "") -> None:  # fmt: skip
+    """File → Forget…: the words to forget, as the person remembers them."""
+    text, chosen = QInputDialog.getText(
+        parent,
+        "Forget",
+        "What should Mnemo forget? Type the words as you remember them; every place that holds "
+        "them is shown before anything is forgotten.",
+        text=typed,
+    )
+    if chosen and text.strip():
+        ask_to_forget(parent, mnemo, tasks, lambda: forget.plan_text(mnemo, text), said)
