@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from engine.db import on_postgres
+from engine.memory import forget
 from engine.memory.recall_vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
 from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
@@ -47,10 +48,12 @@ class Problem:
         return self.repair is not None
 
 
-def check(mnemo: Mnemo) -> list[Problem]:
+def check(mnemo: Mnemo, *, forgotten: bool = False) -> list[Problem]:
     """Every disagreement found, in the order the checks run (each check is independent).
     On storage that cannot be written (read-only, or full), that is the one thing said: the
-    checks would fail on it, or take what they cannot read for a disagreement."""
+    checks would fail on it, or take what they cannot read for a disagreement. ``forgotten``
+    also reads every file for text the person asked to forget (`mnemo check` does; the
+    window's check at start does not, as it reads the whole profile)."""
     if mnemo.read_only:
         return [Problem("storage", mnemo.read_only, None)]
     problems: list[Problem] = []
@@ -64,6 +67,7 @@ def check(mnemo: Mnemo) -> list[Problem]:
         _core_blocks,
         _proposals,
         _watched_folders,
+        *((_forgotten,) if forgotten else ()),
     ):
         try:
             problems += run(mnemo)
@@ -81,9 +85,14 @@ def check(mnemo: Mnemo) -> list[Problem]:
 
 def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
     """Fix what can be fixed, after a snapshot; returns what was done and what is still wrong."""
-    found = check(mnemo)
-    fixable = [problem for problem in found if problem.repairable]
+    found = check(mnemo, forgotten=True)
     done: list[str] = []
+    if any(problem.check == FORGOTTEN for problem in found):
+        # First, and before the snapshot a repair takes, which would copy the text again.
+        forget.forget_again(mnemo)
+        done.append(_REPAIRS_SAID[FORGOTTEN])
+        found = [problem for problem in found if problem.check != FORGOTTEN]
+    fixable = [problem for problem in found if problem.repairable]
     if fixable:
         mnemo.snapshot_before("repairing the profile")
     for problem in fixable:
@@ -94,7 +103,7 @@ def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
         except Exception as error:
             log.exception("repairing %s failed", problem.check)
             done.append(f"Could not repair the {problem.check} ({error}).")
-    return done, check(mnemo) if fixable else found
+    return done, check(mnemo, forgotten=True) if fixable or done else found
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -275,6 +284,27 @@ def _proposals(mnemo: Mnemo) -> list[Problem]:
             f"(proposal {dangling[0]}{' and others' if len(dangling) > 1 else ''}).",
             "Set aside the proposals whose messages were deleted (marked rejected, kept in the "
             "history).",
+        )
+    ]
+
+
+FORGOTTEN = "forgotten text"
+_REPAIRS_SAID = {
+    FORGOTTEN: "Forgot again what was still held, and deleted the snapshots holding it."
+}
+
+
+def _forgotten(mnemo: Mnemo) -> list[Problem]:
+    held = forget.held_on_disk(mnemo)
+    if not held:
+        return []
+    return [
+        Problem(
+            FORGOTTEN,
+            f"text you asked Mnemo to forget is still in {', '.join(held[:5])}"
+            + (f" and {len(held) - 5} more files" if len(held) > 5 else "")
+            + ".",
+            _REPAIRS_SAID[FORGOTTEN],
         )
     ]
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Mnemo
+from engine import Mnemo, health
 from engine.cli import main
 from engine.cli.chat import chat
 from engine.errors import InputError
@@ -234,3 +234,28 @@ def test_what_a_chat_message_asks_to_forget():
     assert forget.requested("delete my PIN from your memory") == "PIN"
     for ordinary in ("I forget things easily", "forget it", "Forget that!", "How do I forget?"):
         assert forget.requested(ordinary) is None, ordinary
+
+
+def test_mnemo_check_finds_forgotten_text_still_on_disk_and_repair_forgets_it(
+    used, tmp_path, capsys
+):
+    forget.forget(used, forget.plan_text(used, PIN))
+    assert health.check(used, forgotten=True) == []
+    # A copy the forget could not know of: a file put back into the profile by hand.
+    (used.profile.root / "notes-copy.txt").write_text(f"PIN: {PIN}\n", encoding="utf-8")
+    (problem,) = health.check(used, forgotten=True)
+    assert problem.check == "forgotten text" and "notes-copy.txt" in problem.sentence
+    assert PIN not in problem.sentence
+    (used.profile.root / "notes-copy.txt").unlink()
+    used.recall.add("user", f"The PIN was {PIN}")  # through the stores: the tombstone holds
+    assert PIN not in used.recall.recent(1)[0].text
+    with used.database.begin() as connection:  # past them (another program, a bug): repaired
+        connection.exec_driver_sql(
+            f"INSERT INTO message (role, text, created_at) VALUES ('user', 'PIN {PIN}', 0)"
+        )
+    (problem,) = health.check(used, forgotten=True)
+    assert "mnemo.sqlite" in problem.sentence  # the database or its WAL
+    assert main(["--profile", str(used.profile.root), "check", "--repair"]) == 0
+    assert "Forgot again what was still held" in capsys.readouterr().out
+    used.wait_for_background_work()
+    assert held_in(used.profile.root, PIN) == []

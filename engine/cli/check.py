@@ -18,7 +18,7 @@ def cmd_check(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.repair:
         done, problems = health.repair(mnemo)
     else:
-        problems = health.check(mnemo)
+        problems = health.check(mnemo, forgotten=True)
     if args.json:
         print_json({"repaired": done, "problems": problems})
         return 1 if problems else 0

@@ -639,3 +639,46 @@ def _scrub_sqlite(engine: Engine) -> None:
                     raise
                 time.sleep(0.5)
         connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+# -- the check -------------------------------------------------------------------------------------
+
+SCAN_CHARS = 8 * 2**20  # read a file this much at a time (with an overlap for words on a seam)
+
+
+def held_on_disk(mnemo: Mnemo) -> list[str]:
+    """The profile's files that still hold a forgotten text, found by the tombstones' hashes
+    (`mnemo check`): every byte of every file is read, so it takes a while on a large
+    profile."""
+    stones = [stone for stone in mnemo.tombstones.active() if stone.kind == "words"]
+    if not stones:
+        return []
+    longest = max(stone.length for stone in stones)
+    root = mnemo.profile.root
+    held = []
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.name.startswith("forgotten."):
+            continue
+        with path.open("rb") as file:
+            carried = ""
+            while piece := file.read(SCAN_CHARS):
+                text_ = carried + piece.decode("utf-8", errors="replace")  # (never glued)
+                if mnemo.tombstones.spans(text_, stones):
+                    held.append(str(path.relative_to(root)))
+                    break
+                carried = " ".join(match.group() for match in words(text_)[-longest:])
+    return held
+
+
+def forget_again(mnemo: Mnemo) -> None:
+    """What `mnemo check --repair` does when a forgotten text is still held: the snapshots
+    that hold it go, then every store is swept and the disk scrubbed again."""
+    stones = mnemo.tombstones.active()
+    marker = "[forgotten]"
+    for snapshot in mnemo.snapshots.all():
+        if _snapshot_holds(
+            mnemo, snapshot.id, lambda v: mnemo.tombstones.redact(v, stones, marker), None
+        ):
+            mnemo.snapshots.delete(snapshot.id)
+    sweep(mnemo, stones)
+    _scrub(mnemo)
