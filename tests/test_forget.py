@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import shutil
+import threading
 import zipfile
 from pathlib import Path
 
@@ -259,3 +260,36 @@ def test_mnemo_check_finds_forgotten_text_still_on_disk_and_repair_forgets_it(
     assert "Forgot again what was still held" in capsys.readouterr().out
     used.wait_for_background_work()
     assert held_in(used.profile.root, PIN) == []
+
+
+def test_forget_on_postgresql_removes_the_rows_and_says_what_the_server_keeps(
+    tmp_path, embedder, database_url
+):
+    with Mnemo.open(tmp_path / "p", embedder=embedder, database_url=database_url) as mnemo:
+        mnemo.recall.add("user", f"My passport number is {PASSPORT}.")
+        mnemo.core.append("human", f"Passport {PASSPORT}.")
+        result = forget.forget(mnemo, forget.plan_text(mnemo, PASSPORT))
+        assert result.forgotten == {"message": 1, "core memory block": 1, "core memory version": 1}
+        assert PASSPORT not in mnemo.recall.recent(1)[0].text
+        assert PASSPORT not in mnemo.core.get("human")
+        on_server = database_url is not None
+        assert any("PostgreSQL" in note for note in result.notes) == on_server
+
+
+def test_a_forget_while_the_chat_writes_loses_nothing_else(used):
+    written: list[int] = []
+    stop = threading.Event()
+
+    def chat() -> None:
+        while not stop.is_set():
+            written.append(used.recall.add("user", f"Message {len(written)} about the shed."))
+
+    writer = threading.Thread(target=chat)
+    writer.start()
+    try:
+        forget.forget(used, forget.plan_text(used, PIN))
+    finally:
+        stop.set()
+        writer.join()
+    assert written and all(used.recall.get(message_id) for message_id in written)
+    assert all(PIN not in hit.text for hit in used.recall.recent(len(written) + 20))
