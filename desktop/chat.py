@@ -6,13 +6,15 @@ import html
 import json
 import time
 
-from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
+    QApplication,
     QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QMenu,
     QPlainTextEdit,
     QPushButton,
     QScrollArea,
@@ -34,7 +36,13 @@ RESTORED_MESSAGES = 200
 
 
 class MessageBubble(QFrame):
-    """One message; an assistant reply grows as it streams and is shown as Markdown."""
+    """One message; an assistant reply grows as it streams and is shown as Markdown.
+
+    Signals:
+        forget_requested(str): the words selected in it (or all of it), to forget.
+    """
+
+    forget_requested = Signal(str)
 
     def __init__(self, role: str, text: str = "") -> None:
         super().__init__()
@@ -54,6 +62,8 @@ class MessageBubble(QFrame):
             | Qt.TextInteractionFlag.LinksAccessibleByMouse
         )
         self.body.setOpenExternalLinks(True)
+        self.body.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.body.customContextMenuRequested.connect(self._menu)
         layout.addWidget(self.body)
         self._text = text
         self._timer = QTimer(self)
@@ -79,6 +89,16 @@ class MessageBubble(QFrame):
 
     def _render(self) -> None:
         self.body.setText(self._text)
+
+    def _menu(self, at: QPoint) -> None:
+        menu = QMenu(self)
+        chosen = self.body.selectedText()
+        menu.addAction("Copy", lambda: QApplication.clipboard().setText(chosen or self._text))
+        menu.addAction(
+            "Forget the selected words…" if chosen else "Forget this message…",
+            lambda: self.forget_requested.emit(chosen or self._text),
+        )
+        menu.exec(self.body.mapToGlobal(at))
 
 
 class CallRow(QFrame):
@@ -163,12 +183,14 @@ class MessageInput(QPlainTextEdit):
 class ChatView(QWidget):
     """Signals:
     send_requested(str): the user sent a message.
+    forget_requested(str): words of a message the user asked to forget (a preview follows).
     stop_requested(): the user pressed Stop.
     search_requested(str): the user searched past conversations.
     models_requested(): the user followed the offer of a better model.
     """
 
     send_requested = Signal(str)
+    forget_requested = Signal(str)
     stop_requested = Signal()
     search_requested = Signal(str)
     models_requested = Signal()
@@ -254,6 +276,7 @@ class ChatView(QWidget):
 
     def add_message(self, role: str, text: str) -> MessageBubble:
         bubble = MessageBubble(role, text)
+        bubble.forget_requested.connect(self.forget_requested)
         self._add(bubble)
         return bubble
 

@@ -316,6 +316,10 @@ class MainWindow(QMainWindow):
             lambda: ask_for_text(self, self.mnemo, self.tasks, self.say)
         )
         self.forget_action.setEnabled(not self.remote)
+        if not self.remote:
+            self.chat.forget_requested.connect(
+                lambda words: ask_for_text(self, self.mnemo, self.tasks, self.say, words)
+            )
         file_menu.addSeparator()
         self.quit_action = file_menu.addAction("Quit")
         quit_keys = QKeySequence(QKeySequence.StandardKey.Quit)  # Cmd+Q on macOS

@@ -1214,3 +1214,22 @@ def test_cancel_in_the_forget_preview_forgets_nothing(qtbot, mnemo, window):
     qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
     window.property("forget_dialog").reject()
     assert mnemo.archival.count() == 1
+
+
+def test_words_selected_in_a_chat_message_can_be_forgotten(qtbot, mnemo, window, monkeypatch):
+    mnemo.recall.add("user", "My bank PIN is zebra-7741-quartz.")
+    bubble = window.chat.add_message("user", "My bank PIN is zebra-7741-quartz.")
+    asked: list[str] = []
+
+    def get_text(_parent, _title, _label, text=""):
+        asked.append(text)  # the box opens with the words chosen in the message
+        return text, True
+
+    monkeypatch.setattr("desktop.forget_dialog.QInputDialog.getText", get_text)
+    bubble.forget_requested.emit("zebra-7741-quartz")  # the bubble's menu: Forget the words…
+    qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
+    assert asked == ["zebra-7741-quartz"]
+    dialog = window.property("forget_dialog")
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("messages")):
+        qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
+    assert "zebra" not in mnemo.recall.recent(1)[0].text
