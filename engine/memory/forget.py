@@ -132,7 +132,7 @@ def plan_text(mnemo: Mnemo, typed: str) -> ForgetPlan:
     found_words, plan.like = matcher(found), _prefilter(found)
     plan.matcher = found_words
     marker = forgotten_marker()
-    _survey(mnemo, plan, lambda value: found_words.sub(marker, value), plan.like)
+    _survey(mnemo, plan, outside_markers(lambda value: found_words.sub(marker, value)), plan.like)
     if len(plan.places) > TOO_MANY:
         raise InputError(
             f"{typed!r} is in {len(plan.places):,} places, too many to be one thing to forget; "
@@ -157,7 +157,7 @@ def plan_entity(mnemo: Mnemo, name: str) -> ForgetPlan:
     any_name = re.compile("|".join(patterns), re.IGNORECASE)
     plan.matcher = any_name
     marker = forgotten_marker()
-    _survey(mnemo, plan, lambda value: any_name.sub(marker, value), None)
+    _survey(mnemo, plan, outside_markers(lambda value: any_name.sub(marker, value)), None)
     return plan
 
 
@@ -171,6 +171,16 @@ _REQUEST = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
 # A code or number: what a sentence about a passport, a PIN or an account holds.
 _CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]*[A-Za-z0-9]\b")
+
+
+def _value_after(topic: re.Pattern[str], sentence: str) -> str | None:
+    """The code or number a sentence gives for the topic: the first one after the topic's
+    words ("my passport number is QX-55123-LM"), not a date or count elsewhere in it."""
+    named = topic.search(sentence)
+    if named is None:
+        return None
+    found = _CODE.search(sentence, named.end())
+    return found.group() if found else None
 
 
 def requested(message: str) -> str | None:
@@ -203,7 +213,7 @@ def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
 
     _survey(mnemo, ForgetPlan("", []), collect, _prefilter(found))
     plan = ForgetPlan(f"what you said about {topic!r}", [])
-    values = {code.group() for sentence in sentences for code in _CODE.finditer(sentence)}
+    values = {value for sentence in sentences if (value := _value_after(topic_words, sentence))}
     for fact_id, subject, predicate, obj in _facts(mnemo):  # "passport" names (user, passport, …)
         relation_words = {w.casefold() for w in predicate.split("_")} - _STOPWORDS
         if relation_words & named or topic_words.search(f"{subject} {obj}"):
@@ -223,7 +233,7 @@ def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
         )
         marker = forgotten_marker()
         everything = plan.matcher
-        _survey(mnemo, plan, lambda value: everything.sub(marker, value), None)
+        _survey(mnemo, plan, outside_markers(lambda value: everything.sub(marker, value)), None)
     return plan
 
 
@@ -305,6 +315,24 @@ def matcher(tokens: list[str]) -> re.Pattern[str]:
     return re.compile(
         r"(?<!\w)" + r"\W+".join(re.escape(token) for token in tokens) + r"(?!\w)", re.IGNORECASE
     )
+
+
+_MARKER = re.compile(r"\[forgotten(?: on \d{4}-\d{2}-\d{2})?\]")
+
+
+def outside_markers(redact: Redact) -> Redact:
+    """``redact`` applied to the text between earlier "[forgotten…]" markers only: a marker's
+    date is never taken for a forgotten number."""
+
+    def apply(value: str) -> str:
+        pieces = _MARKER.split(value)
+        if len(pieces) == 1:
+            return redact(value)
+        markers = _MARKER.findall(value)
+        redacted = [redact(piece) for piece in pieces]
+        return "".join(p + m for p, m in zip(redacted, [*markers, ""], strict=True))
+
+    return apply
 
 
 def forgotten_marker() -> str:
@@ -421,6 +449,7 @@ def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
     marker = forgotten_marker()
     matcher_ = plan.matcher
 
+    @outside_markers
     def redact(value: str) -> str:
         changed = matcher_.sub(marker, value) if matcher_ is not None else value
         return mnemo.tombstones.redact(changed, stones, marker)
@@ -448,7 +477,9 @@ def sweep(mnemo: Mnemo, stones: list[Tombstone] | None = None) -> dict[str, int]
     if not chosen:
         return {}
     marker = "[forgotten]"
-    found = _remove(mnemo, lambda value: mnemo.tombstones.redact(value, chosen, marker), None)
+    found = _remove(
+        mnemo, outside_markers(lambda value: mnemo.tombstones.redact(value, chosen, marker)), None
+    )
     facts = {stone.digest for stone in chosen if stone.kind == "fact"}
     if facts:
         found.update(_remove_forgotten_facts(mnemo, facts))
