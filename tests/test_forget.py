@@ -293,3 +293,14 @@ def test_a_forget_while_the_chat_writes_loses_nothing_else(used):
         writer.join()
     assert written and all(used.recall.get(message_id) for message_id in written)
     assert all(PIN not in hit.text for hit in used.recall.recent(len(written) + 20))
+
+
+def test_a_topic_forgets_its_value_not_a_year_in_the_same_sentence(used):
+    used.recall.add("user", "(2 December 2026, from a note) My passport number is QX-55123-LM.")
+    used.recall.add("user", "We moved here in 2026 and I renewed my passport.")
+    plan = forget.plan_topic(used, "passport number")
+    forget.forget(used, plan)
+    texts = [hit.text for hit in used.recall.recent(40)]
+    assert "We moved here in 2026 and I renewed my passport." in texts
+    assert all(PASSPORT not in said for said in texts)
+    assert all("[forgotten on [forgotten" not in said for said in texts)
