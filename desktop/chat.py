@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 from desktop.ui import label, remove_widgets, widgets_in
 from engine.assisted import RECALL, RECALL_SUMMARY, REMEMBER, REMEMBERED
 from engine.events import FunctionCalled, FunctionReturned
+from engine.memory import forget
 from engine.memory.recall import MessageHit
 from engine.text import one_line
 from engine.tools import describe_call
@@ -184,6 +185,8 @@ class ChatView(QWidget):
     """Signals:
     send_requested(str): the user sent a message.
     forget_requested(str): words of a message the user asked to forget (a preview follows).
+    forget_topic_requested(str): what a message asked to forget ("passport number"); it is
+        never sent to the model.
     stop_requested(): the user pressed Stop.
     search_requested(str): the user searched past conversations.
     models_requested(): the user followed the offer of a better model.
@@ -191,6 +194,7 @@ class ChatView(QWidget):
 
     send_requested = Signal(str)
     forget_requested = Signal(str)
+    forget_topic_requested = Signal(str)
     stop_requested = Signal()
     search_requested = Signal(str)
     models_requested = Signal()
@@ -479,6 +483,10 @@ class ChatView(QWidget):
         if not text or self.can_stop or not self.ready:
             return  # while a reply is written, Enter does not send; once it shows, it does
         self.input.clear()
+        if forget.requested(text):  # "forget my passport number": for the person, not the model
+            self.add_notice(f"“{text}”: what would be forgotten is shown for you to decide.")
+            self.forget_topic_requested.emit(forget.requested(text) or "")
+            return
         self.add_message("user", text)
         self._at_bottom = True
         self.send_requested.emit(text)

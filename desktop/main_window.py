@@ -5,6 +5,7 @@ model, pending proposals and work in progress always visible in the status bar."
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import cast
 
@@ -33,7 +34,7 @@ from desktop.conversations import ConversationList
 from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.exchange_actions import ExchangeActions
-from desktop.forget_dialog import ask_for_text
+from desktop.forget_dialog import ask_for_text, ask_to_forget
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
@@ -67,6 +68,7 @@ from engine.events import (
 )
 from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
+from engine.memory import forget
 from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
@@ -320,6 +322,12 @@ class MainWindow(QMainWindow):
             self.chat.forget_requested.connect(
                 lambda words: ask_for_text(self, self.mnemo, self.tasks, self.say, words)
             )
+            self.chat.forget_topic_requested.connect(
+                lambda topic: ask_to_forget(
+                    self, self.mnemo, self.tasks, partial(forget.plan_topic, self.mnemo, topic),
+                    self.say,
+                )
+            )  # fmt: skip
         file_menu.addSeparator()
         self.quit_action = file_menu.addAction("Quit")
         quit_keys = QKeySequence(QKeySequence.StandardKey.Quit)  # Cmd+Q on macOS

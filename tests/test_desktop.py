@@ -1233,3 +1233,19 @@ def test_words_selected_in_a_chat_message_can_be_forgotten(qtbot, mnemo, window,
     with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("messages")):
         qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
     assert "zebra" not in mnemo.recall.recent(1)[0].text
+
+
+def test_forget_my_passport_number_in_the_window_chat_never_reaches_the_model(
+    qtbot, mnemo, window, model
+):
+    mnemo.recall.add("user", "My passport number is QX-55123-LM, please remember it.")
+    window.chat.input.setPlainText("forget my passport number")
+    qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
+    assert model.prompts == []  # the model never saw the request
+    assert not [b for b in window.chat.bubbles() if b.text == "forget my passport number"]
+    dialog = window.property("forget_dialog")
+    with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("messages")):
+        qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
+    assert all("QX-55123" not in hit.text for hit in mnemo.recall.recent(10))
+    assert not window.chat.busy
