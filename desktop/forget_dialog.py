@@ -44,15 +44,7 @@ class ForgetDialog(QDialog):
         layout.addWidget(heading)
         self.places = QTreeWidget()
         self.places.setHeaderHidden(True)
-        groups: dict[str, list[str]] = {}
-        for place in plan.places:
-            groups.setdefault(place.kind, []).append(
-                f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
-            )
-        for kind, item_id in plan.items:
-            groups.setdefault(kind, []).append(f"{kind} {item_id}, all of it")
-        for snapshot_id in plan.snapshots:
-            groups.setdefault(forget.SNAPSHOT, []).append(f"snapshot {snapshot_id}, deleted whole")
+        groups = plan.lines_by_kind()
         for kind, lines in groups.items():
             group = QTreeWidgetItem([f"{len(lines)} {kind}{'s' * (len(lines) != 1)}"])
             for line in lines[:SHOWN_PER_KIND]:

@@ -77,15 +77,7 @@ def _plan(mnemo: Mnemo, args: argparse.Namespace) -> forget.ForgetPlan:
 def show(plan: forget.ForgetPlan, out: TextIO) -> None:
     """The preview: every place, grouped by kind, a few of each with the text around it."""
     out.write(f"To forget {plan.what}:\n")
-    kinds: dict[str, list[str]] = {}
-    for place in plan.places:
-        kinds.setdefault(place.kind, []).append(
-            f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
-        )
-    for kind, item_id in plan.items:
-        kinds.setdefault(kind, []).append(f"{kind} {item_id} (all of it)")
-    for snapshot_id in plan.snapshots:
-        kinds.setdefault(forget.SNAPSHOT, []).append(f"snapshot {snapshot_id} (deleted whole)")
+    kinds = plan.lines_by_kind()
     for kind, lines in kinds.items():
         out.write(f"  {len(lines)} {kind}{'s' * (len(lines) != 1)}:\n")
         for line in lines[:SHOWN_PER_KIND]:

@@ -104,6 +104,18 @@ class ForgetPlan:
     def empty(self) -> bool:
         return not (self.places or self.items or self.snapshots)
 
+    def lines_by_kind(self) -> dict[str, list[str]]:
+        """The preview: for each kind, a line per place with the text around it."""
+        kinds: dict[str, list[str]] = {}
+        for place in self.places:
+            line = f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
+            kinds.setdefault(place.kind, []).append(line)
+        for kind, item_id in self.items:
+            kinds.setdefault(kind, []).append(f"{kind} {item_id}, all of it")
+        for snapshot_id in self.snapshots:
+            kinds.setdefault(SNAPSHOT, []).append(f"snapshot {snapshot_id}, deleted whole")
+        return kinds
+
 
 @dataclass
 class ForgetResult:
@@ -495,14 +507,7 @@ def finish_forgets(mnemo: Mnemo) -> None:
     if not pending:
         return
     log.info("finishing %d forgets cut short", len(pending))
-    marker = "[forgotten]"
-    for snapshot in mnemo.snapshots.all():
-        if _snapshot_holds(
-            mnemo, snapshot.id, lambda v: mnemo.tombstones.redact(v, pending, marker), None
-        ):
-            mnemo.snapshots.delete(snapshot.id)
-    sweep(mnemo, pending)
-    _scrub(mnemo)
+    forget_again(mnemo, pending)
     for stone in pending:
         mnemo.tombstones.set_status(stone.id, "done")
 
@@ -701,10 +706,10 @@ def held_on_disk(mnemo: Mnemo) -> list[str]:
     return held
 
 
-def forget_again(mnemo: Mnemo) -> None:
-    """What `mnemo check --repair` does when a forgotten text is still held: the snapshots
-    that hold it go, then every store is swept and the disk scrubbed again."""
-    stones = mnemo.tombstones.active()
+def forget_again(mnemo: Mnemo, stones: list[Tombstone] | None = None) -> None:
+    """Forget again what tombstones forget, still held (`mnemo check --repair`, a forget cut
+    short): the snapshots that hold it go, every store is swept and the disk scrubbed."""
+    stones = mnemo.tombstones.active() if stones is None else stones
     marker = "[forgotten]"
     for snapshot in mnemo.snapshots.all():
         if _snapshot_holds(

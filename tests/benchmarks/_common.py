@@ -145,3 +145,14 @@ def postgres_if(wanted: bool) -> Iterator[str | None]:
             yield server.get_uri()
         finally:
             server.cleanup()
+
+
+def pump(app: Any, until: Callable[[], bool], timeout: float = 120) -> None:
+    """Let a Qt window run (``app`` is its QApplication) until ``until()`` holds: the drives
+    under Xvfb wait so for what a person would wait for."""
+    end = time.monotonic() + timeout
+    while not until():
+        if time.monotonic() > end:
+            raise TimeoutError("the window did not get there in time")
+        app.processEvents()
+        time.sleep(0.02)

@@ -13,24 +13,14 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 
-from _common import emit
+from _common import emit, pump
 from PySide6.QtWidgets import QApplication
 
 from desktop.main_window import MainWindow
 from engine import Mnemo
 from engine.cli import main as mnemo
-
-
-def pump(app: QApplication, until, timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > end:
-            raise TimeoutError("the window did not get there in time")
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def main() -> None:

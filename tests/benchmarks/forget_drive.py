@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from _common import emit
+from _common import emit, pump
 from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication, QInputDialog
 
@@ -28,15 +26,6 @@ from engine import Mnemo
 from engine.ingest.ingestor import Ingestor
 
 PIN, PASSPORT, PERSON = "zebra-7741-quartz", "QX-55123-LM", "Jordan"
-
-
-def pump(app: QApplication, until: Callable[[], bool], timeout: float = 120) -> None:
-    end = time.monotonic() + timeout
-    while not until():
-        if time.monotonic() > end:
-            raise TimeoutError("the window did not get there in time")
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def held_in(folder: Path, *needles: str) -> list[str]:
