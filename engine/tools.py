@@ -501,10 +501,14 @@ _WORD = re.compile(r"\w+")
 
 
 def specific_values(text: str) -> set[str]:
-    """What only a source can tell: its numbers ("1,200" as "1200"; a date as one value) and
-    the names it gives (words capitalised inside a sentence), casefolded. Common words are
-    shared by chance; an answer taken from a document carries one of these."""
-    numbers = {number.replace(",", "") for number in _NUMBER.findall(text)}
+    """What only a source can tell: its numbers ("1,200" as "1200"; a date as one value; not a
+    lone digit) and the names it gives (words capitalised inside a sentence), casefolded.
+    Common words are shared by chance; an answer taken from a document carries one of these."""
+    numbers = {
+        number.replace(",", "")
+        for number in _NUMBER.findall(text)
+        if len(number) > 1  # a lone digit ("1 January", "step 2") is in every text
+    }
     names = {
         name.casefold()
         for sentence in _SENTENCE.split(text)

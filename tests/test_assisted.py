@@ -22,6 +22,7 @@ from engine.events import (
     TextStreamed,
 )
 from engine.llm import ScriptedModel
+from engine.memory.archival import Source
 from engine.modes import choose_mode
 
 SMALL = 135_000_000
@@ -379,6 +380,24 @@ def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
     model.enqueue(["Ana Ruiz does."])  # one name the manual gives is enough
     agent.send("Who is my plumber for the boiler?", on_event=events)
     assert events.of(MessageSent)[2].sources == (Citation(str(boiler_manual), "page 4"),)
+
+
+def test_a_lone_digit_in_a_reply_proves_no_document_was_used(mnemo, model, tmp_path):
+    lease = tmp_path / "lease.txt"
+    lease.write_text("The lease runs for 12 months from 1 September.", encoding="utf-8")
+    mnemo.archival.insert(
+        "The lease runs for 12 months from 1 September.",
+        source=Source(path=str(lease), section="lines 1-1"),
+        origin="document",
+    )
+    model.enqueue(["It began on 1 January, I think.", "It runs for 12 months."])
+    events = Recorder()
+    agent = Agent(mnemo, model)
+    agent.send("When does my lease run until?", on_event=events)
+    agent.send("How long does my lease run?", on_event=events)
+    first, second = events.of(MessageSent)
+    assert first.sources == ()  # "1" is in the lease too, and in every other text
+    assert second.sources == (Citation(str(lease), "lines 1-1"),)
 
 
 def test_a_date_in_a_reply_is_one_value_not_numbers_a_document_happens_to_hold(
