@@ -533,7 +533,7 @@ def _remove_items(mnemo: Mnemo, items: list[tuple[str, str]]) -> None:
 def _remove(mnemo: Mnemo, redact: Redact, like: str | None) -> Counter[str]:
     """Every place ``redact`` changes, changed (entities, names and facts removed whole)."""
     found: Counter[str] = Counter()
-    changed_messages: list[tuple[int, str]] = []
+    changed_messages: list[int] = []
     with mnemo.database.begin() as connection:
         for table, key, columns, kind in COLUMNS:
             for row in _rows(connection, table, key, columns, like):
@@ -548,14 +548,14 @@ def _remove(mnemo: Mnemo, redact: Redact, like: str | None) -> Counter[str]:
                 sets = ", ".join(f"{column} = :{column}" for column in new)
                 if table == "message":
                     sets += ", search_text = :text, embedded = 0"
-                    changed_messages.append((int(row[key]), ""))
+                    changed_messages.append(int(row[key]))
                 connection.execute(
                     text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
                 )
         if changed_messages:
-            _reindex(connection, [message_id for message_id, _ in changed_messages])
+            _reindex(connection, changed_messages)
     if changed_messages:
-        ids = ", ".join(str(message_id) for message_id, _ in changed_messages)
+        ids = ", ".join(map(str, changed_messages))
         mnemo.recall_vectors.delete(f"id IN ({ids})")
         mnemo.recall.embed_missing()  # their vectors, made again from what is left
     for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), ["id", "text"]), redact):
