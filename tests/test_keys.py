@@ -9,7 +9,7 @@ from pathlib import Path
 import keyring
 import keyring.backends.fail
 import pytest
-from fake_servers import FakeServer, recorded
+from fake_servers import NO_CONTEXT_SIZE, FakeServer, Reply, recorded
 
 from engine import keys
 from engine.cli import main
@@ -72,7 +72,7 @@ def test_a_missing_key_is_asked_for_or_explained(mnemo, no_keyring):
 
 def test_the_key_never_reaches_the_profile_or_the_logs(tmp_path, memory_keyring):
     server = FakeServer()
-    server.replies.append(recorded("openai/send_message.sse"))
+    server.replies += [*NO_CONTEXT_SIZE, recorded("openai/send_message.sse")]
     profile = tmp_path / "profile"
     base = ["--profile", str(profile)]
     try:
@@ -160,8 +160,7 @@ def test_doctor(profile_dir, no_keyring, capsys):
 
 def test_doctor_reaches_an_api_server(profile_dir, memory_keyring, capsys):
     server = FakeServer()
-    server.replies.append(recorded("openai/send_message.sse"))
-    server.replies[0].body = '{"data": [{"id": "gpt-test"}]}'
+    server.replies += [*NO_CONTEXT_SIZE, Reply(body='{"data": [{"id": "gpt-test"}]}')]
     try:
         base = ["--profile", str(profile_dir)]
         main([*base, "models", "use", "openai:gpt-test", "--base-url", server.url])
