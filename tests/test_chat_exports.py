@@ -358,3 +358,28 @@ def test_claude_thinking_is_left_out_of_the_reply_and_counted(mnemo, tmp_path):
     (note,) = [note for note in report.notes if note.startswith("Not imported")]
     assert "1 hidden reasoning" in note and "2 tool calls and outputs" in note
     assert "1 attachments" in note
+
+
+def test_an_image_a_tool_made_is_counted_as_an_image_and_the_reply_is_kept(mnemo, tmp_path):
+    """The shape of a DALL·E turn in a real export: the call, the picture, the tool's note."""
+    picture = {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_9"}
+    made = dict(
+        [
+            node("root", None, None, "", T0, ["u1"]),
+            node("u1", "root", "user", "Draw a map of India.", T0 + 1, ["c1"]),
+            node("c1", "u1", "assistant", '{"prompt": "a map"}', T0 + 2, ["i1"], recipient="t2i"),
+            node("i1", "c1", "tool", "", T0 + 3, ["n1"]),
+            node("n1", "i1", "tool", "DALL·E displayed 1 images.", T0 + 4, ["a1"]),
+            node("a1", "n1", "assistant", "Here is the map you asked for.", T0 + 5),
+        ]
+    )
+    made["i1"]["message"]["content"] = {"content_type": "multimodal_text", "parts": [picture]}
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([{"title": "Map", "mapping": made, "id": "m-1"}]), "utf-8")
+    report = import_file(mnemo, path)
+    assert [said for _, said, _ in conversation(mnemo, "chatgpt:m-1")] == [
+        "Draw a map of India.",
+        "Here is the map you asked for.",
+    ]
+    (note,) = [note for note in report.notes if note.startswith("Not imported")]
+    assert "1 images" in note and "1 tool calls" in note and "1 tool outputs" in note

@@ -207,8 +207,10 @@ def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
             if content_type == "user_editable_context":
                 result.left_out[_kind(content_type)] += 1
             continue  # ChatGPT's own set-up, never shown
-        if role not in ("user", "assistant"):
-            result.left_out["tool outputs"] += 1
+        if role not in ("user", "assistant"):  # a tool's output, named by what it was
+            made = [p for p in content.get("parts") or [] if isinstance(p, dict)]  # images
+            kinds = [_kind(str(p.get("content_type") or "unknown")) for p in made]
+            result.left_out.update(kinds or [_KINDS.get(content_type, "tool outputs")])
             continue
         if message.get("recipient", "all") != "all":  # a call to a tool
             result.left_out["tool calls"] += 1

@@ -1,0 +1,109 @@
+"""Real ChatGPT and Claude exports through Mnemo's importer: is every visible message kept?
+
+Give it exports that the services wrote: ``conversations.json`` files, zips, or single
+conversations as some tools save them (one JSON object each). Every file goes into a fresh
+profile. A message counts as visible when the service showed it: on the branch ChatGPT shows
+(``current_node`` back to the root), said by the person or the assistant (not a tool, not a call
+to one), not hidden, with words in it. One JSON line per file: its conversations, the visible
+messages, how many of them were stored word for word, and what the report says was left out.
+
+    uv run python tests/benchmarks/chat_export_files.py FILE_OR_FOLDER [...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from _common import emit
+
+from engine import Mnemo
+from engine.embed import default_embedder
+from engine.exchange import import_file
+
+
+def chatgpt_visible(item: dict[str, Any]) -> list[str]:
+    mapping = item.get("mapping") or {}
+    current, branch = item.get("current_node"), []
+    while current in mapping:
+        branch.append(mapping[current].get("message") or {})
+        current = mapping[current].get("parent")
+    said = []
+    for message in reversed(branch):
+        content = message.get("content") or {}
+        if (
+            (message.get("author") or {}).get("role") in ("user", "assistant")
+            and message.get("recipient", "all") == "all"
+            and not (message.get("metadata") or {}).get("is_visually_hidden_from_conversation")
+            and content.get("content_type") in ("text", "multimodal_text")
+        ):
+            words = [
+                p if isinstance(p, str) else str(p.get("text") or "")
+                for p in content.get("parts") or []
+                if isinstance(p, str) or p.get("content_type") == "audio_transcription"
+            ]
+            said.append("\n".join(words).strip())
+    return [text for text in said if text]
+
+
+def claude_visible(item: dict[str, Any]) -> list[str]:
+    said = []
+    for message in item.get("chat_messages") or []:
+        parts = message.get("content")
+        if isinstance(parts, list) and parts:
+            text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") == "text")
+        else:
+            text = str(message.get("text") or "")
+        said.append(text.strip())
+    return [text for text in said if text]
+
+
+def conversations(path: Path) -> list[dict[str, Any]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data if isinstance(data, list) else [data]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+", type=Path)
+    args = parser.parse_args()
+    embedder = default_embedder()
+    files = [p for a in args.paths for p in (sorted(a.glob("*.json")) if a.is_dir() else [a])]
+    for path in files:
+        items = conversations(path)
+        visible = [
+            text
+            for item in items
+            for text in (claude_visible(item) if "chat_messages" in item else chatgpt_visible(item))
+        ]
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            Mnemo.open(Path(folder) / "profile", embedder=embedder) as mnemo,
+        ):
+            export = Path(folder) / "conversations.json"
+            export.write_text(json.dumps(items), encoding="utf-8")  # an export is a list
+            report = import_file(mnemo, export)
+            stored = [
+                message.text
+                for conversation in mnemo.conversations.all()
+                for message in mnemo.recall.recent(100_000, conversation.id)
+            ]
+        missing = [text for text in visible if text not in stored]
+        emit(
+            {
+                "benchmark": "chat_export_files",
+                "file": path.name,
+                "conversations": len(items),
+                "visible_messages": len(visible),
+                "stored_word_for_word": len(visible) - len(missing),
+                "stored_messages": len(stored),
+                "left_out": next((n for n in report.notes if n.startswith("Not imported")), ""),
+            }
+        )
+
+
+if __name__ == "__main__":
+    main()
