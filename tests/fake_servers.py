@@ -27,10 +27,10 @@ class Reply:
     delay_s: float = 0.0  # before answering (a hung server)
 
 
-
 # What `models use` and an automatic context size ask first (GET /props, GET /models), answered
 # as llama-cpp-python's server does: no size, so the replies queued after them go to the turn.
 NO_CONTEXT_SIZE = (Reply(404, '{"detail": "Not Found"}'), Reply(404, '{"detail": "Not Found"}'))
+
 
 def sse(events: list[dict[str, Any]], named: bool = False) -> str:
     """Server-sent events: OpenAI sends bare data lines, Anthropic names each event."""
