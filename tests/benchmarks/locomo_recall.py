@@ -14,7 +14,14 @@ The gap between frac@10 and these is ranking, not recall.
 
 Baseline (plain BM25 over turns, from the data's README): frac@10 58.6 overall. Target >= 80.
 
+``--folds K`` splits the conversations into K folds and scores every configuration of
+``retrieval_folds`` (the rules switched off one at a time, the tunables at other values) on
+every question: the held-fold table, with BM25 over "[date] speaker: text" on the same
+questions, and each configuration's held-fold effect (``retrieval_folds.report``).
+``--build-without neighbours`` stores the turns without their neighbours' words.
+
     uv run python tests/benchmarks/locomo_recall.py [--data ../shared/data] [--conversations 10]
+        [--folds 5 [--ablations-only]] [--build-without neighbours]
 """
 
 from __future__ import annotations
@@ -29,7 +36,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import retrieval_folds
 from _common import REPO, emit, percentages, postgres_if
+from longmemeval_recall import bm25_top
 
 from engine import Mnemo
 from engine.memory.recall import NewMessage
@@ -53,26 +62,34 @@ def evidence_ids(raw: list[str]) -> list[str]:
     return ids
 
 
-def load_conversation(mnemo: Mnemo, sample: dict[str, Any]) -> dict[int, str]:
-    """Store every turn; return message id -> dia_id."""
+def turns_of(sample: dict[str, Any]) -> list[tuple[str, str, datetime]]:
+    """(dia_id, "Speaker: text", when) of every turn, in order."""
     conversation = sample["conversation"]
-    first = conversation["speaker_a"]
-    messages, dia_ids = [], []
+    found = []
     number = 1
     while f"session_{number}" in conversation:
         start = session_date(conversation[f"session_{number}_date_time"])
         for offset, turn in enumerate(conversation[f"session_{number}"]):
-            messages.append(
-                NewMessage(
-                    role="user" if turn["speaker"] == first else "assistant",
-                    text=f"{turn['speaker']}: {turn['text']}",
-                    created_at=start + timedelta(seconds=30 * offset),
-                )
-            )
-            dia_ids.append(turn["dia_id"])
+            said = f"{turn['speaker']}: {turn['text']}"
+            found.append((turn["dia_id"], said, start + timedelta(seconds=30 * offset)))
         number += 1
+    return found
+
+
+def load_conversation(mnemo: Mnemo, sample: dict[str, Any]) -> dict[int, str]:
+    """Store every turn (the first speaker as the user); return message id -> dia_id."""
+    first = sample["conversation"]["speaker_a"]
+    turns = turns_of(sample)
+    messages = [
+        NewMessage(
+            role="user" if said.startswith(f"{first}: ") else "assistant",
+            text=said,
+            created_at=when,
+        )
+        for _, said, when in turns
+    ]
     ids = mnemo.recall.add_many(messages)
-    return dict(zip(ids, dia_ids, strict=True))
+    return dict(zip(ids, [dia_id for dia_id, _, _ in turns], strict=True))
 
 
 def share(wanted: set[str], found: list[str], slots: int = 10) -> float:
@@ -85,6 +102,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--conversations", type=int, default=10)
     parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
+    parser.add_argument("--folds", type=int, default=0, help="held-fold tables (0: none)")
+    parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
+    parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -95,13 +115,22 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     started = time.perf_counter()
     search_ms: list[float] = []
-    for sample in samples[: args.conversations]:
+    samples = samples[: args.conversations]
+    fold_of = retrieval_folds.folds_of([s["sample_id"] for s in samples], args.folds or 1)
+    configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
+    by_config: dict[str, list] = defaultdict(list)
+    bm25: list = []
+    for sample in samples:
+        fold = fold_of[sample["sample_id"]]
+        turns = turns_of(sample)
+        documents = [f"[{when:%d %B %Y}] {said}" for _, said, when in turns]
         with (
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(folder, database_url=database_url) as mnemo,
         ):
-            dia_of = load_conversation(mnemo, sample)
-            mnemo.wait_for_background_work()
+            with retrieval_folds.build_without(args.build_without):
+                dia_of = load_conversation(mnemo, sample)
+                mnemo.wait_for_background_work()
             for qa in sample["qa"]:
                 category = qa.get("category")
                 evidence = evidence_ids(qa.get("evidence", []))
@@ -123,6 +152,14 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                         share(wanted, deeper[:40]),
                     )
                 )
+                for name, switch in configs.items():
+                    with switch():
+                        hits = search_conversation(mnemo, qa["question"], limit=10)
+                    top = [dia_of[hit.id] for hit in hits]
+                    by_config[name].append((fold, (share(wanted, top), share(wanted, top[:5]))))
+                if configs:
+                    best = [turns[i][0] for i in bm25_top(qa["question"], documents, 10)]
+                    bm25.append((fold, (share(wanted, best),)))
 
     def summary(rows: list[tuple[float, ...]]) -> dict[str, float]:
         return percentages(rows, ("frac@5", "frac@10", "all@10", "ceiling@20", "ceiling@40"))
@@ -138,6 +175,12 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             **{name: summary(scores[name]) for name in CATEGORIES.values() if scores[name]},
             "baseline_bm25_frac@10": 58.6,
             "search_ms_p50": round(search_ms[len(search_ms) // 2], 1),
+            "built_without": args.build_without,
+            **(
+                retrieval_folds.report(by_config, ("frac@10", "frac@5"), args.folds, bm25)
+                if args.folds
+                else {}
+            ),
             "seconds": round(time.perf_counter() - started, 1),
         }
     )

@@ -17,7 +17,14 @@ Vectors come from the app's embedder through a cache on disk (``vector_cache.py`
 embeds the ~104,000 turns and the ~60,000 sentences of user turns that get vectors of their own
 once (about an hour on 2 cores); later runs take a few minutes.
 
+``--folds K`` splits the questions into K folds by a hash of their id and scores every
+configuration of ``retrieval_folds`` (the rules switched off one at a time, the tunables at other
+values) on every question: the held-fold all@10 and all@5 per fold and their mean, BM25's on the
+same questions, and each configuration's held-fold effect (``retrieval_folds.report``).
+``--build-without neighbours`` stores the turns without their neighbours' words.
+
     uv run python tests/benchmarks/longmemeval_recall.py [--data ../shared/data] [--questions N]
+        [--folds 5 [--ablations-only]] [--build-without neighbours]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import retrieval_folds
 from _common import REPO, emit, percentages, postgres_if
 from vector_cache import DEFAULT_CACHE, CachedEmbedder
 
@@ -100,6 +108,9 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=0, help="only the first N (0: all)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
+    parser.add_argument("--folds", type=int, default=0, help="held-fold tables (0: none)")
+    parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
+    parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -123,7 +134,12 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     )
     scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     search_ms: list[float] = []
+    fold_of = retrieval_folds.folds_of([q["question_id"] for q in questions], args.folds or 1)
+    configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
+    by_config: dict[str, list] = defaultdict(list)
+    bm25_rows: list = []
     for question in questions:
+        fold = fold_of[question["question_id"]]
         turns = haystack(sessions, question)
         gold = gold_turns(question, turns)
         answer_sessions = set(question["answer_session_ids"])
@@ -140,12 +156,20 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 )
                 for session_id, index, turn in turns
             ]
-            where = dict(zip(m.recall.add_many(messages), turns, strict=True))
-            m.wait_for_background_work()
+            with retrieval_folds.build_without(args.build_without):
+                where = dict(zip(m.recall.add_many(messages), turns, strict=True))
+                m.wait_for_background_work()
             began = time.perf_counter()
             hits = search_conversation(m, question["question"], limit=10)
             search_ms.append((time.perf_counter() - began) * 1000)
             deeper = search_conversation(m, question["question"], limit=40)
+            for name, switch in configs.items():
+                with switch():
+                    top = search_conversation(m, question["question"], limit=10)
+                found_here = [where[hit.id][:2] for hit in top]
+                by_config[name].append(
+                    (fold, (float(gold <= set(found_here)), float(gold <= set(found_here[:5]))))
+                )
         found = [where[hit.id][:2] for hit in hits]
         deep = [where[hit.id][:2] for hit in deeper]
         user_turns = [(s, i, t["content"]) for s, i, t in turns if t["role"] == "user"]
@@ -153,6 +177,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             user_turns[i][:2]
             for i in bm25_top(question["question"], [u[2] for u in user_turns], 10)
         ]
+        bm25_rows.append((fold, (float(gold <= set(bm25)),)))
         fits = len(gold) <= 10
         scores[question["question_type"]].append(
             (
@@ -180,6 +205,12 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             "overall": summary(everything),
             **{name: summary(rows) for name, rows in sorted(scores.items())},
             "search_ms_p50": round(search_ms[len(search_ms) // 2], 1),
+            "built_without": args.build_without,
+            **(
+                retrieval_folds.report(by_config, ("all@10", "all@5"), args.folds, bm25_rows)
+                if args.folds
+                else {}
+            ),
             "seconds": round(time.perf_counter() - started, 1),
         }
     )

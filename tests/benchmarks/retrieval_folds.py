@@ -1,0 +1,202 @@
+"""Validation folds and ablations for the conversation-search benchmarks.
+
+Conversation search gained its rules on the data that measures it, so a figure that counts is one
+measured on questions the choice never saw. The questions (LongMemEval) or conversations (LoCoMo)
+are split into folds by a hash of their id. Every candidate configuration is scored on every
+question in the same run, on the same stored profile:
+- ``as built``: the code as it is;
+- each rule with ``-`` before its name: that rule switched off, the rest as built (an ablation);
+- each tunable at another value (``ROLE_PRIOR=1``), the rest as built.
+
+For each held fold the configuration with the best mean on the *other* folds is chosen and scored
+on the held fold; that held-fold mean is the figure to quote. An ablation's effect is its held
+fold's score minus ``as built``'s on the same fold (nothing is chosen there).
+
+The switches patch module attributes for the length of one search; index-time rules (the
+neighbours' words in a message's indexed text) need a profile built without them
+(``build_without``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import statistics
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from typing import Any
+from unittest import mock
+
+from engine.memory import context_index, recall_search, search, vectors, word_match
+from engine.memory.recall_vectors import WHOLE_MESSAGES
+
+Switch = Callable[[], AbstractContextManager[Any]]
+AS_BUILT = "as built"
+
+
+def _set(target: Any, name: str, value: Any) -> Switch:
+    return lambda: mock.patch.object(target, name, value)
+
+
+def _tuned(target: Any, name: str, value: Any) -> Switch:
+    """A tunable at ``value`` in its module and wherever it was imported by name."""
+
+    @contextmanager
+    def switch() -> Iterator[None]:
+        original = getattr(target, name)
+        with ExitStack() as stack:
+            for module in {target, recall_search, vectors}:
+                if getattr(module, name, None) is original:
+                    stack.enter_context(mock.patch.object(module, name, value))
+            yield
+
+    return switch
+
+
+@contextmanager
+def _whole_messages_only() -> Iterator[None]:
+    """Search by meaning with each message's own vector, not its sentences'."""
+    original = vectors.VectorTable.similar
+
+    def similar(self: Any, query: str, limit: int, where: str | None, *rest: Any) -> Any:
+        if "part" in self.table.schema.names:
+            where = f"{where} AND {WHOLE_MESSAGES}" if where else WHOLE_MESSAGES
+        return original(self, query, limit, where, *rest)
+
+    with mock.patch.object(vectors.VectorTable, "similar", similar):
+        yield
+
+
+def _uncoordinated(scores: dict, texts: dict, query: str, own: Any = None) -> tuple[dict, float]:
+    return scores, search.KEYWORD_WEIGHT
+
+
+def _rank_fusion(k: int) -> Switch:
+    """Reciprocal rank fusion: no weights and no score scales to fit."""
+
+    def fuse(keyword: dict, semantic: dict, keyword_weight: float = 0.0) -> list:
+        fused: dict[Any, float] = {}
+        for side in (keyword, semantic):
+            ranked = sorted(side.items(), key=lambda item: item[1], reverse=True)
+            for rank, (key, _) in enumerate(ranked, 1):
+                fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+        return sorted(fused.items(), key=lambda item: item[1], reverse=True)
+
+    return lambda: mock.patch.object(recall_search, "fuse", fuse)
+
+
+# Each rule conversation search gained after plain hybrid search, and how to switch it off.
+RULES: dict[str, Switch] = {
+    "role prior": _set(search, "ROLE_PRIOR", 0.0),
+    "request rule": _set(search, "_REQUEST", re.compile(r"(?!x)x")),
+    "sentence vectors": _whole_messages_only,
+    "word-piece re-rank": _set(word_match, "RERANK_WEIGHT", 0.0),
+    "sentence proximity": _set(search, "PROXIMITY_EXPONENT", 0.0),
+    "date in proximity": _set(context_index, "date_words", lambda seconds: ""),
+    "coverage scaling": _set(recall_search, "coordinated", _uncoordinated),
+}
+
+# The tunables and the other values tried (as built: ROLE_PRIOR 3, KEYWORD_WEIGHT 0.6, ...).
+TUNABLES: dict[str, tuple[Any, str, tuple[float, ...]]] = {
+    "ROLE_PRIOR": (search, "ROLE_PRIOR", (1.0, 2.0, 5.0)),
+    "KEYWORD_WEIGHT": (search, "KEYWORD_WEIGHT", (0.4, 0.5, 0.7)),
+    "PROXIMITY_EXPONENT": (search, "PROXIMITY_EXPONENT", (0.25, 0.75)),
+    "RERANK_WEIGHT": (word_match, "RERANK_WEIGHT", (0.5, 1.5)),
+    "RERANK_DEPTH": (word_match, "RERANK_DEPTH", (10, 30)),
+    "RELEVANCE_FLOOR": (vectors, "RELEVANCE_FLOOR", (1.0, 3.0)),
+}
+
+LEVERS: dict[str, Switch] = {
+    "rank fusion k=10": _rank_fusion(10),
+    "rank fusion k=60": _rank_fusion(60),
+}
+
+
+def configurations(ablations_only: bool = False) -> dict[str, Switch]:
+    """Every configuration a run scores, ``as built`` first."""
+    found: dict[str, Switch] = {AS_BUILT: lambda: ExitStack()}
+    found.update({f"-{name}": switch for name, switch in RULES.items()})
+    if not ablations_only:
+        for name, (target, attribute, values) in TUNABLES.items():
+            for value in values:
+                found[f"{name}={value:g}"] = _tuned(target, attribute, value)
+        found.update(LEVERS)
+    return found
+
+
+@contextmanager
+def build_without(rule: str | None) -> Iterator[None]:
+    """Store a profile without an index-time rule: ``neighbours`` (no neighbour words)."""
+    if rule is None:
+        yield
+    elif rule == "neighbours":
+        with mock.patch.object(context_index, "NEIGHBOURS", 0):
+            yield
+    else:
+        raise SystemExit(f"no index-time rule {rule!r}; the one there is: neighbours")
+
+
+def folds_of(keys: Sequence[str], count: int) -> dict[str, int]:
+    """A fold for each key: keys ordered by a hash of their own (not the one that chose the
+    development half), then dealt out in turn, so folds differ in size by one at most."""
+    order = sorted(set(keys), key=lambda key: hashlib.md5(f"fold:{key}".encode()).hexdigest())
+    return {key: index % count for index, key in enumerate(order)}
+
+
+def _mean(values: Sequence[float]) -> float:
+    return 100 * sum(values) / len(values) if values else 0.0
+
+
+def report(
+    scores: dict[str, list[tuple[int, tuple[float, ...]]]],
+    metrics: Sequence[str],
+    folds: int,
+    baseline: list[tuple[int, tuple[float, ...]]] | None = None,
+) -> dict[str, Any]:
+    """The fold table and the ablation table from per-question scores.
+
+    ``scores``: configuration -> [(fold, (metric values...))], one per question, same order for
+    every configuration; the first metric chooses. ``baseline``: BM25's per question (optional).
+    """
+
+    def mean_on(config: str, fold: int, metric: int, held: bool) -> float:
+        rows = [m[metric] for f, m in scores[config] if (f == fold) == held]
+        return _mean(rows)
+
+    table = []
+    for fold in range(folds):
+        chosen = max(scores, key=lambda c: (round(mean_on(c, fold, 0, False), 6), c == AS_BUILT))
+        row: dict[str, Any] = {
+            "fold": fold,
+            "n": sum(f == fold for f, _ in scores[AS_BUILT]),
+            "chosen": chosen,
+            **{
+                f"held_{m}": round(mean_on(chosen, fold, i, True), 1) for i, m in enumerate(metrics)
+            },
+            **{
+                f"as_built_{m}": round(mean_on(AS_BUILT, fold, i, True), 1)
+                for i, m in enumerate(metrics)
+            },
+        }
+        if baseline is not None:
+            row["bm25_" + metrics[0]] = round(_mean([m[0] for f, m in baseline if f == fold]), 1)
+        table.append(row)
+    summary: dict[str, Any] = {
+        key: round(statistics.mean(row[key] for row in table), 1)
+        for key in table[0]
+        if key.startswith(("held_", "as_built_", "bm25_"))
+    }
+    effects = {}
+    for config in scores:
+        if config == AS_BUILT:
+            continue
+        deltas = [
+            mean_on(config, fold, 0, True) - mean_on(AS_BUILT, fold, 0, True)
+            for fold in range(folds)
+        ]
+        effects[config] = {
+            "mean": round(statistics.mean(deltas), 1),
+            "min": round(min(deltas), 1),
+            "max": round(max(deltas), 1),
+        }
+    return {"folds": table, "held_fold_mean": summary, "effect_of_" + metrics[0]: effects}
