@@ -1198,6 +1198,7 @@ def test_forget_everything_about_a_person_shows_a_preview_and_forgets_on_forget(
     dialog.grab().save(str(tmp_path / "forget-preview.png"))
     with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
         qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
+        assert "Forgetting everything about Jordan…" in page.notice.text()  # while it runs
     assert mnemo.knowledge.resolve("Jordan") is None
     assert "Jordan" not in mnemo.recall.recent(1)[0].text
     assert "Forgotten: everything about Jordan" in page.notice.text()

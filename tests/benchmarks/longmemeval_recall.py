@@ -24,7 +24,7 @@ same questions, and each configuration's held-fold effect (``retrieval_folds.rep
 ``--build-without neighbours`` stores the turns without their neighbours' words.
 
     uv run python tests/benchmarks/longmemeval_recall.py [--data ../shared/data] [--questions N]
-        [--folds 5 [--ablations-only]] [--build-without neighbours]
+        [--sample N] [--folds 5 [--ablations-only]] [--build-without neighbours]
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--questions", type=int, default=0, help="only the first N (0: all)")
+    parser.add_argument("--sample", type=int, default=0, help="N questions chosen by a hash")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--postgres", action="store_true", help="tables in PostgreSQL")
     parser.add_argument("--folds", type=int, default=0, help="held-fold tables (0: none)")
@@ -123,6 +124,9 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     questions = [q for q in questions if gold_turns(q, haystack(sessions, q))]
     if args.questions:
         questions = questions[: args.questions]
+    if args.sample:  # every type in its share, for a shorter run (fewer turns to embed)
+        chosen = retrieval_folds.sample([q["question_id"] for q in questions], args.sample)
+        questions = [q for q in questions if q["question_id"] in chosen]
     embedder = CachedEmbedder(default_embedder(), args.cache)
     embedder.fill(
         [

@@ -136,11 +136,20 @@ def build_without(rule: str | None) -> Iterator[None]:
         raise SystemExit(f"no index-time rule {rule!r}; the one there is: neighbours")
 
 
+def _hashed(keys: Sequence[str]) -> list[str]:
+    """Keys in the order of a hash of their own (not the one that chose the development half)."""
+    return sorted(set(keys), key=lambda key: hashlib.md5(f"fold:{key}".encode()).hexdigest())
+
+
 def folds_of(keys: Sequence[str], count: int) -> dict[str, int]:
-    """A fold for each key: keys ordered by a hash of their own (not the one that chose the
-    development half), then dealt out in turn, so folds differ in size by one at most."""
-    order = sorted(set(keys), key=lambda key: hashlib.md5(f"fold:{key}".encode()).hexdigest())
-    return {key: index % count for index, key in enumerate(order)}
+    """A fold for each key: keys in hash order dealt out in turn, so folds differ in size by one
+    at most."""
+    return {key: index % count for index, key in enumerate(_hashed(keys))}
+
+
+def sample(keys: Sequence[str], count: int) -> set[str]:
+    """``count`` keys chosen by the hash: a random sample that every run draws alike."""
+    return set(_hashed(keys)[:count])
 
 
 def _mean(values: Sequence[float]) -> float:
