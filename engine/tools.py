@@ -254,10 +254,16 @@ def search_archival(
 
 
 def search_conversation(
-    mnemo: Mnemo, query: str, limit: int = PAGE_SIZE, page: int = 1, by: str = "the model"
+    mnemo: Mnemo,
+    query: str,
+    limit: int = PAGE_SIZE,
+    page: int = 1,
+    by: str = "the model",
+    now: datetime | None = None,
 ) -> Page[MessageHit]:
-    """The search behind `conversation_search` (benchmarks call exactly this)."""
-    found = mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES)
+    """The search behind `conversation_search` (benchmarks call exactly this, with ``now`` the
+    moment the question is asked)."""
+    found = mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES, now=now)
     if found.trace is not None:
         found.trace.by = by
     return found

@@ -85,6 +85,23 @@ def prefer_role(
     return sorted(adjusted, key=lambda item: item[1], reverse=True)
 
 
+# A question that names its dates ("two weeks ago", ``time_window``) asks about turns said then;
+# those outside lose this much, in fused z-score units, as turns of the other role do.
+DATE_PRIOR = 3.0
+
+
+def prefer_window(
+    ranked: list[tuple[T, float]], when: dict[T, float], start: float | None, end: float | None
+) -> list[tuple[T, float]]:
+    """Re-rank fused candidates so that those said outside ``start``..``end`` lose DATE_PRIOR."""
+    low, high = start or float("-inf"), end or float("inf")
+    adjusted = [
+        (key, score - (DATE_PRIOR if not low <= when.get(key, low) <= high else 0.0))
+        for key, score in ranked
+    ]
+    return sorted(adjusted, key=lambda item: item[1], reverse=True)
+
+
 def relevance(similarities: np.ndarray, background: np.ndarray) -> np.ndarray:
     """How far each cosine similarity stands above the query's similarities to unrelated text,
     in standard deviations of those."""

@@ -124,6 +124,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
         fold = fold_of[sample["sample_id"]]
         turns = turns_of(sample)
         documents = [f"[{when:%d %B %Y}] {said}" for _, said, when in turns]
+        asked = turns[-1][2] + timedelta(days=1)  # the questions come after the last session
         with (
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(folder, database_url=database_url) as mnemo,
@@ -137,10 +138,13 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 if category not in CATEGORIES or not evidence:
                     continue
                 began = time.perf_counter()
-                hits = search_conversation(mnemo, qa["question"], limit=10)
+                hits = search_conversation(mnemo, qa["question"], limit=10, now=asked)
                 search_ms.append((time.perf_counter() - began) * 1000)
                 found = [dia_of[hit.id] for hit in hits]
-                deeper = [dia_of[hit.id] for hit in search_conversation(mnemo, qa["question"], 40)]
+                deeper = [
+                    dia_of[hit.id]
+                    for hit in search_conversation(mnemo, qa["question"], 40, now=asked)
+                ]
                 wanted = set(evidence)
                 at10 = share(wanted, found[:10])
                 scores[CATEGORIES[category]].append(
@@ -154,7 +158,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 )
                 for name, switch in configs.items():
                     with switch():
-                        hits = search_conversation(mnemo, qa["question"], limit=10)
+                        hits = search_conversation(mnemo, qa["question"], limit=10, now=asked)
                     top = [dia_of[hit.id] for hit in hits]
                     by_config[name].append((fold, (share(wanted, top), share(wanted, top[:5]))))
                 if configs:
