@@ -120,6 +120,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
     by_config: dict[str, list] = defaultdict(list)
     bm25: list = []
+    other_words: list[bool] = []  # the paraphrase set: evidence shares at most a word with it
     for sample in samples:
         fold = fold_of[sample["sample_id"]]
         turns = turns_of(sample)
@@ -163,7 +164,9 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                     by_config[name].append((fold, (share(wanted, top), share(wanted, top[:5]))))
                 if configs:
                     best = [turns[i][0] for i in bm25_top(qa["question"], documents, 10)]
-                    bm25.append((fold, (share(wanted, best),)))
+                    bm25.append((fold, (share(wanted, best), share(wanted, best[:5]))))
+                    texts = [said for dia_id, said, _ in turns if dia_id in wanted]
+                    other_words.append(retrieval_folds.paraphrased(qa["question"], texts))
 
     def summary(rows: list[tuple[float, ...]]) -> dict[str, float]:
         return percentages(rows, ("frac@5", "frac@10", "all@10", "ceiling@20", "ceiling@40"))
@@ -182,6 +185,18 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             "built_without": args.build_without,
             **(
                 retrieval_folds.report(by_config, ("frac@10", "frac@5"), args.folds, bm25)
+                if args.folds
+                else {}
+            ),
+            **(
+                {
+                    "paraphrased": retrieval_folds.report(
+                        retrieval_folds.subset(by_config, other_words, (1, 0)),
+                        ("frac@5", "frac@10"),
+                        args.folds,
+                        retrieval_folds.subset({"": bm25}, other_words, (1,))[""],
+                    )
+                }
                 if args.folds
                 else {}
             ),

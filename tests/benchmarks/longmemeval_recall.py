@@ -142,6 +142,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
     by_config: dict[str, list] = defaultdict(list)
     bm25_rows: list = []
+    other_words: list[bool] = []  # the paraphrase set: gold turns share at most a word with it
     for question in questions:
         fold = fold_of[question["question_id"]]
         turns = haystack(sessions, question)
@@ -182,7 +183,11 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             user_turns[i][:2]
             for i in bm25_top(question["question"], [u[2] for u in user_turns], 10)
         ]
-        bm25_rows.append((fold, (float(gold <= set(bm25)),)))
+        bm25_rows.append((fold, (float(gold <= set(bm25)), float(gold <= set(bm25[:5])))))
+        said = {(s, i): t["content"] for s, i, t in turns}
+        other_words.append(
+            retrieval_folds.paraphrased(question["question"], [said[key] for key in gold])
+        )
         fits = len(gold) <= 10
         scores[question["question_type"]].append(
             (
@@ -213,6 +218,18 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             "built_without": args.build_without,
             **(
                 retrieval_folds.report(by_config, ("all@10", "all@5"), args.folds, bm25_rows)
+                if args.folds
+                else {}
+            ),
+            **(
+                {
+                    "paraphrased": retrieval_folds.report(
+                        retrieval_folds.subset(by_config, other_words, (1, 0)),
+                        ("all@5", "all@10"),
+                        args.folds,
+                        retrieval_folds.subset({"": bm25_rows}, other_words, (1,))[""],
+                    )
+                }
                 if args.folds
                 else {}
             ),

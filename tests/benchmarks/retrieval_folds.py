@@ -29,6 +29,7 @@ from unittest import mock
 
 from engine.memory import context_index, recall_search, search, vectors, word_match
 from engine.memory.recall_vectors import WHOLE_MESSAGES
+from engine.memory.search import _STOPWORDS, _WORD, STEM
 
 Switch = Callable[[], AbstractContextManager[Any]]
 AS_BUILT = "as built"
@@ -211,3 +212,35 @@ def report(
             "max": round(max(deltas), 1),
         }
     return {"folds": table, "held_fold_mean": summary, "effect_of_" + metrics[0]: effects}
+
+
+# A question whose answering turns each share at most this many of its content words is asked in
+# other words than they were said in: the paraphrase set, drawn from the data's own questions.
+PARAPHRASED_WORDS = 1
+
+
+def _stems(text: str) -> set[str]:
+    return {word[:STEM] for word in _WORD.findall(text.lower()) if word not in _STOPWORDS}
+
+
+def paraphrased(question: str, answers: Sequence[str]) -> bool:
+    """Whether every answering turn shares at most PARAPHRASED_WORDS content words with the
+    question (words compared by their first STEM letters)."""
+    asked = _stems(question)
+    return all(len(asked & _stems(text)) <= PARAPHRASED_WORDS for text in answers)
+
+
+def subset(
+    scores: dict[str, list[tuple[int, tuple[float, ...]]]],
+    keep: Sequence[bool],
+    order: Sequence[int],
+) -> dict[str, list[tuple[int, tuple[float, ...]]]]:
+    """The questions ``keep`` marks, each score's metrics in ``order``."""
+    return {
+        name: [
+            (fold, tuple(m[i] for i in order))
+            for (fold, m), kept in zip(rows, keep, strict=True)
+            if kept
+        ]
+        for name, rows in scores.items()
+    }
