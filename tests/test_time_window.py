@@ -1,9 +1,11 @@
 """The dates a question's time phrase names, and the search that reads them."""
 
 from datetime import datetime, timedelta
+from unittest import mock
 
 import pytest
 
+from engine.memory import recall_search
 from engine.memory.time_window import named_window
 from engine.tools import search_conversation
 
@@ -47,16 +49,17 @@ def test_a_question_that_names_no_dates_has_no_window(question):
     assert named_window(question, NOW) is None
 
 
-def test_search_prefers_the_turns_of_the_dates_the_question_names(mnemo):
-    """Two turns about planting: the one said two weeks before the question comes first; without
-    the phrase, the one that matches more of its words does."""
+def test_search_prefers_turns_said_since_the_dates_the_question_names(mnemo):
+    """Two turns about planting: with "two weeks ago" the one said 15 days before the question
+    comes first, as the better-worded one said 40 days before cannot tell of it; with the dates
+    not read, the better-worded one does."""
     said = [
         ("I planted basil in the garden bed by the fence.", NOW - timedelta(days=15)),
-        ("I planted tomatoes in the raised garden bed.", NOW - timedelta(days=2)),
+        ("I planted tomatoes in the raised garden bed.", NOW - timedelta(days=40)),
         ("The quarterly report is due on Monday.", NOW - timedelta(days=30)),
         ("My sister Ana is visiting in June.", NOW - timedelta(days=20)),
         ("I bought a new bike helmet.", NOW - timedelta(days=9)),
-        ("The garden centre was closed.", NOW - timedelta(days=40)),
+        ("The garden centre was closed.", NOW - timedelta(days=50)),
     ]
     ids = mnemo.recall.add_many(
         [{"role": "user", "text": text, "created_at": when} for text, when in said]
@@ -64,5 +67,14 @@ def test_search_prefers_the_turns_of_the_dates_the_question_names(mnemo):
     mnemo.wait_for_background_work()
     question = "What did I plant in the garden bed two weeks ago?"
     assert search_conversation(mnemo, question, limit=3, now=NOW)[0].id == ids[0]
-    plain = search_conversation(mnemo, "What did I plant in the garden bed?", limit=3, now=NOW)
-    assert plain[0].id == ids[1]
+    with mock.patch.object(recall_search, "named_window", lambda query, now: None):
+        assert search_conversation(mnemo, question, limit=3, now=NOW)[0].id == ids[1]
+
+
+def test_a_turn_said_after_the_named_dates_can_tell_of_them(mnemo):
+    """ "I bought a new bicycle last week", said today, answers "What did I buy last week?"."""
+    told = mnemo.recall.add("user", "I bought a new bicycle last week.", created_at=NOW)
+    mnemo.recall.add("user", "I bought a kettle.", created_at=NOW - timedelta(days=60))
+    mnemo.wait_for_background_work()
+    asked = NOW + timedelta(hours=1)
+    assert search_conversation(mnemo, "What did I buy last week?", now=asked)[0].id == told

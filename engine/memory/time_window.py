@@ -1,10 +1,12 @@
 """The dates a question's own time phrase points at: "two weeks ago", "last Saturday", "in June",
 "during the past month".
 
-A person who asks "What gardening did I do two weeks ago?" has already said when; the turns that
-answer were said about then. Search uses the window as evidence, not as a filter (``recall_search``
-ranks turns outside it lower and adds the best turns inside it to the candidates), because people
-count loosely: "two weeks ago" is 10 to 18 days, and "last Saturday" can be the one before.
+A person who asks "What gardening did I do two weeks ago?" has already said when; a turn said
+before then cannot tell of it. Search uses the window's start as evidence, not as a filter
+(``recall_search`` ranks turns said before it lower and adds the best turns said since to the
+candidates). The window has slack, because people count loosely: "two weeks ago" is 10 to 18
+days, and "last Saturday" can be the one before. Its end does not count: "I bought a bike last
+week" may be said today.
 
 Only phrases that name a time relative to ``now`` or a month are read; "How many days ago did I…"
 asks for a date and names none. English only.
