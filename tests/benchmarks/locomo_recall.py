@@ -117,7 +117,11 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     search_ms: list[float] = []
     samples = samples[: args.conversations]
     fold_of = retrieval_folds.folds_of([s["sample_id"] for s in samples], args.folds or 1)
-    configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
+    configs = (
+        retrieval_folds.configurations(args.ablations_only, bool(database_url))
+        if args.folds
+        else {}
+    )
     by_config: dict[str, list] = defaultdict(list)
     bm25: list = []
     other_words: list[bool] = []  # the paraphrase set: evidence shares at most a word with it

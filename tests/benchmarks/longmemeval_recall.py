@@ -139,7 +139,11 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     scores: dict[str, list[tuple[float, ...]]] = defaultdict(list)
     search_ms: list[float] = []
     fold_of = retrieval_folds.folds_of([q["question_id"] for q in questions], args.folds or 1)
-    configs = retrieval_folds.configurations(args.ablations_only) if args.folds else {}
+    configs = (
+        retrieval_folds.configurations(args.ablations_only, bool(database_url))
+        if args.folds
+        else {}
+    )
     by_config: dict[str, list] = defaultdict(list)
     bm25_rows: list = []
     other_words: list[bool] = []  # the paraphrase set: gold turns share at most a word with it

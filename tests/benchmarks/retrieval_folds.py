@@ -96,6 +96,8 @@ RULES: dict[str, Switch] = {
     "date in proximity": _set(context_index, "date_words", lambda seconds: ""),
     "coverage scaling": _set(recall_search, "coordinated", _uncoordinated),
     "date window": _set(recall_search, "named_window", lambda query, now: None),
+    # PostgreSQL only (--postgres): each query word's rank weighed alike, not by its BM25 idf.
+    "idf weighting": _set(recall_search.RecallSearch, "_idf", lambda self, terms, n: [1.0] * n),
 }
 
 # The tunables and the other values tried (as built: ROLE_PRIOR 3, KEYWORD_WEIGHT 0.6, ...).
@@ -115,10 +117,15 @@ LEVERS: dict[str, Switch] = {
 }
 
 
-def configurations(ablations_only: bool = False) -> dict[str, Switch]:
+POSTGRES_ONLY = {"idf weighting"}
+
+
+def configurations(ablations_only: bool = False, postgres: bool = False) -> dict[str, Switch]:
     """Every configuration a run scores, ``as built`` first."""
     found: dict[str, Switch] = {AS_BUILT: lambda: ExitStack()}
-    found.update({f"-{name}": switch for name, switch in RULES.items()})
+    found.update(
+        {f"-{name}": on for name, on in RULES.items() if postgres or name not in POSTGRES_ONLY}
+    )
     if not ablations_only:
         for name, (target, attribute, values) in TUNABLES.items():
             for value in values:
