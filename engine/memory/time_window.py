@@ -8,8 +8,9 @@ candidates). The window has slack, because people count loosely: "two weeks ago"
 days, and "last Saturday" can be the one before. Its end does not count: "I bought a bike last
 week" may be said today.
 
-Only phrases that name a time relative to ``now`` or a month are read; "How many days ago did I…"
-asks for a date and names none. English only.
+Only phrases that name a time relative to ``now``, or a month with its year, are read. A month
+alone is not: "Where am I flying in March?" may ask about a plan, told before March. "How many
+days ago did I…" asks for a date and names none. English only.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _LAST_UNIT = re.compile(r"\blast\s+(?P<unit>week|month|year)\b", re.IGNORECASE)
 _MONTHS = [month.lower() for month in calendar.month_name[1:]]
 _IN_MONTH = re.compile(
     rf"\b(?:in|during|of)\s+(?:early\s+|late\s+|mid-?)?(?P<month>{'|'.join(_MONTHS)})"
-    r"(?:,?\s+(?P<year>\d{4}))?\b",
+    r",?\s+(?P<year>\d{4})\b",
     re.IGNORECASE,
 )
 _YESTERDAY = re.compile(r"\byesterday\b", re.IGNORECASE)
@@ -69,7 +70,7 @@ def named_window(query: str, now: datetime) -> Window | None:
         return _bounded(now - 2 * _DAY, now, now)
     if found := _IN_MONTH.search(query):
         month = _MONTHS.index(found["month"].lower()) + 1
-        year = int(found["year"]) if found["year"] else now.year - (month > now.month)
+        year = int(found["year"])
         first = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0)
         last = first.replace(day=calendar.monthrange(year, month)[1], hour=23, minute=59)
         return _bounded(first - 3 * _DAY, last + 3 * _DAY, now)
