@@ -187,22 +187,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             "baseline_bm25_frac@10": 58.6,
             "search_ms_p50": round(search_ms[len(search_ms) // 2], 1),
             "built_without": args.build_without,
-            **(
-                retrieval_folds.report(by_config, ("frac@10", "frac@5"), args.folds, bm25)
-                if args.folds
-                else {}
-            ),
-            **(
-                {
-                    "paraphrased": retrieval_folds.report(
-                        retrieval_folds.subset(by_config, other_words, (1, 0)),
-                        ("frac@5", "frac@10"),
-                        args.folds,
-                        retrieval_folds.subset({"": bm25}, other_words, (1,))[""],
-                    )
-                }
-                if args.folds
-                else {}
+            **retrieval_folds.tables(
+                by_config, ("frac@10", "frac@5"), args.folds, bm25, other_words
             ),
             "seconds": round(time.perf_counter() - started, 1),
         }

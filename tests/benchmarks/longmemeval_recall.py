@@ -220,22 +220,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             **{name: summary(rows) for name, rows in sorted(scores.items())},
             "search_ms_p50": round(search_ms[len(search_ms) // 2], 1),
             "built_without": args.build_without,
-            **(
-                retrieval_folds.report(by_config, ("all@10", "all@5"), args.folds, bm25_rows)
-                if args.folds
-                else {}
-            ),
-            **(
-                {
-                    "paraphrased": retrieval_folds.report(
-                        retrieval_folds.subset(by_config, other_words, (1, 0)),
-                        ("all@5", "all@10"),
-                        args.folds,
-                        retrieval_folds.subset({"": bm25_rows}, other_words, (1,))[""],
-                    )
-                }
-                if args.folds
-                else {}
+            **retrieval_folds.tables(
+                by_config, ("all@10", "all@5"), args.folds, bm25_rows, other_words
             ),
             "seconds": round(time.perf_counter() - started, 1),
         }

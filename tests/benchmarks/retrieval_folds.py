@@ -251,3 +251,27 @@ def subset(
         ]
         for name, rows in scores.items()
     }
+
+
+def tables(
+    scores: dict[str, list[tuple[int, tuple[float, ...]]]],
+    metrics: tuple[str, str],
+    folds: int,
+    baseline: list[tuple[int, tuple[float, float]]],
+    other_words: Sequence[bool],
+) -> dict[str, Any]:
+    """What a benchmark run with ``--folds`` adds to its line: the fold and ablation tables
+    (``report``, choosing on ``metrics[0]``), and the same for the paraphrase set (choosing on
+    ``metrics[1]``); nothing without folds. Scores and baseline hold both metrics, in order."""
+    if not folds:
+        return {}
+    other = (metrics[1], metrics[0])
+    return {
+        **report(scores, metrics, folds, baseline),
+        "paraphrased": report(
+            subset(scores, other_words, (1, 0)),
+            other,
+            folds,
+            subset({"": baseline}, other_words, (1,))[""],
+        ),
+    }
