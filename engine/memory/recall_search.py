@@ -156,11 +156,13 @@ class RecallSearch:
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
-            if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
-                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
+            if role and roles and len(set(roles) & set(context_index.TURN_ROLES)) < 2:
+                role = None  # only one role searched: nothing to prefer
+            if role or since is not None:  # the candidates' roles and dates, read once
+                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role, m.created_at")
+            if role:
                 ranked = prefer_role(ranked, {i: row.role for i, row in of.items()}, role)
             if since is not None:
-                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.created_at")
                 when = {i: row.created_at for i, row in of.items()}
                 ranked = prefer_since(ranked, when, to_timestamp(since) or 0.0)
         rows: dict[int, Any] = {}  # the hits' rows, those of the re-ranked head read once
