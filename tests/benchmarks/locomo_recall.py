@@ -19,9 +19,14 @@ Baseline (plain BM25 over turns, from the data's README): frac@10 58.6 overall. 
 every question: the held-fold table, with BM25 over "[date] speaker: text" on the same
 questions, and each configuration's held-fold effect (``retrieval_folds.report``).
 ``--build-without neighbours`` stores the turns without their neighbours' words.
+``--in-person`` asks each question as the app's user would: a question about the first speaker
+(the user) in the first person ("When did I go to the support group?"), one about the second
+(the assistant) in the second person; questions that name both speakers or neither are kept.
+LoCoMo's own questions name the speakers in the third person, which no rule about the asker's
+"I" and "you" can read; this is how those rules are measured on LoCoMo.
 
     uv run python tests/benchmarks/locomo_recall.py [--data ../shared/data] [--conversations 10]
-        [--folds 5 [--ablations-only]] [--build-without neighbours]
+        [--folds 5 [--ablations-only]] [--build-without neighbours] [--in-person]
 """
 
 from __future__ import annotations
@@ -92,6 +97,31 @@ def load_conversation(mnemo: Mnemo, sample: dict[str, Any]) -> dict[int, str]:
     return dict(zip(ids, [dia_id for dia_id, _, _ in turns], strict=True))
 
 
+_PERSONS = {
+    "user": {"'s": "my", "": "I", "she": "I", "he": "I", "her": "my", "his": "my", "him": "me",
+             "herself": "myself", "himself": "myself"},
+    "assistant": {"'s": "your", "": "you", "she": "you", "he": "you", "her": "your",
+                  "his": "your", "him": "you", "herself": "yourself", "himself": "yourself"},
+}  # fmt: skip
+
+
+def in_person(question: str, user: str, assistant: str) -> str:
+    """The question as the user asks it: "When did Caroline go..." -> "When did I go..." when
+    Caroline is the user; "you" for the assistant. Unchanged if it names both or neither."""
+    named = [
+        (name, role)
+        for name, role in ((user, "user"), (assistant, "assistant"))
+        if re.search(rf"\b{re.escape(name)}\b", question)
+    ]
+    if len(named) != 1:
+        return question
+    name, role = named[0]
+    words = _PERSONS[role]
+    question = re.sub(rf"\b{re.escape(name)}('s)?\b", lambda m: words[m.group(1) or ""], question)
+    pronouns = "|".join(word for word in words if word.isalpha())
+    return re.sub(rf"\b({pronouns})\b", lambda m: words[m.group(1).lower()], question)
+
+
 def share(wanted: set[str], found: list[str], slots: int = 10) -> float:
     """The share of ``wanted`` that the best ``slots`` of ``found`` can hold."""
     return min(len(wanted & set(found)), slots) / len(wanted)
@@ -105,6 +135,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=0, help="held-fold tables (0: none)")
     parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
     parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
+    parser.add_argument("--in-person", action="store_true", help="questions in the first person")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -137,11 +168,14 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             with retrieval_folds.build_without(args.build_without):
                 dia_of = load_conversation(mnemo, sample)
                 mnemo.wait_for_background_work()
+            speakers = sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]
             for qa in sample["qa"]:
                 category = qa.get("category")
                 evidence = evidence_ids(qa.get("evidence", []))
                 if category not in CATEGORIES or not evidence:
                     continue
+                if args.in_person:
+                    qa = {**qa, "question": in_person(qa["question"], *speakers)}
                 began = time.perf_counter()
                 hits = search_conversation(mnemo, qa["question"], limit=10, now=asked)
                 search_ms.append((time.perf_counter() - began) * 1000)
@@ -187,6 +221,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             "baseline_bm25_frac@10": 58.6,
             "search_ms_p50": round(search_ms[len(search_ms) // 2], 1),
             "built_without": args.build_without,
+            "in_person": args.in_person,
             **retrieval_folds.tables(
                 by_config, ("frac@10", "frac@5"), args.folds, bm25, other_words
             ),
