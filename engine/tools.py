@@ -259,11 +259,9 @@ def search_conversation(
     limit: int = PAGE_SIZE,
     page: int = 1,
     by: str = "the model",
-    now: datetime | None = None,
 ) -> Page[MessageHit]:
-    """The search behind `conversation_search` (benchmarks call exactly this, with ``now`` the
-    moment the question is asked)."""
-    found = mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES, now=now)
+    """The search behind `conversation_search` (benchmarks call exactly this)."""
+    found = mnemo.recall.search(query, limit=limit, page=page, roles=SEARCHED_ROLES)
     if found.trace is not None:
         found.trace.by = by
     return found

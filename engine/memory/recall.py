@@ -347,10 +347,8 @@ class RecallStore:
         end: datetime | date | str | None = None,
         roles: Sequence[str] | None = None,
         conversation_id: str | None = None,
-        now: datetime | None = None,
     ) -> Page[MessageHit]:
-        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default);
-        ``now``: when the query is asked, for the dates its words name (default: the present)."""
+        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default)."""
         return self._search.search(
             query,
             limit,
@@ -360,7 +358,6 @@ class RecallStore:
             end=end,
             roles=roles,
             conversation_id=conversation_id,
-            now=now,
         )
 
     def search_by_date(

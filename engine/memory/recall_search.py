@@ -27,11 +27,9 @@ from engine.memory.search import (
     fuse,
     is_weak,
     prefer_role,
-    prefer_since,
     query_terms,
     to_timestamp,
 )
-from engine.memory.time_window import named_window
 from engine.memory.vectors import VectorTable, quote_sql
 from engine.memory.word_match import RERANK_DEPTH, piece_vectors_of
 
@@ -111,12 +109,8 @@ class RecallSearch:
         end: datetime | date | str | None = None,
         roles: Sequence[str] | None = None,
         conversation_id: str | None = None,
-        now: datetime | None = None,
     ) -> Page[MessageHit]:
-        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default).
-        A hybrid search without dates reads the dates the query's own words name ("two weeks
-        ago", as seen at ``now``, default the present; ``time_window``): the best turns said
-        since then join the candidates, and turns said before rank lower (DATE_PRIOR)."""
+        """Messages ranked by words (BM25), by meaning (cosine), or both fused (the default)."""
         check_paging(limit, page)
         where, params = self._filters(start, end, roles, conversation_id)
         if mode == "keyword":
@@ -140,31 +134,12 @@ class RecallSearch:
         elif mode == "hybrid":
             notes.append(str(self._vectors.mismatch))  # words still work while vectors wait
         keyword, keyword_weight = keyword_future.result() if keyword_future else ({}, 0.0)
-        since = None
-        if mode == "hybrid" and start is None and end is None:
-            window = named_window(query, now or datetime.now().astimezone())
-            since = window[0] if window else None
-        if since is not None:  # the best turns said since then join the candidates
-            later, later_params = self._filters(since, None, roles, conversation_id)
-            found, weight = self._keyword_scores(query, keyword_pool, later, later_params)
-            keyword, keyword_weight = {**found, **keyword}, max(weight, keyword_weight)
-            if vectors:
-                found = self._semantic_scores(
-                    query, semantic_pool, since, None, roles, conversation_id
-                )
-                semantic = {**found, **semantic}
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
-            if role and roles and len(set(roles) & set(context_index.TURN_ROLES)) < 2:
-                role = None  # only one role searched: nothing to prefer
-            if role or since is not None:  # the candidates' roles and dates, read once
-                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role, m.created_at")
-            if role:
+            if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
+                of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
                 ranked = prefer_role(ranked, {i: row.role for i, row in of.items()}, role)
-            if since is not None:
-                when = {i: row.created_at for i, row in of.items()}
-                ranked = prefer_since(ranked, when, to_timestamp(since) or 0.0)
         rows: dict[int, Any] = {}  # the hits' rows, those of the re-ranked head read once
         piece_vectors = piece_vectors_of(self._vectors.embedder)
         if mode == "hybrid" and piece_vectors is not None:

@@ -85,24 +85,6 @@ def prefer_role(
     return sorted(adjusted, key=lambda item: item[1], reverse=True)
 
 
-# A question that names its dates ("two weeks ago", ``time_window``) asks about something that
-# happened then; a turn said before then cannot tell of it, and loses this much, in fused z-score
-# units, as turns of the other role do. A turn said later can ("I bought a bike last week", said
-# today), so the window's end does not count.
-DATE_PRIOR = 3.0
-
-
-def prefer_since(
-    ranked: list[tuple[T, float]], when: dict[T, float], since: float
-) -> list[tuple[T, float]]:
-    """Re-rank fused candidates so that those said before ``since`` lose DATE_PRIOR."""
-    adjusted = [
-        (key, score - (DATE_PRIOR if when.get(key, since) < since else 0.0))
-        for key, score in ranked
-    ]
-    return sorted(adjusted, key=lambda item: item[1], reverse=True)
-
-
 def relevance(similarities: np.ndarray, background: np.ndarray) -> np.ndarray:
     """How far each cosine similarity stands above the query's similarities to unrelated text,
     in standard deviations of those."""

@@ -160,7 +160,6 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
         fold = fold_of[sample["sample_id"]]
         turns = turns_of(sample)
         documents = [f"[{when:%d %B %Y}] {said}" for _, said, when in turns]
-        asked = turns[-1][2] + timedelta(days=1)  # the questions come after the last session
         with (
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(folder, database_url=database_url) as mnemo,
@@ -177,13 +176,10 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 if args.in_person:
                     qa = {**qa, "question": in_person(qa["question"], *speakers)}
                 began = time.perf_counter()
-                hits = search_conversation(mnemo, qa["question"], limit=10, now=asked)
+                hits = search_conversation(mnemo, qa["question"], limit=10)
                 search_ms.append((time.perf_counter() - began) * 1000)
                 found = [dia_of[hit.id] for hit in hits]
-                deeper = [
-                    dia_of[hit.id]
-                    for hit in search_conversation(mnemo, qa["question"], 40, now=asked)
-                ]
+                deeper = [dia_of[hit.id] for hit in search_conversation(mnemo, qa["question"], 40)]
                 wanted = set(evidence)
                 at10 = share(wanted, found[:10])
                 scores[CATEGORIES[category]].append(
@@ -197,7 +193,7 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 )
                 for name, switch in configs.items():
                     with switch():
-                        hits = search_conversation(mnemo, qa["question"], limit=10, now=asked)
+                        hits = search_conversation(mnemo, qa["question"], limit=10)
                     top = [dia_of[hit.id] for hit in hits]
                     by_config[name].append((fold, (share(wanted, top), share(wanted, top[:5]))))
                 if configs:

@@ -152,7 +152,6 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
         turns = haystack(sessions, question)
         gold = gold_turns(question, turns)
         answer_sessions = set(question["answer_session_ids"])
-        asked = session_date(question["question_date"])  # "two weeks ago" counts from here
         with (
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(folder, embedder=embedder, database_url=database_url) as m,
@@ -170,12 +169,12 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
                 where = dict(zip(m.recall.add_many(messages), turns, strict=True))
                 m.wait_for_background_work()
             began = time.perf_counter()
-            hits = search_conversation(m, question["question"], limit=10, now=asked)
+            hits = search_conversation(m, question["question"], limit=10)
             search_ms.append((time.perf_counter() - began) * 1000)
-            deeper = search_conversation(m, question["question"], limit=40, now=asked)
+            deeper = search_conversation(m, question["question"], limit=40)
             for name, switch in configs.items():
                 with switch():
-                    top = search_conversation(m, question["question"], limit=10, now=asked)
+                    top = search_conversation(m, question["question"], limit=10)
                 found_here = [where[hit.id][:2] for hit in top]
                 by_config[name].append(
                     (fold, (float(gold <= set(found_here)), float(gold <= set(found_here[:5]))))

@@ -95,7 +95,6 @@ RULES: dict[str, Switch] = {
     "sentence proximity": _set(search, "PROXIMITY_EXPONENT", 0.0),
     "date in proximity": _set(context_index, "date_words", lambda seconds: ""),
     "coverage scaling": _set(recall_search, "coordinated", _uncoordinated),
-    "date window": _set(recall_search, "named_window", lambda query, now: None),
     # PostgreSQL only (--postgres): each query word's rank weighed alike, not by its BM25 idf.
     "idf weighting": _set(recall_search.RecallSearch, "_idf", lambda self, terms, n: [1.0] * n),
 }
@@ -103,7 +102,6 @@ RULES: dict[str, Switch] = {
 # The tunables and the other values tried (as built: ROLE_PRIOR 3, KEYWORD_WEIGHT 0.6, ...).
 TUNABLES: dict[str, tuple[Any, str, tuple[float, ...]]] = {
     "ROLE_PRIOR": (search, "ROLE_PRIOR", (1.0, 2.0, 5.0)),
-    "DATE_PRIOR": (search, "DATE_PRIOR", (1.0, 5.0)),
     "KEYWORD_WEIGHT": (search, "KEYWORD_WEIGHT", (0.4, 0.5, 0.7)),
     "PROXIMITY_EXPONENT": (search, "PROXIMITY_EXPONENT", (0.25, 0.75)),
     "RERANK_WEIGHT": (word_match, "RERANK_WEIGHT", (0.5, 1.5)),
