@@ -550,30 +550,6 @@ def test_messages_stored_before_sentence_vectors_get_theirs_on_open(profile_dir,
             assert pending.scalar() == 0
 
 
-def test_words_held_together_by_one_sentence_count_more_than_words_spread_apart():
-    query = "when did the plumber service the boiler"
-    together = "Last Tuesday the plumber serviced the boiler in an hour."
-    apart = "The boiler is in the cellar. My sister knows a plumber. He may service it."
-    scores = {"together": 10.0, "apart": 10.0}
-    texts = {"together": together, "apart": apart}
-    plain, _ = coordinated(scores, texts, query)
-    assert plain["together"] == plain["apart"]  # both hold every word of the question
-    own = {key: (text, "8 May 2023 Monday") for key, text in texts.items()}
-    near, _ = coordinated(scores, texts, query, own_texts=own)
-    assert near["together"] == plain["together"] and near["apart"] < plain["apart"]
-    # Words only a neighbour lends (the indexed text, not the message's own) count for none;
-    # the message's date counts as part of each of its sentences.
-    lent, _ = coordinated({"short": 10.0}, {"short": together}, query, {"short": ("Yes!", "")})
-    assert lent["short"] == 0
-    dated, _ = coordinated(
-        {"a": 10.0},
-        {"a": "The plumber came. 8 May 2023"},
-        "plumber in May",
-        {"a": ("The plumber came.", "8 May 2023 Monday")},
-    )
-    assert dated["a"] == 10.0
-
-
 def test_each_word_of_the_question_is_matched_in_other_forms():
     from engine.embed import default_embedder
     from engine.memory.word_match import matches

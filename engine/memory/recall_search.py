@@ -17,12 +17,12 @@ from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall_vectors import EMBEDDED_ROLES
 from engine.memory.search import (
     KEYWORD_SEARCHES,
+    KEYWORD_WEIGHT,
     Page,
     SearchMode,
     addressed_role,
     candidate_pools,
     check_paging,
-    coordinated,
     fts5_match,
     fuse,
     is_weak,
@@ -263,27 +263,16 @@ class RecallSearch:
     def _keyword_scores(
         self, query: str, limit: int, where: str, params: dict[str, Any]
     ) -> tuple[dict[int, float], float]:
-        """BM25 of the best ``limit`` messages, scaled by how many of the query's words each
-        one's indexed text holds, and whether one of its sentences holds them together, and
-        the keyword side's weight (``search.coordinated``)."""
+        """BM25 of the best ``limit`` messages, and the keyword side's weight in fusion."""
         base, score, order, words = self._words_query(query, where)
         if words is None:
             return {}, 0.0
         with self._engine.connect() as connection:
             rows = connection.execute(
-                text(
-                    f"SELECT m.id AS id, {score} AS score, m.search_text AS indexed, "
-                    f"m.text AS own, m.created_at AS created_at {base} "
-                    f"ORDER BY {order} LIMIT :limit"
-                ),
+                text(f"SELECT m.id AS id, {score} AS score {base} ORDER BY {order} LIMIT :limit"),
                 {**params, **words, "limit": limit},
             ).all()
-        return coordinated(
-            {row.id: float(row.score) for row in rows},
-            {row.id: row.indexed for row in rows},
-            query,
-            {row.id: (row.own, context_index.date_words(row.created_at)) for row in rows},
-        )
+        return {row.id: float(row.score) for row in rows}, KEYWORD_WEIGHT
 
     def _semantic_scores(
         self,

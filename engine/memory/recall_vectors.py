@@ -11,6 +11,7 @@ a message that a writer is about to embed itself.
 from __future__ import annotations
 
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -23,7 +24,7 @@ from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
 from engine.memory import context_index
-from engine.memory.search import chunked, sentences
+from engine.memory.search import chunked
 from engine.memory.vectors import VectorTable, quote_sql
 
 log = logging.getLogger("mnemo.recall")
@@ -40,9 +41,7 @@ EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see
 # message's is part 0), and a search by meaning scores a message by its best part. Sentences of
 # under SENTENCE_WORDS words ("Thanks!", "Hi Mel!") say too little to stand for a message, and
 # at most MAX_SENTENCE_PARTS are kept (a pasted article). The assistant's replies explain one
-# subject at length and get none. LongMemEval dev all@10 80.3 -> 82.3 with the vectors alone,
-# 85.9 with ``search.proximity``; LoCoMo frac@10 77.1 -> 77.0 (sentences of 5 words and up:
-# 76.9, 12: 77.3).
+# subject at length and get none. Held folds (docs/benchmarks.md): LongMemEval dev all@10 +6.1.
 SENTENCE_ROLES = ("user",)
 SENTENCE_WORDS = 8
 MAX_SENTENCE_PARTS = 20
@@ -58,6 +57,12 @@ VECTOR_SCHEMA = pa.schema(
     ]
 )
 WHOLE_MESSAGES = "(part IS NULL OR part = 0)"
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of ``text``: split after ".", "!" or "?" and at line breaks."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
 
 
 def sentence_parts(role: str, text: str) -> list[str]:

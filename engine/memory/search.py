@@ -140,7 +140,6 @@ def coordinated(
     scores: dict[T, float],
     texts: dict[T, str],
     query: str,
-    own_texts: dict[T, tuple[str, str]] | None = None,
 ) -> tuple[dict[T, float], float]:
     """Keyword scores scaled by the share of the query's words each text holds, and the weight
     the keyword side deserves in fusion.
@@ -150,54 +149,14 @@ def coordinated(
     the vehicle cover due"), the best of them would still look like strong evidence and outrank
     a passage that means the same in other words. Scaling by coverage (classic "coord" in
     information retrieval) keeps partial matches partial, and the keyword side weighs its full
-    KEYWORD_WEIGHT only when some candidate holds at least half of the query's words. LoCoMo
-    frac@10 +0.4, LongMemEval unchanged, paraphrased questions (paraphrase_search.py) found
-    more often.
-
-    With ``own_texts`` (a message's own words and its date, where ``texts`` adds its
-    neighbours' words), the scale also asks whether one sentence holds the query's words
-    together (``proximity``).
+    KEYWORD_WEIGHT only when some candidate holds at least half of the query's words: notes
+    asked for in other words (paraphrase_search.py) are found more often. Archival search only:
+    on conversation turns it did not help on held folds (LoCoMo frac@10 -0.5 with it).
     """
     terms = _coverage_terms(query)
     coverage = {key: _coverage(texts.get(key, ""), terms) for key in scores}
     weight = KEYWORD_WEIGHT * min(1.0, 2 * max(coverage.values(), default=0.0))
-    scale = dict(coverage)
-    if own_texts is not None:
-        for key, share in coverage.items():
-            own, date = own_texts.get(key, ("", ""))
-            scale[key] = share * proximity(own, terms, share, date)
-    return {key: score * scale[key] for key, score in scores.items()}, weight
-
-
-# A message whose one sentence holds the question's words states what was asked ("By the way, I
-# just cancelled my Forbes subscription"); one whose matching words are spread over its
-# sentences, or borrowed from its neighbours, only talks around it. A sentence's share of the
-# words, relative to the whole indexed text's, scales the keyword score by its square root: 1
-# when one sentence holds them all, 0 when only the neighbours do. Measured with the sentence
-# vectors (recall_vectors.sentence_parts): LongMemEval dev all@10 82.3 -> 85.9 (flat from 0.25 to
-# 0.75 as the exponent), LoCoMo frac@10 77.2 -> 77.0 (0.75: 76.1).
-PROXIMITY_EXPONENT = 0.5
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def sentences(text: str) -> list[str]:
-    """The sentences of ``text``: split after ".", "!" or "?" and at line breaks."""
-    return [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
-
-
-def proximity(
-    own_text: str, terms: Sequence[tuple[str, bool]], share: float, date: str = ""
-) -> float:
-    """How much of ``share`` (the indexed text's coverage of ``terms``) one sentence of
-    ``own_text`` holds, to PROXIMITY_EXPONENT. The message's ``date`` belongs to each of its
-    sentences ("what did I plant in May": LoCoMo frac@10 +0.2)."""
-    if share <= 0:
-        return 0.0
-    best = max(
-        (_coverage(f"{sentence} {date}", terms) for sentence in sentences(own_text)),
-        default=0.0,
-    )
-    return float(min(1.0, best / share) ** PROXIMITY_EXPONENT)
+    return {key: score * coverage[key] for key, score in scores.items()}, weight
 
 
 def is_weak(semantic_relevance: float | None, text: str, query: str) -> bool:

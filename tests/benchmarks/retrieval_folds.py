@@ -68,10 +68,6 @@ def _whole_messages_only() -> Iterator[None]:
         yield
 
 
-def _uncoordinated(scores: dict, texts: dict, query: str, own: Any = None) -> tuple[dict, float]:
-    return scores, search.KEYWORD_WEIGHT
-
-
 def _rank_fusion(k: int) -> Switch:
     """Reciprocal rank fusion: no weights and no score scales to fit."""
 
@@ -92,9 +88,6 @@ RULES: dict[str, Switch] = {
     "request rule": _set(search, "_REQUEST", re.compile(r"(?!x)x")),
     "sentence vectors": _whole_messages_only,
     "word-piece re-rank": _set(word_match, "RERANK_WEIGHT", 0.0),
-    "sentence proximity": _set(search, "PROXIMITY_EXPONENT", 0.0),
-    "date in proximity": _set(context_index, "date_words", lambda seconds: ""),
-    "coverage scaling": _set(recall_search, "coordinated", _uncoordinated),
     # PostgreSQL only (--postgres): each query word's rank weighed alike, not by its BM25 idf.
     "idf weighting": _set(recall_search.RecallSearch, "_idf", lambda self, terms, n: [1.0] * n),
 }
@@ -103,7 +96,6 @@ RULES: dict[str, Switch] = {
 TUNABLES: dict[str, tuple[Any, str, tuple[float, ...]]] = {
     "ROLE_PRIOR": (search, "ROLE_PRIOR", (1.0, 2.0, 5.0)),
     "KEYWORD_WEIGHT": (search, "KEYWORD_WEIGHT", (0.4, 0.5, 0.7)),
-    "PROXIMITY_EXPONENT": (search, "PROXIMITY_EXPONENT", (0.25, 0.75)),
     "RERANK_WEIGHT": (word_match, "RERANK_WEIGHT", (0.5, 1.5)),
     "RERANK_DEPTH": (word_match, "RERANK_DEPTH", (10, 30)),
     "RELEVANCE_FLOOR": (vectors, "RELEVANCE_FLOOR", (1.0, 3.0)),
