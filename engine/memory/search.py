@@ -51,23 +51,17 @@ KEYWORD_SEARCHES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mnemo-k
 # more evidence (in fused z-score units) to rank above them: the user's turns come first unless an
 # assistant's is a far better match. "you"/"your" without "I" asks about what the assistant said,
 # and the preference turns round. Questions with both, or neither (a third-person question, a
-# model's keyword query), rank both roles alike. LongMemEval dev all@10 (user <-> assistant):
-# 71.0 without, 77.3 at 1.0, 79.8 at 2.0, 80.3 from 3.0 on (flat up to a hard filter); LoCoMo
-# (third-person questions) is unchanged.
+# model's keyword query), rank both roles alike. Held folds (docs/benchmarks.md), without it:
+# LongMemEval dev all@10 -13.2; LoCoMo asked in the first person (``--in-person``) frac@10 -2.8;
+# LoCoMo's own third-person questions never name a role.
 ROLE_PRIOR = 3.0
 _FIRST_PERSON = frozenset("i me my mine myself".split())
 _SECOND_PERSON = frozenset("you your yours yourself".split())
-# "Can you suggest a hotel for my trip to Miami?": the "you" of a request is how a person asks an
-# assistant for anything, not a question about what it said; the question is about the asker.
-# LongMemEval dev all@10 87.9 -> 88.9 (preference questions 56.2 -> 68.8); LoCoMo has no such
-# question and is unchanged.
-_REQUEST = re.compile(r"\b(?:can|could|would|will|do)\s+you\b", re.IGNORECASE)
 
 
 def addressed_role(query: str) -> str | None:
-    """'user' for a first-person question, 'assistant' for one about "you" (not a request's
-    "can you"), else None."""
-    words = {word.lower() for word in _WORD.findall(_REQUEST.sub(" ", query))}
+    """'user' for a first-person question, 'assistant' for one about "you", else None."""
+    words = {word.lower() for word in _WORD.findall(query)}
     first, second = bool(words & _FIRST_PERSON), bool(words & _SECOND_PERSON)
     if first != second:
         return "user" if first else "assistant"

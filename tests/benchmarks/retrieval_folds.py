@@ -20,7 +20,6 @@ neighbours' words in a message's indexed text) need a profile built without them
 from __future__ import annotations
 
 import hashlib
-import re
 import statistics
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager
@@ -85,7 +84,6 @@ def _rank_fusion(k: int) -> Switch:
 # Each rule conversation search gained after plain hybrid search, and how to switch it off.
 RULES: dict[str, Switch] = {
     "role prior": _set(search, "ROLE_PRIOR", 0.0),
-    "request rule": _set(search, "_REQUEST", re.compile(r"(?!x)x")),
     "sentence vectors": _whole_messages_only,
     "word-piece re-rank": _set(word_match, "RERANK_WEIGHT", 0.0),
     # PostgreSQL only (--postgres): each query word's rank weighed alike, not by its BM25 idf.
