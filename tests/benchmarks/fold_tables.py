@@ -2,7 +2,8 @@
 
 Each FILE holds the JSON line of one ``--folds`` run (``locomo_recall.py``,
 ``longmemeval_recall.py``; the last line of the file counts). Its label is NAME=FILE's NAME,
-or the file's stem.
+or the file's stem. A run ``--build-without`` a rule is not a table of its own: it adds that
+rule's row to the run of the same benchmark, tables and questions built with it.
 
     uv run python tests/benchmarks/fold_tables.py LME=lme.json LoCoMo=locomo.json ...
 """
@@ -67,11 +68,41 @@ def ablation_table(columns: dict[str, dict[str, Any]]) -> list[str]:
     return [*lines, ""]
 
 
+def _kind(line: dict[str, Any]) -> tuple[Any, ...]:
+    return line["benchmark"], line.get("tables"), line.get("in_person")
+
+
+def with_index_time(base: dict[str, Any], without: dict[str, Any], rule: str) -> None:
+    """Add to ``base``'s effects that of a profile built without ``rule`` (each fold's as built,
+    one run against the other; nothing is chosen there)."""
+    metric = _metric(base)
+    deltas = [
+        other[f"as_built_{metric}"] - own[f"as_built_{metric}"]
+        for own, other in zip(base["folds"], without["folds"], strict=True)
+    ]
+    base[f"effect_of_{metric}"][f"-{rule}"] = {
+        "mean": round(sum(deltas) / len(deltas), 1),
+        "min": round(min(deltas), 1),
+        "max": round(max(deltas), 1),
+    }
+
+
 def main(arguments: list[str]) -> None:
     runs: dict[str, dict[str, Any]] = {}
+    index_time = []
     for argument in arguments:
         label, _, file = argument.rpartition("=")
-        runs[label or Path(file).stem] = _line(Path(file))
+        line = _line(Path(file))
+        if line.get("built_without"):
+            index_time.append(line)
+        else:
+            runs[label or Path(file).stem] = line
+    for without in index_time:  # a run built without a rule: a row of its base's table
+        for base in runs.values():
+            if _kind(base) == _kind(without):
+                rule = f"{without['built_without']} (index time)"
+                with_index_time(base, without, rule)
+                with_index_time(base["paraphrased"], without["paraphrased"], rule)
     out = ["### Held folds", ""]
     for label, line in runs.items():
         out += fold_table(label, line)

@@ -27,6 +27,7 @@ from typing import Any
 from unittest import mock
 
 from engine.memory import context_index, recall_search, search, vectors, word_match
+from engine.memory.pg_vectors import PgVectorTable
 from engine.memory.recall_vectors import WHOLE_MESSAGES
 from engine.memory.search import _STOPWORDS, _WORD, STEM
 
@@ -59,7 +60,7 @@ def _whole_messages_only() -> Iterator[None]:
     original = vectors.VectorTable.similar
 
     def similar(self: Any, query: str, limit: int, where: str | None, *rest: Any) -> Any:
-        if "part" in self.table.schema.names:
+        if isinstance(self, PgVectorTable) or "part" in self.table.schema.names:
             where = f"{where} AND {WHOLE_MESSAGES}" if where else WHOLE_MESSAGES
         return original(self, query, limit, where, *rest)
 
