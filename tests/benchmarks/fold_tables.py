@@ -5,7 +5,9 @@ Each FILE holds the JSON line of one ``--folds`` run (``locomo_recall.py``,
 or the file's stem. A run ``--build-without`` a rule is not a table of its own: it adds that
 rule's row to the run of the same benchmark, tables and questions built with it.
 
-    uv run python tests/benchmarks/fold_tables.py LME=lme.json LoCoMo=locomo.json ...
+    uv run python tests/benchmarks/fold_tables.py [--ablations] LME=lme.json LoCoMo=locomo.json ...
+
+``--ablations``: the ablation tables only.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def with_index_time(base: dict[str, Any], without: dict[str, Any], rule: str) ->
 
 
 def main(arguments: list[str]) -> None:
+    only_ablations = "--ablations" in arguments
+    arguments = [argument for argument in arguments if argument != "--ablations"]
     runs: dict[str, dict[str, Any]] = {}
     index_time = []
     for argument in arguments:
@@ -103,16 +107,19 @@ def main(arguments: list[str]) -> None:
                 rule = f"{without['built_without']} (index time)"
                 with_index_time(base, without, rule)
                 with_index_time(base["paraphrased"], without["paraphrased"], rule)
-    out = ["### Held folds", ""]
-    for label, line in runs.items():
-        out += fold_table(label, line)
-    out += ["### Paraphrase sets (questions whose evidence shares at most one word with them)", ""]
-    for label, line in runs.items():
-        out += fold_table(f"{label}, paraphrased", line["paraphrased"])
-    out += ["### Ablations", ""]
-    columns = {label: line for label, line in runs.items()}
-    columns.update({f"{label}, paraphrased": line["paraphrased"] for label, line in runs.items()})
-    out += ablation_table(columns)
+    out = []
+    if not only_ablations:
+        out += ["#### Held folds", ""]
+        for label, line in runs.items():
+            out += fold_table(label, line)
+        out += ["#### Paraphrase sets", ""]
+        for label, line in runs.items():
+            out += fold_table(f"{label}, paraphrased", line["paraphrased"])
+    out += ["#### Ablations", ""]
+    out += ablation_table(runs)
+    out += ablation_table(
+        {f"{label}, paraphrased": line["paraphrased"] for label, line in runs.items()}
+    )
     print("\n".join(out))
 
 
