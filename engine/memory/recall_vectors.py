@@ -41,7 +41,8 @@ EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see
 # message's is part 0), and a search by meaning scores a message by its best part. Sentences of
 # under SENTENCE_WORDS words ("Thanks!", "Hi Mel!") say too little to stand for a message, and
 # at most MAX_SENTENCE_PARTS are kept (a pasted article). The assistant's replies explain one
-# subject at length and get none. Held folds (docs/benchmarks.md): LongMemEval dev all@10 +6.1.
+# subject at length and get none. Held folds (docs/benchmarks.md): LongMemEval dev all@10 +5.6,
+# LoCoMo +0.0 (its turns are short lines of one subject).
 SENTENCE_ROLES = ("user",)
 SENTENCE_WORDS = 8
 MAX_SENTENCE_PARTS = 20

@@ -10,11 +10,11 @@ averaged over the question's pieces ("late interaction" as in ColBERT, with stat
 the app's own embedder, so no second model and a few milliseconds a search). That score, in
 standard deviations among those hits, is added to the fused score with RERANK_WEIGHT.
 
-Measured on the final search (tests/benchmarks/longmemeval_recall.py, locomo_recall.py):
-LongMemEval dev all@10 85.9 -> 87.9, LoCoMo frac@10 77.0 -> 77.1. The first 30 hits: 86.9 and
-76.5; weight 0.5: 86.4 and 77.9. The model's contextual vectors of each piece did a little better
-(88.4 and 77.7) but cost ~1 s a search on 2 cores. Archival notes asked for in other words
-(paraphrase_search.py): recall@5 0.781 -> 0.812, for ~2 ms a search at 200k passages.
+Held folds (docs/benchmarks.md), without it: LongMemEval dev all@10 -3.6, LoCoMo frac@10 -1.0;
+RERANK_WEIGHT 0.5 is what LoCoMo's folds choose and LongMemEval's do not (-1.0 there). The
+model's contextual vectors of each piece did a little better but cost ~1 s a search on 2 cores.
+Archival notes asked for in other words (paraphrase_search.py): recall@5 0.781 -> 0.812, for
+~2 ms a search at 200k passages.
 """
 
 from __future__ import annotations

@@ -71,7 +71,7 @@ def ablation_table(columns: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def _kind(line: dict[str, Any]) -> tuple[Any, ...]:
-    return line["benchmark"], line.get("tables"), line.get("in_person")
+    return line["benchmark"], line.get("tables"), bool(line.get("in_person"))
 
 
 def with_index_time(base: dict[str, Any], without: dict[str, Any], rule: str) -> None:
