@@ -6,7 +6,7 @@ The panel sits beside the chat, so the conversation goes on while a proposal wai
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -24,21 +24,27 @@ from engine.memory.knowledge import USER_KEY, name_key
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 
+# How often the panel looks for proposals another program made (`mnemo mcp`), in ms.
+WATCH_MS = 2000
+
 
 def title(proposal: Proposal) -> str:
-    """What the assistant wants, in the card's heading."""
+    """What the assistant (or another program, over MCP) wants, in the card's heading."""
+    who = proposal.cause_ref if proposal.cause_kind == "mcp" else "The assistant"
+    if proposal.kind == "note":
+        return f"{who} wants to keep a note in archival memory"
     if proposal.kind == "fact":
         about = "you" if name_key(proposal.label) == USER_KEY else f"“{proposal.label}”"
         if proposal.old_content:
-            return f"The assistant learned something new about {about}"
-        return f"The assistant wants to remember a fact about {about}"
+            return f"{who} learned something new about {about}"
+        return f"{who} wants to remember a fact about {about}"
     if proposal.kind == "passage":
         verb = "delete" if not proposal.new_content else "correct"
         return f"The assistant wants to {verb} a note in archival memory"
     if proposal.kind == "block":
         return f"An imported file wants to add the block “{proposal.label}”"
     verb = "add to" if proposal.action == "append" else "change"
-    return f"The assistant wants to {verb} “{proposal.label}”"
+    return f"{who} wants to {verb} “{proposal.label}”"
 
 
 # What approving or rejecting a proposal of each kind changes, for the pages that show it.
@@ -47,6 +53,7 @@ CHANGES = {
     "fact": (PROPOSALS, KNOWLEDGE),
     "passage": (PROPOSALS, PASSAGES),
     "block": (PROPOSALS, CORE),
+    "note": (PROPOSALS, PASSAGES),
 }
 
 
@@ -64,9 +71,12 @@ class ProposalCard(QFrame):
         layout = QVBoxLayout(self)
         layout.addWidget(label(title(proposal), "title"))
         when = proposal.created_at.strftime("%Y-%m-%d %H:%M")
-        source = f"Proposed during the conversation, {when}"
-        if proposal.cause_ref:
-            source += f" (message {proposal.cause_ref})"
+        if proposal.cause_kind == "mcp":
+            source = f"Sent by {proposal.cause_ref} over MCP, {when}"
+        else:
+            source = f"Proposed during the conversation, {when}"
+            if proposal.cause_ref:
+                source += f" (message {proposal.cause_ref})"
         layout.addWidget(label(source, "muted"))
         if not proposal.trusted:
             layout.addWidget(
@@ -166,6 +176,19 @@ class ProposalPanel(QWidget):
         scroll.setWidget(container)
         layout.addWidget(scroll, 1)
         self.count = 0
+        self._shown: list[int] = []
+        # Another program may propose while the window is open (`mnemo mcp`): look now and then.
+        self._watch = QTimer(self)
+        self._watch.timeout.connect(self._look_for_new)
+        self._watch.start(WATCH_MS)
+
+    def _look_for_new(self) -> None:
+        try:
+            pending = [proposal.id for proposal in self._mnemo.proposals.pending()]
+        except Exception:  # a server away, a locked database: the next look tries again
+            return
+        if pending != self._shown:
+            self.refresh()
 
     def refresh(self) -> None:
         """Re-read the pending proposals (a quick SQLite read) and rebuild the cards."""
@@ -180,6 +203,7 @@ class ProposalPanel(QWidget):
             card.decided.connect(self._decide)
             self.cards.insertWidget(position, card)
         self.count = len(pending)
+        self._shown = [proposal.id for proposal in pending]
         self.heading.setText(
             f"{self.count} memory change{'s' if self.count != 1 else ''} waiting for you"
             if self.count

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -31,6 +32,10 @@ from engine.profile import Profile
 from engine.settings import Settings
 
 log = logging.getLogger("mnemo")
+
+# Another process may write archival memory while this one has it open (`mnemo mcp` or
+# `mnemo ingest` beside the window): a read looks for newer versions at most this often.
+OTHER_WRITERS_SEEN_WITHIN = timedelta(seconds=1)
 
 
 def _snapshot_database(path: Path, what: str) -> None:
@@ -85,7 +90,11 @@ class Mnemo:
             on_settings(self.settings)
         try:
             where, options = archival_location(profile.archival_path, self.settings)
-            lance = lancedb().connect(where, storage_options=options or None)
+            lance = lancedb().connect(
+                where,
+                storage_options=options or None,
+                read_consistency_interval=OTHER_WRITERS_SEEN_WITHIN,
+            )
         except ProfileError:
             self._engine.dispose()
             raise

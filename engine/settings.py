@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "chat.conversation": "",
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
     "memory.core_write_policy": "ask",
+    # Notes from other programs over MCP (`mnemo mcp`): "ask", each waits for the user like a
+    # core edit; "apply", kept at once (with the program's name). Their core edits always wait.
+    "mcp.notes": "ask",
     # "local" (a GGUF file through llama.cpp), "openai" (any OpenAI-compatible server) or
     # "anthropic".
     "model.backend": "local",
@@ -97,6 +100,8 @@ def _check(key: str, value: Any) -> Any:
         raise SettingError("The memory mode is 'auto', 'self' or 'assisted'.")
     if key == "memory.core_write_policy" and value not in CORE_WRITE_POLICIES:
         raise SettingError("The core-memory write policy is either 'ask' or 'auto'.")
+    if key == "mcp.notes" and value not in ("ask", "apply"):
+        raise SettingError("Notes from MCP clients are either 'ask' or 'apply'.")
     if key == "model.backend" and value not in BACKENDS:
         raise SettingError(f"The model back-end is one of {', '.join(BACKENDS)}.")
     if key == "model.context_length" and value < 512:

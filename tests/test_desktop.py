@@ -253,6 +253,24 @@ def propose(qtbot, window: MainWindow, model: ScriptedModel, content: str) -> No
     qtbot.waitUntil(lambda: window.proposals.count >= 1, timeout=TIMEOUT_MS)
 
 
+def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot, mnemo, window):
+    from tests.test_mcp import run_client
+
+    async def propose_over_mcp(client):
+        return await client.call_tool(
+            "propose_core_edit", {"label": "human", "content": "Plays the cello on Sundays."}
+        )
+
+    result = run_client(mnemo.profile.root, propose_over_mcp, name="LM Studio")
+    assert not result.is_error
+    qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
+    (proposal,) = mnemo.proposals.pending()
+    card = window.proposals.card(proposal.id)
+    texts = [widget.text() for widget in card.findChildren(QLabel)]
+    assert "LM Studio wants to add to “human”" in texts
+    assert any(text.startswith("Sent by LM Studio over MCP") for text in texts)
+
+
 def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     before = mnemo.core.get("human")
     propose(qtbot, window, model, "Name: Sam.")

@@ -40,6 +40,7 @@ TRY = {
     "agent.mode": "self",
     "chat.conversation": "other",
     "memory.core_write_policy": "auto",
+    "mcp.notes": "apply",
     "model.backend": "openai",
     "model.path": "/etc/passwd",
     "model.name": "gpt-4o",

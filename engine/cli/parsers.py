@@ -443,6 +443,13 @@ def _server(commands: Commands) -> None:
     serve.add_argument("--context", type=int, help="context size in tokens")
     serve.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to the GPU")
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
+    mcp = commands.add_parser(
+        "mcp",
+        help="this assistant's memory for other programs (Claude Desktop, LM Studio, Jan, "
+        "Cursor): an MCP server on stdin/stdout",
+    )
+    mcp.add_argument("--assistant", metavar="NAME", help="another assistant than the current")
+    mcp.set_defaults(handler="serve:cmd_mcp", profileless=True)
     users = commands.add_parser("server-users", help="who may use `mnemo serve`")
     users.add_argument("--root", metavar="DIR", help="the server's folder")
     actions = users.add_subparsers(metavar="ACTION", required=True)

@@ -1,7 +1,9 @@
-"""``mnemo serve`` and ``mnemo server-users``: run the HTTP server, and manage who may use it.
+"""``mnemo serve`` and ``mnemo server-users``: run the HTTP server, and manage who may use it;
+``mnemo mcp``: one assistant's memory over MCP on stdin/stdout.
 
-Neither opens a profile of its own: the server opens each user's assistants as they are asked
-for.
+None opens the profile the way other commands do: the server opens each user's assistants as
+they are asked for, and ``mnemo mcp`` opens one assistant beside an open window, with stdout
+kept for the protocol.
 """
 
 from __future__ import annotations
@@ -20,6 +22,24 @@ from engine.server.accounts import Accounts
 
 def _root(args: argparse.Namespace) -> Path:
     return Path(args.root).expanduser() if args.root else default_root()
+
+
+def cmd_mcp(_mnemo: Any, args: argparse.Namespace) -> int:
+    from engine.assistants import Assistants
+    from engine.mnemo import Mnemo
+    from engine.profile import data_folder, log_to_profile
+    from engine.server.mcp_server import build_server
+
+    path = Assistants(data_folder()).path(args.assistant) if args.assistant else args.profile
+    with Mnemo.open(path) as mnemo:
+        log_to_profile(mnemo.profile)
+        logging.getLogger().handlers = [  # stdout carries the protocol: nothing else goes there
+            handler
+            for handler in logging.getLogger().handlers
+            if getattr(handler, "stream", None) is not sys.stdout
+        ]
+        build_server(lambda _request: mnemo).run("stdio")
+    return 0
 
 
 def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:

@@ -219,6 +219,11 @@ class ArchivalStore:
         """Store one passage and return its id."""
         return self.insert_many([NewPassage(text, source, tuple(tags), created_at, origin)])[0]
 
+    def insert_client_note(self, text: str, client: str) -> str:
+        """A note another program wrote over MCP: a model's note, tagged with "mcp" and the
+        program's name so that its source shows wherever the note does."""
+        return self.insert(text, tags=("mcp", client), origin="model")
+
     def insert_many(self, passages: Iterable[NewPassage | Mapping[str, Any] | str]) -> list[str]:
         """Store many passages, embedding them in batches; return their ids in order."""
         self._vectors.require_current_embedder()

@@ -6,9 +6,11 @@ become proposals that the user approves (as they are or edited) or rejects. Only
 the block, as a version whose provenance names the proposal, and the proposal names the function
 call that made it. The conversation gets a short system note of each decision so the model knows.
 
-Two more kinds share the same panel and the same rules: a ``fact`` for knowledge memory (a
-contradiction of a current fact, or a fact from text the user did not write) and a ``passage``
-(the model correcting or deleting an archival note after reading untrusted text).
+More kinds share the same panel and the same rules: a ``fact`` for knowledge memory (a
+contradiction of a current fact, or a fact from text the user did not write), a ``passage``
+(the model correcting or deleting an archival note after reading untrusted text), a ``block``
+(a new core block from an imported file) and a ``note`` (a new archival note from another
+program over MCP).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from engine.memory.search import from_timestamp
 if TYPE_CHECKING:
     from engine.memory.archival import ArchivalStore
 
-ProposalKind = Literal["core", "fact", "passage"]
+ProposalKind = Literal["core", "fact", "passage", "block", "note"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class Proposal:
             return f"archival note {self.label[:8]}"
         if self.kind == "block":
             return f"a new {self.label} block"
+        if self.kind == "note":
+            return "a new archival note"
         return f"the {self.label} block"
 
     def new_fact(self, obj: str | None = None) -> str:
@@ -115,6 +119,8 @@ class Proposal:
             return f"correct archival note {self.label[:8]} to {self.new_content!r}"
         if self.kind == "block":
             return f"add a block {self.label}: {self.new_content!r}"
+        if self.kind == "note":
+            return f"keep a note from {self.label}: {self.new_content!r}"
         if self.action == "append":
             return f"add to {self.label}: {self.new_content!r}"
         return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
@@ -321,6 +327,26 @@ class ProposalStore:
         session.flush()
         return _proposal(row)
 
+    def create_note_in(
+        self, session: Session, *, text: str, client: str, untrusted_reason: str
+    ) -> Proposal:
+        """A note for archival memory from another program (``client``, its label), waiting
+        for the person."""
+        row = ProposalRow(
+            conversation_id=DEFAULT_CONVERSATION,
+            kind="note",
+            label=client,
+            action="append",
+            new_content=text,
+            cause_kind="mcp",
+            cause_ref=client,
+            untrusted_reason=untrusted_reason,
+            created_at=time.time(),
+        )
+        session.add(row)
+        session.flush()
+        return _proposal(row)
+
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, proposal_id: int) -> Proposal:
@@ -356,7 +382,7 @@ class ProposalStore:
         if proposal.kind == "fact":
             old = "; ".join(proposal.replaced_to_person()) if proposal.old_content else ""
             return old, proposal.fact_to_person(content)
-        if proposal.kind in ("passage", "block"):
+        if proposal.kind in ("passage", "block", "note"):
             return proposal.old_content or "", proposal.new_content if content is None else content
         return self._core.preview(
             proposal.label,
@@ -382,6 +408,8 @@ class ProposalStore:
                 self._store_fact(tx.session, row, applied)
             elif row.kind == "passage":
                 self._change_passage(row, applied)
+            elif row.kind == "note":
+                self._archival.insert_client_note(applied, row.label)
             elif row.kind == "block":
                 payload = json.loads(row.payload or "{}")
                 self._core.add_block_in(
@@ -398,11 +426,12 @@ class ProposalStore:
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
             what = _proposal(row).target_for_model
-            tx.add(
-                "system",
-                f"The user {how} your change to {what} (proposal {row.id}).",
-                conversation_id=row.conversation_id,
-            )
+            if row.cause_kind != "mcp":  # another program's proposal is no news to the model
+                tx.add(
+                    "system",
+                    f"The user {how} your change to {what} (proposal {row.id}).",
+                    conversation_id=row.conversation_id,
+                )
             return _proposal(row)
 
     def _apply_core(
@@ -457,12 +486,13 @@ class ProposalStore:
             self._decide(row, "rejected", "user", None, None)
             tx.session.add(row)
             what = _proposal(row).target_for_model
-            tx.add(
-                "system",
-                f"The user rejected your change to {what} (proposal {row.id}); "
-                "do not propose it again unless they ask.",
-                conversation_id=row.conversation_id,
-            )
+            if row.cause_kind != "mcp":
+                tx.add(
+                    "system",
+                    f"The user rejected your change to {what} (proposal {row.id}); "
+                    "do not propose it again unless they ask.",
+                    conversation_id=row.conversation_id,
+                )
             return _proposal(row)
 
     # -- helpers -------------------------------------------------------------------------------
