@@ -1,5 +1,6 @@
 """Settings: the model (a local GGUF file or an API), API keys (through the keyring), the
-confirmation policy, watched folders and where the profile lives."""
+confirmation policy, other programs' access over MCP, watched folders and where the profile
+lives."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import time
 
 from PySide6.QtCore import QTimer, QUrl, Signal
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtGui import QDesktopServices, QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
     QFileDialog,
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLineEdit,
+    QPlainTextEdit,
     QProgressBar,
     QPushButton,
     QScrollArea,
@@ -32,11 +34,16 @@ from engine.errors import MnemoError
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
 from engine.server.client import RemoteMnemo
+from engine.server.mcp_config import client_config
 
 BACKENDS = {
     "local": "Local model (a GGUF file, runs on this computer)",
     "openai": "OpenAI-compatible server (OpenAI, llama.cpp server, Ollama, LM Studio…)",
     "anthropic": "Anthropic (Claude)",
+}
+CLIENT_NOTES = {
+    "ask": "Wait for my approval, like core-memory changes",
+    "apply": "Keep them at once (core-memory changes still wait)",
 }
 POLICIES = {
     "ask": "Ask me before every change the assistant makes",
@@ -77,6 +84,8 @@ class SettingsPage(QWidget):
         model = self._model_group()
         layout.addWidget(model)
         layout.addWidget(self._memory_group())
+        if on_server is None:  # a server's assistants are reached through the server
+            layout.addWidget(self._mcp_group())
         folders = QGroupBox("Watched folders")
         QVBoxLayout(folders).addWidget(watched)
         layout.addWidget(folders)
@@ -203,6 +212,37 @@ class SettingsPage(QWidget):
         form.addRow(self.memory_status)
         return group
 
+    def _mcp_group(self) -> QGroupBox:
+        group = QGroupBox("Other programs (MCP)")
+        form = QFormLayout(group)
+        form.addRow(
+            label(
+                "Claude Desktop, LM Studio, Jan and Cursor can search this assistant's memory "
+                "and propose changes, which wait here for you. Paste this into their MCP "
+                "settings (claude_desktop_config.json, mcp.json):",
+                "muted",
+            )
+        )
+        self.mcp_config = QPlainTextEdit(client_config(self._mnemo.profile.root))
+        self.mcp_config.setReadOnly(True)
+        self.mcp_config.setFixedHeight(150)
+        form.addRow(self.mcp_config)
+        copy = QPushButton("Copy")
+        copy.clicked.connect(self._copy_mcp_config)
+        row = QHBoxLayout()
+        row.addWidget(copy)
+        row.addStretch(1)
+        form.addRow(row)
+        self.client_notes = QComboBox()
+        for key, text in CLIENT_NOTES.items():
+            self.client_notes.addItem(text, key)
+        self.client_notes.currentIndexChanged.connect(self._save_memory)
+        form.addRow("Notes they send", self.client_notes)
+        return group
+
+    def _copy_mcp_config(self) -> None:
+        QGuiApplication.clipboard().setText(self.mcp_config.toPlainText())
+
     def _server_group(self, mnemo: RemoteMnemo) -> QGroupBox:
         group = QGroupBox("Server")
         form = QFormLayout(group)
@@ -252,13 +292,18 @@ class SettingsPage(QWidget):
         self.base_url.setText(settings.get("model.base_url"))
         chosen = settings.is_set("model.context_length")
         self.context.setValue(settings.get("model.context_length") if chosen else 0)
-        for widget in (self.policy, self.mode, self.step_limit):
-            widget.blockSignals(True)
+        notes = getattr(self, "client_notes", None)  # not for a server's assistant
+        for widget in (self.policy, self.mode, self.step_limit, notes):
+            if widget is not None:
+                widget.blockSignals(True)
+        if notes is not None:
+            notes.setCurrentIndex(notes.findData(settings.get("mcp.notes")))
         self.policy.setCurrentIndex(self.policy.findData(settings.core_write_policy))
         self.mode.setCurrentIndex(self.mode.findData(settings.memory_mode))
         self.step_limit.setValue(settings.step_limit)
-        for widget in (self.policy, self.mode, self.step_limit):
-            widget.blockSignals(False)
+        for widget in (self.policy, self.mode, self.step_limit, notes):
+            if widget is not None:
+                widget.blockSignals(False)
         self._show_backend()
 
     def _backend_key(self) -> str:
@@ -327,6 +372,8 @@ class SettingsPage(QWidget):
             self._mnemo.settings.set("memory.core_write_policy", self.policy.currentData())
             self._mnemo.settings.set("agent.mode", self.mode.currentData())
             self._mnemo.settings.set("agent.step_limit", self.step_limit.value())
+            if hasattr(self, "client_notes"):
+                self._mnemo.settings.set("mcp.notes", self.client_notes.currentData())
             self.memory_status.setText("")
         except MnemoError as error:
             self.memory_status.setText(str(error))

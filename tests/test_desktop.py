@@ -271,6 +271,22 @@ def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot
     assert any(text.startswith("Sent by LM Studio over MCP") for text in texts)
 
 
+def test_settings_give_the_mcp_lines_to_paste_and_how_notes_from_programs_are_kept(
+    qtbot, mnemo, window
+):
+    from PySide6.QtGui import QGuiApplication
+
+    page = window.settings
+    config = json.loads(page.mcp_config.toPlainText())
+    entry = config["mcpServers"]["mnemo"]
+    assert entry["args"][-3:] == ["--profile", str(mnemo.profile.root), "mcp"]
+    assert Path(entry["command"]).exists()
+    page._copy_mcp_config()
+    assert json.loads(QGuiApplication.clipboard().text()) == config
+    page.client_notes.setCurrentIndex(page.client_notes.findData("apply"))
+    assert mnemo.settings.get("mcp.notes") == "apply"
+
+
 def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     before = mnemo.core.get("human")
     propose(qtbot, window, model, "Name: Sam.")
