@@ -221,3 +221,72 @@ def test_a_malformed_frame_does_not_stop_the_server(window_open: Mnemo) -> None:
         server.kill()
         server.wait()
     assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "Mnemo"
+
+
+# -- over HTTP, under `mnemo serve` ---------------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Any]:
+    from engine.llm import ScriptedModel
+    from tests.mnemo_server import Server
+
+    model = ScriptedModel()
+    running = Server(tmp_path / "server", lambda: model)
+    for user, fact in (("alice", "I keep bees on the roof."), ("bob", "My cat is called Miso.")):
+        running.client(user).post("/v1/assistants", json={"name": "home"}).raise_for_status()
+        running.hub.get(user, "home").mnemo.recall.add("user", fact)
+        running.hub.get(user, "home").mnemo.wait_for_background_work()
+    yield running
+    running.stop()
+
+
+def http_client(served: Any, user: str | None, work: Any, query: str = "") -> Any:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {served.tokens[user]}"} if user else {}
+
+    async def session() -> Any:
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            transport = streamable_http_client(f"{served.url}/mcp{query}", http_client=http)
+            async with Client(transport, client_info=Implementation(name=CLIENT, version="1")) as c:
+                return await work(c)
+
+    return asyncio.run(session())
+
+
+def test_over_http_each_token_reaches_only_its_own_users_memory(served: Any) -> None:
+    async def search(client: Client) -> str:
+        found = await client.call_tool("search_conversations", {"query": "bees on the roof"})
+        edit = await client.call_tool(
+            "propose_core_edit", {"label": "human", "content": "Keeps bees."}
+        )
+        return text(found) + "\n" + text(edit)
+
+    alice = http_client(served, "alice", search)
+    assert "I keep bees on the roof." in alice and "waits for the person's approval" in alice
+    bob = http_client(served, "bob", search, "?assistant=home")
+    assert "I keep bees" not in bob and "waits for the person's approval" in bob
+    (proposal,) = served.hub.get("alice", "home").mnemo.proposals.pending()
+    assert (proposal.cause_kind, proposal.cause_ref) == ("mcp", CLIENT)
+    assert len(served.hub.get("bob", "home").mnemo.proposals.pending()) == 1  # bob's own
+
+    async def other_assistant(client: Client) -> Any:
+        return await client.call_tool("read_core_memory", {})
+
+    missing = http_client(served, "bob", other_assistant, "?assistant=office")
+    assert missing.is_error and "office" in text(missing)
+
+
+def test_over_http_a_missing_or_wrong_token_is_refused_before_mcp(served: Any) -> None:
+    import httpx
+
+    for headers in ({}, {"Authorization": "Bearer not-a-token"}):
+        answer = httpx.post(
+            f"{served.url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+        )
+        assert answer.status_code == 401
+        assert answer.json() == {"error": "Give a valid token as 'Authorization: Bearer TOKEN'."}

@@ -7,6 +7,10 @@ changes only their own assistants. Errors are JSON ``{"error": "one sentence"}``
 
 A chat turn is ``POST /v1/assistants/{name}/turns``: the reply is a stream of server-sent events,
 one per engine event (the same events the window receives), ending with ``turn_finished``.
+
+``/mcp`` is the same memory over MCP (Streamable HTTP, ``engine.server.mcp_server``): the bearer
+token names the user, ``?assistant=NAME`` (or the ``Mnemo-Assistant`` header) one of their
+assistants, by default their only one.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time,
@@ -19,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -29,6 +34,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from engine import __version__
@@ -181,10 +187,86 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+class McpGate:
+    """In front of ``/mcp``: a valid token and room in its bucket, else the API's own 401 or 429
+    before the MCP layer reads anything; the user rides on in the request's scope."""
+
+    def __init__(self, app: Any, accounts: Accounts, buckets: "_Buckets") -> None:
+        self.app, self.accounts, self.buckets = app, accounts, buckets
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = {key.decode("latin-1").lower(): value for key, value in scope["headers"]}
+        scheme, _, token = headers.get("authorization", b"").decode("latin-1").partition(" ")
+        user = self.accounts.user_of(token.strip()) if scheme.lower() == "bearer" else None
+        if user is None:
+            refused = JSONResponse(
+                {"error": "Give a valid token as 'Authorization: Bearer TOKEN'."},
+                401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await refused(scope, receive, send)
+            return
+        if not self.buckets.take(user):
+            await JSONResponse(
+                {"error": "Too many requests for this token; wait a moment and retry."}, 429
+            )(scope, receive, send)
+            return
+        scope.setdefault("state", {})["mnemo_user"] = user
+        await self.app(scope, receive, send)
+
+
+def _mcp_route(hub: Hub, accounts: Accounts, buckets: "_Buckets") -> tuple[Route, Any]:
+    """``/mcp`` and the MCP session manager whose life the app's lifespan holds."""
+    from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from engine.server.mcp_server import build_server
+
+    def mnemo_for(ctx: Any) -> Any:
+        request = ctx.request_context.request if ctx is not None else None
+        if request is None:
+            raise InputError("Reach the memory over /mcp with a token.")
+        user = request.scope["state"]["mnemo_user"]
+        name = request.query_params.get("assistant") or request.headers.get("mnemo-assistant")
+        if not name:
+            names = [assistant.name for assistant in hub.assistants(user).all()]
+            if len(names) != 1:
+                raise InputError(
+                    "Name the assistant: /mcp?assistant=NAME (yours: "
+                    f"{', '.join(names) or 'none yet'})."
+                )
+            name = names[0]
+        return hub.get(user, name).mnemo
+
+    server = build_server(mnemo_for)
+    # The token guards every request, so the SDK's Host-header check (made for token-less local
+    # servers) would only refuse the names a server is reached by.
+    server.streamable_http_app(
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    manager = server.session_manager
+    route = Route(
+        "/mcp",
+        McpGate(StreamableHTTPASGIApp(manager), accounts, buckets),
+        methods=["GET", "POST", "DELETE"],
+    )
+    return route, manager
+
+
 def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> FastAPI:
     limits = limits or Limits()
     buckets = _Buckets(limits)
+    mcp_route, mcp_sessions = _mcp_route(hub, accounts, buckets)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with mcp_sessions.run():
+            yield
+
     app = FastAPI(
+        lifespan=lifespan,
         title="Mnemo",
         version=__version__,
         description="A personal assistant's memory, served: chat turns, memory, proposals, "
@@ -221,6 +303,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return JSONResponse({"error": sentence}, error.status_code, headers=headers)
 
     app.add_middleware(BodyLimit, limits=limits)
+    app.router.routes.append(mcp_route)
 
     @app.exception_handler(MnemoError)
     async def engine_error(_request: Request, error: MnemoError) -> JSONResponse:

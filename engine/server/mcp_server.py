@@ -107,7 +107,10 @@ def build_server(
         if not rate.take():
             time.sleep(0.5)  # slowed down as well as refused
             raise ToolError("Too many calls to Mnemo; wait a moment and call again.")
-        return mnemo_for(ctx)
+        try:
+            return mnemo_for(ctx)
+        except MnemoError as error:  # no such assistant, a profile that will not open
+            raise ToolError(user_message(error) or str(error)) from None
 
     def answer(work: Callable[[], str]) -> str:
         """The tool's text; Mnemo's own errors as a sentence the client's model can act on."""
