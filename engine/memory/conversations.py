@@ -80,6 +80,20 @@ class Conversations:
         self._settings.store(CURRENT, conversation_id)
         return conversation_id
 
+    def ensure(self, conversation_id: str, title: str, origin: str) -> str:
+        """A conversation another program names (its id chosen by the caller), made the first
+        time with ``title``; it does not become the current one."""
+        if not self.exists(conversation_id):
+            with self._engine.begin() as connection:
+                connection.execute(
+                    text(
+                        "INSERT INTO conversation (id, title, origin, created_at) "
+                        "VALUES (:id, :title, :origin, :now)"
+                    ),
+                    {"id": conversation_id, "title": title, "origin": origin, "now": time.time()},
+                )
+        return conversation_id
+
     def exists(self, conversation_id: str) -> bool:
         if conversation_id == DEFAULT_CONVERSATION:
             return True

@@ -8,9 +8,10 @@ changes only their own assistants. Errors are JSON ``{"error": "one sentence"}``
 A chat turn is ``POST /v1/assistants/{name}/turns``: the reply is a stream of server-sent events,
 one per engine event (the same events the window receives), ending with ``turn_finished``.
 
-``/mcp`` is the same memory over MCP (Streamable HTTP, ``engine.server.mcp_server``): the bearer
-token names the user, ``?assistant=NAME`` (or the ``Mnemo-Assistant`` header) one of their
-assistants, by default their only one.
+``/v1/chat/completions`` and ``/v1/models`` speak OpenAI's API (``engine.server.openai_api``),
+with OpenAI's error shape. ``/mcp`` is the same memory over MCP (Streamable HTTP,
+``engine.server.mcp_server``): the bearer token names the user, ``?assistant=NAME`` (or the
+``Mnemo-Assistant`` header) one of their assistants, by default their only one.
 """
 
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time,
@@ -43,7 +44,7 @@ from engine.cli.output import jsonable
 from engine.errors import CoreMemoryError, InputError, MnemoError, NotFoundError, user_message
 from engine.events import Event
 from engine.ingest.ingestor import Ingestor
-from engine.server import wire
+from engine.server import openai_api, wire
 from engine.server.accounts import Accounts
 from engine.server.hub import (
     BusyError,
@@ -276,19 +277,27 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         redoc_url=None,
     )
 
+    def refusal(
+        request: Request, status: int, sentence: str, headers: dict[str, str] | None = None
+    ) -> JSONResponse:
+        """The API's error: one sentence, in OpenAI's shape on the OpenAI routes."""
+        if openai_api.wants_openai_errors(request.url.path):
+            return openai_api.openai_error(status, sentence, headers)
+        return JSONResponse({"error": sentence}, status, headers=headers)
+
     @app.exception_handler(ApiError)
-    async def api_error(_request: Request, error: ApiError) -> JSONResponse:
+    async def api_error(request: Request, error: ApiError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
-        return JSONResponse({"error": error.sentence}, error.status, headers=headers)
+        return refusal(request, error.status, error.sentence, headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid(_request: Request, error: RequestValidationError) -> JSONResponse:
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0] if error.errors() else {}
         if first.get("type") == "json_invalid":  # its "loc" is a character offset
-            return JSONResponse({"error": "The request's body is not valid JSON."}, 422)
+            return refusal(request, 422, "The request's body is not valid JSON.")
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         sentence = f"The request's {where or 'body'} is not valid: {first.get('msg', 'invalid')}."
-        return JSONResponse({"error": sentence}, 422)
+        return refusal(request, 422, sentence)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
@@ -300,13 +309,13 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         sentence = sentences.get(error.status_code, str(error.detail))
         # Past the size cap, the rest of the body is not read: the connection closes.
         headers = {"connection": "close"} if error.status_code == 413 else None
-        return JSONResponse({"error": sentence}, error.status_code, headers=headers)
+        return refusal(request, error.status_code, sentence, headers)
 
     app.add_middleware(BodyLimit, limits=limits)
     app.router.routes.append(mcp_route)
 
     @app.exception_handler(MnemoError)
-    async def engine_error(_request: Request, error: MnemoError) -> JSONResponse:
+    async def engine_error(request: Request, error: MnemoError) -> JSONResponse:
         status = 422
         if isinstance(error, NotFoundError):
             status = 404
@@ -317,6 +326,8 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         elif isinstance(error, BusyError | CoreMemoryError) or "exists already" in str(error):
             status = 409
         kind = type(error)
+        if openai_api.wants_openai_errors(request.url.path):
+            return refusal(request, status, user_message(error) or str(error))
         return JSONResponse(
             {
                 "error": user_message(error) or str(error),
@@ -339,6 +350,8 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
 
     async def run(work: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(work)
+
+    openai_api.register(app, hub, User)
 
     @app.get("/v1/version")
     async def version() -> dict[str, str]:

@@ -24,6 +24,7 @@ from engine.assistants import Assistants, check_name, is_profile
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, TurnFinished
 from engine.llm import ChatModel
+from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.settings import Settings, touches_the_machine
 
@@ -162,20 +163,38 @@ class Hub:
             self._turns.append(turn)
         return turn
 
-    def run_turn(self, turn: Turn, text: str, on_event: Callable[[Event], None]) -> TurnFinished:
+    def run_turn(
+        self,
+        turn: Turn,
+        text: str,
+        on_event: Callable[[Event], None],
+        conversation_id: str = DEFAULT_CONVERSATION,
+    ) -> TurnFinished:
         """Run a claimed turn once a worker is free (``turn.cancel`` ends it early)."""
         try:
             with self._workers:
                 model = self._shared_model()
                 with self._model_lock:
                     opened = turn.opened
-                    if opened.agent is None or opened.agent.model is not model:
-                        opened.agent = Agent(opened.mnemo, model)
+                    agent = opened.agent
+                    if (
+                        agent is None
+                        or agent.model is not model
+                        or agent.conversation_id != conversation_id
+                    ):
+                        opened.agent = Agent(opened.mnemo, model, conversation_id=conversation_id)
+                    assert opened.agent is not None
                     return opened.agent.send(text, on_event=on_event, cancel=turn.cancel)
         finally:
-            with self._lock:
+            self.release_turn(turn)
+
+    def release_turn(self, turn: Turn) -> None:
+        """Give a claimed assistant back (``run_turn`` does; a caller that fails before it
+        runs the turn must)."""
+        with self._lock:
+            if turn in self._turns:
                 self._turns.remove(turn)
-            turn.opened.turn.release()
+                turn.opened.turn.release()
 
     def _shared_model(self) -> ChatModel:
         """The operator's model, loaded once; while it loads (seconds), only turns wait."""

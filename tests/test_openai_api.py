@@ -1,0 +1,139 @@
+"""`/v1/chat/completions` and `/v1/models` on a real `mnemo serve`, driven by the `openai`
+package itself: what Open WebUI or any OpenAI SDK would send and read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from engine.llm import ScriptedModel
+from tests.agent_helpers import call, say
+from tests.mnemo_server import Server
+
+
+@pytest.fixture
+def model() -> ScriptedModel:
+    return ScriptedModel()
+
+
+@pytest.fixture
+def server(tmp_path: Path, model: ScriptedModel) -> Iterator[Server]:
+    running = Server(tmp_path / "server", lambda: model)
+    for user in ("alice", "bob"):
+        running.client(user).post("/v1/assistants", json={"name": "home"}).raise_for_status()
+    running.client("alice").post("/v1/assistants", json={"name": "work"}).raise_for_status()
+    yield running
+    running.stop()
+
+
+def client(server: Server, user: str) -> openai.OpenAI:
+    return openai.OpenAI(api_key=server.tokens[user], base_url=f"{server.url}/v1", max_retries=0)
+
+
+def test_each_assistant_is_a_model_of_its_own_user(server: Server) -> None:
+    assert sorted(m.id for m in client(server, "alice").models.list()) == [
+        "mnemo:home",
+        "mnemo:work",
+    ]
+    assert [m.id for m in client(server, "bob").models.list()] == ["mnemo:home"]
+
+
+def test_a_plain_and_a_streamed_completion_are_turns_of_the_assistant(
+    server: Server, model: ScriptedModel
+) -> None:
+    alice = client(server, "alice")
+    model.enqueue([say("Noted: the spare key is under the blue pot.")])
+    plain = alice.chat.completions.create(
+        model="mnemo:home",
+        messages=[{"role": "user", "content": "The spare key is under the blue pot."}],
+    )
+    assert plain.choices[0].message.content == "Noted: the spare key is under the blue pot."
+    assert plain.choices[0].finish_reason == "stop"
+    extension = plain.model_extra["mnemo"]
+    assert extension["conversation"] == "default" and extension["history_stored"] == 0
+
+    model.enqueue(
+        [
+            call("conversation_search", query="spare key", request_heartbeat=True),
+            say("It is under the blue pot."),
+        ]
+    )
+    chunks = list(
+        alice.chat.completions.create(
+            model="mnemo:home",
+            messages=[{"role": "user", "content": "Where is the spare key?"}],
+            stream=True,
+        )
+    )
+    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+    assert streamed == "It is under the blue pot."
+    final = chunks[-1].model_extra["mnemo"]
+    (searched,) = final["calls"]
+    assert searched["name"] == "conversation_search" and searched["ok"]
+    texts = [m.text for m in server.hub.get("alice", "home").mnemo.recall.recent(10)]
+    assert "Where is the spare key?" in texts and "It is under the blue pot." in texts
+
+
+def test_the_requests_earlier_messages_are_stored_once_and_not_answered_again(
+    server: Server, model: ScriptedModel
+) -> None:
+    alice = client(server, "alice")
+    history = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "My sister Ana lives in Porto."},
+        {"role": "assistant", "content": "Porto is lovely."},
+    ]
+    model.enqueue([say("Ana lives in Porto.")])
+    first = alice.chat.completions.create(
+        model="mnemo:work",
+        messages=[*history, {"role": "user", "content": "Where does Ana live?"}],
+        user="planning",
+    )
+    assert first.model_extra["mnemo"]["history_stored"] == 2
+    model.enqueue([say("Yes, in Porto.")])
+    again = alice.chat.completions.create(
+        model="mnemo:work",
+        messages=[
+            *history,
+            {"role": "user", "content": "Where does Ana live?"},
+            {"role": "assistant", "content": "Ana lives in Porto."},
+            {"role": "user", "content": "Still Porto?"},
+        ],
+        user="planning",
+    )
+    assert again.model_extra["mnemo"]["history_stored"] == 0
+    mnemo = server.hub.get("alice", "work").mnemo
+    conversation = first.model_extra["mnemo"]["conversation"]
+    assert [m.text for m in mnemo.recall.recent(20, conversation)] == [
+        "My sister Ana lives in Porto.",
+        "Porto is lovely.",
+        "Where does Ana live?",
+        "Ana lives in Porto.",
+        "Still Porto?",
+        "Yes, in Porto.",
+    ]
+    assert mnemo.recall.recent(5) == []  # the assistant's own conversation is untouched
+
+
+def test_errors_come_in_openais_shape_and_no_token_reaches_another_users_assistant(
+    server: Server,
+) -> None:
+    wrong = openai.OpenAI(api_key="mnemo_not-a-token", base_url=f"{server.url}/v1", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as refused:
+        wrong.models.list()
+    assert refused.value.body["message"] == "Give a valid token as 'Authorization: Bearer TOKEN'."
+    bob = client(server, "bob")
+    with pytest.raises(openai.NotFoundError) as missing:
+        bob.chat.completions.create(
+            model="mnemo:work", messages=[{"role": "user", "content": "hello"}]
+        )
+    assert "work" in missing.value.body["message"]
+    with pytest.raises(openai.UnprocessableEntityError) as bad:
+        bob.chat.completions.create(
+            model="mnemo:home", messages=[{"role": "assistant", "content": "hello"}]
+        )
+    assert "last message must be the user's" in bad.value.body["message"]
+    assert server.hub.get("alice", "work").mnemo.recall.count() == 0
