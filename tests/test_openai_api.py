@@ -3,6 +3,7 @@ package itself: what Open WebUI or any OpenAI SDK would send and read."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -137,3 +138,60 @@ def test_errors_come_in_openais_shape_and_no_token_reaches_another_users_assista
         )
     assert "last message must be the user's" in bad.value.body["message"]
     assert server.hub.get("alice", "work").mnemo.recall.count() == 0
+
+
+def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants(tmp_path: Path) -> None:
+    """`mnemo serve --local` on the person's assistants, answering with the bundled model;
+    while a window holds the assistant, a turn is refused in OpenAI's shape."""
+    import os
+    import re
+    import socket
+    import subprocess
+    import sys
+
+    from engine import Mnemo
+    from engine.assistants import Assistants
+
+    data = Path(os.environ["MNEMO_DATA"])
+    profile = Assistants(data).create("home")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "serve", "--local", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        printed = "".join(server.stdout.readline() for _ in range(5))
+        token = re.search(r"API key (mnemo_\S+)", printed)
+        assert token and "models: mnemo:home" in printed, printed
+        local = openai.OpenAI(
+            api_key=token[1], base_url=f"http://127.0.0.1:{port}/v1", max_retries=0, timeout=300
+        )
+        for _ in range(100):  # uvicorn starts a moment after the lines are printed
+            try:
+                assert [m.id for m in local.models.list()] == ["mnemo:home"]
+                break
+            except openai.APIConnectionError:
+                time.sleep(0.1)
+        reply = local.chat.completions.create(
+            model="mnemo:home", messages=[{"role": "user", "content": "Hello! I am Ada."}]
+        )
+        assert reply.choices[0].message.content
+        with Mnemo.open(profile) as mnemo:
+            said = [m.text for m in mnemo.recall.recent(5, mnemo.conversations.current())]
+            assert "Hello! I am Ada." in said
+            with (
+                mnemo.profile.hold_assistant("the window"),
+                pytest.raises(openai.ConflictError) as busy,
+            ):
+                local.chat.completions.create(
+                    model="mnemo:home", messages=[{"role": "user", "content": "Hi again"}]
+                )
+        assert "already open in the window" in busy.value.body["message"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

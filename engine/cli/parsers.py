@@ -442,6 +442,12 @@ def _server(commands: Commands) -> None:
     serve.add_argument("--base-url", help="the API model's server (an OpenAI-compatible one)")
     serve.add_argument("--context", type=int, help="context size in tokens")
     serve.add_argument("--gpu-layers", type=int, default=0, help="layers to offload to the GPU")
+    serve.add_argument(
+        "--local",
+        action="store_true",
+        help="serve your own assistants on 127.0.0.1 to programs on this computer (OpenAI's "
+        "API and MCP), with a token made for this run",
+    )
     serve.set_defaults(handler="serve:cmd_serve", profileless=True)
     mcp = commands.add_parser(
         "mcp",

@@ -48,6 +48,8 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
     from engine.server.app import Limits, create_app, server_config
     from engine.server.hub import Hub
 
+    if args.local:
+        return serve_local(args)
     root = _root(args)
     accounts = Accounts(root)
     if not accounts.names():
@@ -80,6 +82,51 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
     finally:
         hub.close()
     return 0
+
+
+def serve_local(args: argparse.Namespace) -> int:
+    """`mnemo serve --local`: the person's own assistants (those of the window) on 127.0.0.1,
+    for programs on this computer, like Jupyter: a token made for this run, printed with the
+    addresses. They answer with the current assistant's model settings; a turn waits for a window or
+    `mnemo chat` that holds the same assistant (409)."""
+    import tempfile
+
+    import uvicorn
+
+    from engine.llm import load_model
+    from engine.profile import current_assistant, data_folder
+    from engine.server.app import Limits, create_app, server_config
+    from engine.server.hub import Hub
+
+    accounts = Accounts(Path(tempfile.mkdtemp(prefix="mnemo-local-")))
+    token = accounts.add(LOCAL_USER)
+    folder = data_folder()
+
+    def model() -> Any:  # the current assistant's model settings (the first one's, if none)
+        names = [assistant.name for assistant in hub.assistants(LOCAL_USER).all()]
+        name = current_assistant() if current_assistant() in names else names[0]
+        return load_model(hub.get(LOCAL_USER, name).mnemo.settings)
+
+    hub = Hub(lambda _user: folder, model, program="mnemo serve --local")
+    app = create_app(accounts, hub, Limits(rate=args.rate, burst=args.burst))
+    address = f"http://127.0.0.1:{args.port}"
+    names = ", ".join(f"mnemo:{a.name}" for a in hub.assistants(LOCAL_USER).all()) or "none yet"
+    print(
+        f"Mnemo serves your assistants at {address} (this computer only).\n"
+        f"  OpenAI-compatible: base URL {address}/v1, API key {token}\n"
+        f"    models: {names}\n"
+        f"  MCP: {address}/mcp?assistant=NAME, header 'Authorization: Bearer {token}'\n"
+        "The token works until this server stops.",
+        flush=True,
+    )
+    try:
+        uvicorn.Server(server_config(app, "127.0.0.1", args.port)).run()
+    finally:
+        hub.close()
+    return 0
+
+
+LOCAL_USER = "you"
 
 
 def served_model(args: argparse.Namespace) -> ModelConfig:

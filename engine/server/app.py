@@ -44,6 +44,7 @@ from engine.cli.output import jsonable
 from engine.errors import CoreMemoryError, InputError, MnemoError, NotFoundError, user_message
 from engine.events import Event
 from engine.ingest.ingestor import Ingestor
+from engine.profile import ProfileBusyError
 from engine.server import openai_api, wire
 from engine.server.accounts import Accounts
 from engine.server.hub import (
@@ -323,7 +324,9 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             status = 403
         elif isinstance(error, TooManyTurnsError):
             status = 429
-        elif isinstance(error, BusyError | CoreMemoryError) or "exists already" in str(error):
+        elif isinstance(error, BusyError | CoreMemoryError | ProfileBusyError) or (
+            "exists already" in str(error)
+        ):
             status = 409
         kind = type(error)
         if openai_api.wants_openai_errors(request.url.path):

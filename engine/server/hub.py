@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,7 @@ class Turn:
     user: str
     opened: OpenAssistant
     cancel: threading.Event = field(default_factory=threading.Event)
+    held: ExitStack = field(default_factory=ExitStack)  # the profile's own lock, when taken
 
 
 class Hub:
@@ -101,16 +103,20 @@ class Hub:
         model: ModelLoader | None = None,
         archival_url: str | None = None,
         database_url: str | None = None,
+        program: str | None = None,
     ) -> None:
         """``model``: loads the operator's model (default: the bundled one); ``archival_url``:
         object storage (``s3://bucket/prefix?endpoint=…``) under which each new assistant's
         archival memory goes, in ``prefix/USER/ASSISTANT``; ``database_url``: the PostgreSQL
         server that holds each new assistant's other tables (a schema each); None: each
-        assistant's own folder."""
+        assistant's own folder. ``program``: a turn also takes the profile's own lock under
+        this name (`mnemo serve --local` serves the person's assistants, which a window or
+        `mnemo chat` may hold: one of them answers at a time)."""
         self._folder_of = folder_of
         self._load_model = model or _bundled_model
         self._archival_url = archival_url
         self._database_url = database_url
+        self._program = program
         self._open: dict[tuple[str, str], OpenAssistant] = {}
         self._model: ChatModel | None = None
         self._model_lock = threading.Lock()  # one generation at a time
@@ -160,6 +166,12 @@ class Hub:
                     "finished."
                 )
             turn = Turn(user, opened)
+            if self._program is not None:
+                try:
+                    turn.held.enter_context(opened.mnemo.profile.hold_assistant(self._program))
+                except MnemoError:
+                    opened.turn.release()
+                    raise
             self._turns.append(turn)
         return turn
 
@@ -194,6 +206,7 @@ class Hub:
         with self._lock:
             if turn in self._turns:
                 self._turns.remove(turn)
+                turn.held.close()
                 turn.opened.turn.release()
 
     def _shared_model(self) -> ChatModel:
