@@ -79,10 +79,15 @@ class ProposalCard(QFrame):
                 source += f" (message {proposal.cause_ref})"
         layout.addWidget(label(source, "muted"))
         if not proposal.trusted:
+            whose = (
+                "another program's text"
+                if proposal.cause_kind == "mcp"
+                else "text from documents or searches"
+            )
             layout.addWidget(
                 label(
-                    f"Caution: {proposal.untrusted_reason}; text from documents or searches "
-                    "can carry instructions you did not give. Check it.",
+                    f"Caution: {proposal.untrusted_reason}; {whose} can carry instructions you "
+                    "did not give. Check it.",
                     "caution",
                 )
             )
