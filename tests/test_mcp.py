@@ -191,7 +191,7 @@ def test_bad_calls_get_errors_and_memory_is_unchanged(window_open: Mnemo) -> Non
     assert window_open.proposals.pending() == []
 
 
-def test_a_malformed_frame_does_not_stop_the_server(window_open: Mnemo) -> None:
+def test_a_malformed_frame_gets_a_parse_error_and_the_server_goes_on(window_open: Mnemo) -> None:
     server = subprocess.Popen(
         [sys.executable, "-m", "engine.cli", "--profile", str(window_open.profile.root), "mcp"],
         stdin=subprocess.PIPE,
@@ -214,13 +214,16 @@ def test_a_malformed_frame_does_not_stop_the_server(window_open: Mnemo) -> None:
         server.stdin.write("{not json at all\n" + '{"jsonrpc": "2.0", "id": [1]}\n')
         server.stdin.write(json.dumps(initialize) + "\n")
         server.stdin.flush()
-        ready, _, _ = select.select([server.stdout], [], [], 120)
-        assert ready, "no answer in 2 minutes"
-        reply = json.loads(server.stdout.readline())
+        replies = []
+        for _ in range(3):
+            ready, _, _ = select.select([server.stdout], [], [], 120)
+            assert ready, "no answer in 2 minutes"
+            replies.append(json.loads(server.stdout.readline()))
     finally:
         server.kill()
         server.wait()
-    assert reply["id"] == 1 and reply["result"]["serverInfo"]["name"] == "Mnemo"
+    assert [reply.get("error", {}).get("code") for reply in replies[:2]] == [-32700, -32600]
+    assert replies[2]["id"] == 1 and replies[2]["result"]["serverInfo"]["name"] == "Mnemo"
 
 
 # -- over HTTP, under `mnemo serve` ---------------------------------------------------------------

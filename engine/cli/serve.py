@@ -25,10 +25,12 @@ def _root(args: argparse.Namespace) -> Path:
 
 
 def cmd_mcp(_mnemo: Any, args: argparse.Namespace) -> int:
+    import anyio
+
     from engine.assistants import Assistants
     from engine.mnemo import Mnemo
     from engine.profile import data_folder, log_to_profile
-    from engine.server.mcp_server import build_server
+    from engine.server.mcp_server import build_server, serve_stdio
 
     path = Assistants(data_folder()).path(args.assistant) if args.assistant else args.profile
     with Mnemo.open(path) as mnemo:
@@ -38,7 +40,7 @@ def cmd_mcp(_mnemo: Any, args: argparse.Namespace) -> int:
             for handler in logging.getLogger().handlers
             if getattr(handler, "stream", None) is not sys.stdout
         ]
-        build_server(lambda _request: mnemo).run("stdio")
+        anyio.run(serve_stdio, build_server(lambda _request: mnemo))
     return 0
 
 

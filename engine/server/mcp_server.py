@@ -270,6 +270,57 @@ def build_server(
     return server
 
 
+class _ParseErrorsAnswered:
+    """The stdio transport's incoming messages, where a line that is not a JSON-RPC message
+    (which the SDK drops without a word) gets JSON-RPC's error back (-32700 for a line that is
+    not JSON, -32600 for JSON that is no message), so the client's author sees what went wrong;
+    everything else passes through as it is."""
+
+    def __init__(self, inner: Any, write: Any) -> None:
+        self._inner, self._write = inner, write
+
+    async def __aenter__(self) -> _ParseErrorsAnswered:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self._inner.__aexit__(*exc)
+
+    def __aiter__(self) -> _ParseErrorsAnswered:
+        return self
+
+    async def __anext__(self) -> Any:
+        from mcp.shared.message import SessionMessage
+        from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+        while True:
+            item = await self._inner.__anext__()
+            if not isinstance(item, Exception):
+                return item
+            if "json_invalid" in str(item):  # not JSON at all
+                error = ErrorData(code=PARSE_ERROR, message="Parse error: the line is not JSON.")
+            else:
+                error = ErrorData(code=INVALID_REQUEST, message="Not a JSON-RPC 2.0 message.")
+            answer = JSONRPCError(jsonrpc="2.0", id=None, error=error)
+            await self._write.send(SessionMessage(answer))
+
+    def __getattr__(self, name: str) -> Any:  # the transport's own, such as ``last_context``
+        return getattr(self._inner, name)
+
+
+async def serve_stdio(server: MCPServer) -> None:
+    """``server.run("stdio")``, with malformed lines answered (``_ParseErrorsAnswered``)."""
+    from mcp.server.stdio import stdio_server
+
+    lowlevel = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(
+            _ParseErrorsAnswered(read_stream, write_stream),
+            write_stream,
+            lowlevel.create_initialization_options(),
+        )
+
+
 def core_text(mnemo: Mnemo) -> str:
     return "\n\n".join(
         f"[{block.label}] ({len(block.value)}/{block.char_limit} characters)\n{block.value}"
