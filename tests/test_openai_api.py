@@ -181,9 +181,24 @@ def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants(tmp_pat
             model="mnemo:home", messages=[{"role": "user", "content": "Hello! I am Ada."}]
         )
         assert reply.choices[0].message.content
+        chunks = list(
+            local.chat.completions.create(
+                model="mnemo:home",
+                messages=[{"role": "user", "content": "What is my name?"}],
+                stream=True,
+            )
+        )
+        streamed = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+        assert streamed.strip() and chunks[-1].choices[0].finish_reason == "stop"
+        stranger = openai.OpenAI(
+            api_key="mnemo_guess", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0
+        )
+        with pytest.raises(openai.AuthenticationError) as refused:
+            stranger.models.list()
+        assert refused.value.body["type"] == "authentication_error"
         with Mnemo.open(profile) as mnemo:
-            said = [m.text for m in mnemo.recall.recent(5, mnemo.conversations.current())]
-            assert "Hello! I am Ada." in said
+            said = [m.text for m in mnemo.recall.recent(50, mnemo.conversations.current())]
+            assert "Hello! I am Ada." in said and "What is my name?" in said
             with (
                 mnemo.profile.hold_assistant("the window"),
                 pytest.raises(openai.ConflictError) as busy,
