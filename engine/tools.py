@@ -308,10 +308,15 @@ def _message_lines(page: Page[Any], query: str = "") -> list[str]:
     ]
 
 
+def messages_text(page: Page[Any], what: str, query: str = "") -> str:
+    """A page of messages as the model reads it (and an MCP client): one line each, paged."""
+    return _paged(page, _message_lines(page, query), what)
+
+
 def _conversation_search(ctx: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     page = search_conversation(ctx.mnemo, arguments["query"], page=arguments.get("page", 1))
     return ToolResult(
-        _paged(page, _message_lines(page, arguments["query"]), "messages"),
+        messages_text(page, "messages", arguments["query"]),
         summary=f"{len(page)} of {page.total} messages",
         untrusted_count=len(page),
         trace=trace_lines(page),
@@ -328,7 +333,7 @@ def _conversation_search_date(ctx: ToolContext, arguments: dict[str, Any]) -> To
         start, end, limit=PAGE_SIZE, page=arguments.get("page", 1), roles=SEARCHED_ROLES
     )
     return ToolResult(
-        _paged(page, _message_lines(page), f"messages between {start} and {end}"),
+        messages_text(page, f"messages between {start} and {end}"),
         summary=f"{len(page)} of {page.total} messages",
         untrusted_count=len(page),
     )

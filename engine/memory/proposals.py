@@ -36,7 +36,7 @@ from engine.memory.knowledge import (
     said_to_person,
 )
 from engine.memory.messages import DEFAULT_CONVERSATION
-from engine.memory.recall import RecallStore
+from engine.memory.recall import RecallStore, RecallTransaction
 from engine.memory.search import from_timestamp
 
 if TYPE_CHECKING:
@@ -130,6 +130,13 @@ def _lower_you(sentence: str) -> str:
     """ "You live in Lyon" inside a sentence: "you live in Lyon"; names keep their capital."""
     first, _, rest = sentence.partition(" ")
     return f"{first.lower()} {rest}" if first in ("You", "Your") else sentence
+
+
+def _tell_model(tx: RecallTransaction, row: ProposalRow, sentence: str) -> None:
+    """The decision, as a system note in the proposal's conversation, so the model knows; a
+    proposal another program made over MCP is no news to the model and gets none."""
+    if row.cause_kind != "mcp":
+        tx.add("system", sentence, conversation_id=row.conversation_id)
 
 
 def _proposal(row: ProposalRow) -> Proposal:
@@ -426,12 +433,7 @@ class ProposalStore:
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
             what = _proposal(row).target_for_model
-            if row.cause_kind != "mcp":  # another program's proposal is no news to the model
-                tx.add(
-                    "system",
-                    f"The user {how} your change to {what} (proposal {row.id}).",
-                    conversation_id=row.conversation_id,
-                )
+            _tell_model(tx, row, f"The user {how} your change to {what} (proposal {row.id}).")
             return _proposal(row)
 
     def _apply_core(
@@ -486,13 +488,12 @@ class ProposalStore:
             self._decide(row, "rejected", "user", None, None)
             tx.session.add(row)
             what = _proposal(row).target_for_model
-            if row.cause_kind != "mcp":
-                tx.add(
-                    "system",
-                    f"The user rejected your change to {what} (proposal {row.id}); "
-                    "do not propose it again unless they ask.",
-                    conversation_id=row.conversation_id,
-                )
+            _tell_model(
+                tx,
+                row,
+                f"The user rejected your change to {what} (proposal {row.id}); "
+                "do not propose it again unless they ask.",
+            )
             return _proposal(row)
 
     # -- helpers -------------------------------------------------------------------------------

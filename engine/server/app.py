@@ -189,6 +189,21 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+NO_TOKEN = "Give a valid token as 'Authorization: Bearer TOKEN'."
+
+
+def authorized(accounts: Accounts, buckets: "_Buckets", header: str) -> str:
+    """The user an ``Authorization`` header's token names, with room in their bucket; else
+    ApiError 401 or 429 (every route, ``/mcp`` included, asks here)."""
+    scheme, _, token = header.partition(" ")
+    name = accounts.user_of(token.strip()) if scheme.lower() == "bearer" else None
+    if name is None:
+        raise ApiError(401, NO_TOKEN)
+    if not buckets.take(name):
+        raise ApiError(429, "Too many requests for this token; wait a moment and retry.")
+    return name
+
+
 class McpGate:
     """In front of ``/mcp``: a valid token and room in its bucket, else the API's own 401 or 429
     before the MCP layer reads anything; the user rides on in the request's scope."""
@@ -198,20 +213,14 @@ class McpGate:
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         headers = {key.decode("latin-1").lower(): value for key, value in scope["headers"]}
-        scheme, _, token = headers.get("authorization", b"").decode("latin-1").partition(" ")
-        user = self.accounts.user_of(token.strip()) if scheme.lower() == "bearer" else None
-        if user is None:
-            refused = JSONResponse(
-                {"error": "Give a valid token as 'Authorization: Bearer TOKEN'."},
-                401,
-                headers={"WWW-Authenticate": "Bearer"},
+        try:
+            user = authorized(
+                self.accounts, self.buckets, headers.get("authorization", b"").decode("latin-1")
             )
+        except ApiError as error:
+            challenge = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
+            refused = JSONResponse({"error": error.sentence}, error.status, headers=challenge)
             await refused(scope, receive, send)
-            return
-        if not self.buckets.take(user):
-            await JSONResponse(
-                {"error": "Too many requests for this token; wait a moment and retry."}, 429
-            )(scope, receive, send)
             return
         scope.setdefault("state", {})["mnemo_user"] = user
         await self.app(scope, receive, send)
@@ -340,14 +349,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         )
 
     def user(request: Request) -> str:
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        name = accounts.user_of(token.strip()) if scheme.lower() == "bearer" else None
-        if name is None:
-            raise ApiError(401, "Give a valid token as 'Authorization: Bearer TOKEN'.")
-        if not buckets.take(name):
-            raise ApiError(429, "Too many requests for this token; wait a moment and retry.")
-        return name
+        return authorized(accounts, buckets, request.headers.get("authorization", ""))
 
     User = Annotated[str, Depends(user)]
 

@@ -20,20 +20,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import Field
 
 from engine import __version__
 from engine.errors import InputError, MnemoError, user_message
 from engine.memory.messages import DEFAULT_CONVERSATION
-from engine.memory.search import excerpt
-from engine.tools import (
-    HIT_CHARS,
-    PAGE_SIZE,
-    SEARCHED_ROLES,
-    ToolContext,
-    run_function,
-)
+from engine.tools import PAGE_SIZE, SEARCHED_ROLES, ToolContext, messages_text, run_function
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -164,12 +159,7 @@ def build_server(
             found = mnemo.recall.search(
                 query, PAGE_SIZE, page, start=start_date, end=end_date, roles=SEARCHED_ROLES
             )
-            lines = [
-                f"- [{hit.created_at:%Y-%m-%d %H:%M}] {hit.role}: "
-                f"{excerpt(hit.text, query, HIT_CHARS)}"
-                for hit in found
-            ]
-            return "\n".join([f"{found.describe()}:", *lines]) if lines else "No messages found."
+            return messages_text(found, "messages", query)
 
         return answer(work)
 
@@ -290,9 +280,6 @@ class _ParseErrorsAnswered:
         return self
 
     async def __anext__(self) -> Any:
-        from mcp.shared.message import SessionMessage
-        from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
-
         while True:
             item = await self._inner.__anext__()
             if not isinstance(item, Exception):
@@ -310,8 +297,6 @@ class _ParseErrorsAnswered:
 
 async def serve_stdio(server: MCPServer) -> None:
     """``server.run("stdio")``, with malformed lines answered (``_ParseErrorsAnswered``)."""
-    from mcp.server.stdio import stdio_server
-
     lowlevel = server._lowlevel_server
     async with stdio_server() as (read_stream, write_stream):
         await lowlevel.run(
