@@ -171,6 +171,10 @@ def test_an_export_has_letta_s_fields_and_reads_back(mnemo, tmp_path, embedder):
     # as send_message calls each with its result, and the assistant's own name.
     assert {"model", "model_endpoint_type", "context_window"} <= set(agent["llm_config"])
     assert agent["llm_config"]["model"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    # Letta 0.16.8's import refuses endpoint types it has no model settings for (llamacpp):
+    # a local GGUF is a llama.cpp server's model behind its OpenAI-compatible API.
+    assert agent["llm_config"]["model_endpoint_type"] == "openai"
+    assert agent["llm_config"]["model_endpoint"] == "http://localhost:8080/v1"
     assert agent["embedding_config"]["embedding_dim"] == 384
     assert agent["messages"][0]["role"] == "system"
     assert agent["in_context_message_ids"][0] == agent["messages"][0]["id"]

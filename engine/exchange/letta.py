@@ -480,8 +480,10 @@ def _message(message_id: str, role: str, body: str, created_at: float) -> dict[s
 
 
 def _llm_config(mnemo: Mnemo) -> dict[str, Any]:
-    """The model in use, as Letta names one: a local GGUF as a llama.cpp server's model (Letta
-    has no in-process models; the address is where `llama-server` listens by default)."""
+    """The model in use, as Letta names one. A local GGUF becomes the model of a llama.cpp
+    server, reached through its OpenAI-compatible API at `llama-server`'s default address:
+    Letta has no in-process models, and its import (0.16.8) refuses an agent whose endpoint
+    type it has no model settings for, ``llamacpp`` among them."""
     settings = mnemo.settings
     backend = str(settings.get("model.backend"))
     context = int(settings.get("model.context_length"))
@@ -489,10 +491,9 @@ def _llm_config(mnemo: Mnemo) -> dict[str, Any]:
         gguf = str(settings.get("model.path")) or BUNDLED_MODEL
         return {
             "model": Path(gguf).name,
-            "model_endpoint_type": "llamacpp",
-            "model_endpoint": "http://localhost:8080",
+            "model_endpoint_type": "openai",
+            "model_endpoint": "http://localhost:8080/v1",
             "context_window": context,
-            "compatibility_type": "gguf",
         }
     endpoints = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
     return {
