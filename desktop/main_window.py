@@ -35,6 +35,7 @@ from desktop.core_cards import CoreMemoryPage
 from desktop.documents import DocumentsPage, WatchedFoldersList
 from desktop.exchange_actions import ExchangeActions
 from desktop.forget_dialog import ask_for_text, ask_to_forget
+from desktop.handed_turns import HandedTurns
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
@@ -344,6 +345,15 @@ class MainWindow(QMainWindow):
             for action in (self.exchange.export_action, self.exchange.import_action):
                 action.setEnabled(False)
                 action.setToolTip("Export and import run on the server (`mnemo export`)")
+
+        if not self.remote:  # messages sent through `mnemo serve --local` are answered here
+            self.handed_turns = HandedTurns(
+                self.mnemo.profile.root,
+                self.chat,
+                self.chat_worker,
+                lambda: self.conversation_id,
+                self,
+            )
 
         self.proposals.count_changed.connect(self._show_pending)
         self.tasks.changed.connect(self._on_changed)

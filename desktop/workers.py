@@ -16,11 +16,13 @@ from desktop.threads import describe_failure
 from engine import keys
 from engine.agent import Agent
 from engine.errors import MnemoError
-from engine.events import TurnFinished
+from engine.events import Event, TurnFinished
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.llm import ChatModel, load_model, model_settings
 from engine.mnemo import Mnemo
+from engine.server.completion_turn import ReplyForClient, TurnRecord, store_history
+from engine.server.handoff import HandedTurn
 from engine.settings import Settings
 
 log = logging.getLogger("mnemo.desktop")
@@ -84,6 +86,8 @@ class ChatWorker(QObject):
         busy(bool): a turn started (True) or ended (False).
         failed(str): a turn failed in a way the agent could not report itself.
         stats(ContextStats): the window's token use, after each turn and on request.
+        handed_started(HandedTurn, list): a message from another program is being answered,
+            after the earlier (role, text) messages it came with that were stored.
     """
 
     loading = Signal(str)
@@ -92,6 +96,7 @@ class ChatWorker(QObject):
     busy = Signal(bool)
     failed = Signal(str)
     stats = Signal(object)
+    handed_started = Signal(object, list)
 
     def __init__(self, mnemo: Mnemo, bridge: EngineBridge, loader: ModelLoader) -> None:
         super().__init__()
@@ -131,6 +136,37 @@ class ChatWorker(QObject):
     @Slot(str)
     def send(self, text: str) -> None:
         self._run(lambda agent, cancel: agent.send(text, on_event=self._bridge, cancel=cancel))
+
+    @Slot(object)
+    def answer(self, handed: HandedTurn) -> None:
+        """A message another program sent through `mnemo serve --local`: answered as a typed
+        one, with the request's earlier messages stored first, and told to that program as the
+        reply is written (``engine.server.handoff``)."""
+
+        def work(agent: Agent, cancel: threading.Event) -> TurnFinished:
+            try:
+                stored = store_history(self._mnemo, agent.conversation_id, handed.history)
+                self.handed_started.emit(handed, stored)
+                record = TurnRecord(agent.conversation_id, len(stored))
+                reply = ReplyForClient(lambda: agent.mode.mode == "self", handed.send)
+
+                def on_event(event: Event) -> None:
+                    self._bridge(event)
+                    record.add(event)
+                    reply.add(event)
+
+                finished = agent.send(handed.text, on_event=on_event, cancel=cancel)
+            except Exception as error:
+                handed.tell({"error": describe_failure(error)})
+                raise
+            handed.tell({"done": record.extension(), "reply": record.reply or finished.reply})
+            return finished
+
+        if self.agent is None:
+            handed.tell({"error": "Mnemo's window has no model loaded; choose one there."})
+            self.busy.emit(False)  # the window lets go of the message
+            return
+        self._run(work)
 
     @Slot()
     def refresh_stats(self) -> None:

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
+import socket
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import openai
 import uvicorn
 
 from engine.server.accounts import Accounts
@@ -57,3 +64,37 @@ def on_postgres_and_s3(root: Path, model: Any, database_url: str, archival_url: 
     for user in ("alice", "bob"):
         running.client(user).post("/v1/assistants", json={"name": "home"})
     return running
+
+
+@contextmanager
+def serve_local() -> Iterator[openai.OpenAI]:
+    """`mnemo serve --local` in a process of its own, on the assistants of ``$MNEMO_DATA``;
+    yields an `openai` client with the token it printed, once it answers."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "engine.cli", "serve", "--local", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        printed = "".join(server.stdout.readline() for _ in range(5))
+        token = re.search(r"API key (mnemo_\S+)", printed)
+        assert token, printed
+        local = openai.OpenAI(
+            api_key=token[1], base_url=f"http://127.0.0.1:{port}/v1", max_retries=0, timeout=300
+        )
+        local.printed = printed  # type: ignore[attr-defined]
+        for _ in range(100):  # uvicorn starts a moment after the lines are printed
+            try:
+                local.models.list()
+                break
+            except openai.APIConnectionError:
+                time.sleep(0.1)
+        yield local
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

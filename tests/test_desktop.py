@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from PySide6.QtCore import QMimeData, QObject, QPointF, Qt, QUrl, Signal
 from PySide6.QtGui import QDropEvent
@@ -269,6 +270,93 @@ def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot
     texts = [widget.text() for widget in card.findChildren(QLabel)]
     assert "LM Studio wants to add to “human”" in texts
     assert any(text.startswith("Sent by LM Studio over MCP") for text in texts)
+
+
+def while_the_window_runs(qtbot, work):
+    """``work()``'s result, run on a thread while the window's events go on (a client that
+    waits for the window must not block the window's own thread)."""
+    done: dict = {}
+
+    def run() -> None:
+        try:
+            result = work()
+            done["result"] = list(result) if isinstance(result, openai.Stream) else result
+        except Exception as error:
+            done["error"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    qtbot.waitUntil(lambda: not thread.is_alive(), timeout=60_000)
+    if "error" in done:
+        raise done["error"]
+    return done["result"]
+
+
+def test_a_message_sent_through_serve_local_is_answered_in_the_open_window(qtbot, embedder):
+    """An `openai` client chats through `mnemo serve --local` while the window holds the
+    assistant: the window answers, the turn shows in its conversation, and the client gets the
+    same reply, streamed; a request's earlier messages are stored once."""
+    from engine.assistants import Assistants
+    from engine.profile import WINDOW
+    from tests.mnemo_server import serve_local
+
+    root = Assistants(Path(os.environ["MNEMO_DATA"])).create("home")
+    model = ScriptedModel()
+    with Mnemo.open(root, embedder=embedder) as mnemo, mnemo.profile.hold_assistant(WINDOW):
+        window = open_window(qtbot, mnemo, model)
+        try:
+            with serve_local() as local:
+                model.enqueue(
+                    [
+                        call("conversation_search", query="Lyon", request_heartbeat=True),
+                        say("You live in Lyon, by the river."),
+                    ]
+                )
+                chunks = list(
+                    while_the_window_runs(
+                        qtbot,
+                        lambda: local.chat.completions.create(
+                            model="mnemo:home",
+                            messages=[
+                                {"role": "user", "content": "I live in Lyon."},
+                                {"role": "assistant", "content": "Noted."},
+                                {"role": "user", "content": "Where do I live?"},
+                            ],
+                            stream=True,
+                        ),
+                    )
+                )
+                streamed = "".join(c.choices[0].delta.content or "" for c in chunks)
+                assert streamed == "You live in Lyon, by the river."
+                extension = chunks[-1].model_extra["mnemo"]
+                assert extension["history_stored"] == 2
+                assert [c["name"] for c in extension["calls"]] == ["conversation_search"]
+                qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+                wait_for_tasks(qtbot, window)
+                assert bubble_texts(window)[-2:] == [
+                    "Where do I live?",
+                    "You live in Lyon, by the river.",
+                ]
+                notices = [w.text() for w in window.chat.findChildren(QLabel)]
+                assert any(
+                    n.startswith("OpenAI/Python sent this through mnemo serve") for n in notices
+                )
+                said = [(m.role, m.text) for m in mnemo.recall.recent(10, window.conversation_id)]
+                assert said.count(("user", "I live in Lyon.")) == 1
+                assert said.count(("user", "Where do I live?")) == 1
+
+                with pytest.raises(openai.APIStatusError) as elsewhere:
+                    while_the_window_runs(
+                        qtbot,
+                        lambda: local.chat.completions.create(
+                            model="mnemo:home",
+                            messages=[{"role": "user", "content": "Hi"}],
+                            user="open-webui-chat-7",
+                        ),
+                    )
+                assert "shows another conversation" in elsewhere.value.body["message"]
+        finally:
+            window.shutdown()
 
 
 def test_settings_give_the_mcp_lines_to_paste_and_how_notes_from_programs_are_kept(

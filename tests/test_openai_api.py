@@ -3,7 +3,6 @@ package itself: what Open WebUI or any OpenAI SDK would send and read."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from engine.llm import ScriptedModel
 from tests.agent_helpers import call, say
-from tests.mnemo_server import Server
+from tests.mnemo_server import Server, serve_local
 
 
 @pytest.fixture
@@ -78,6 +77,35 @@ def test_a_plain_and_a_streamed_completion_are_turns_of_the_assistant(
     assert "Where is the spare key?" in texts and "It is under the blue pot." in texts
 
 
+def test_in_assisted_mode_a_client_gets_only_the_reply_that_was_kept(
+    server: Server, model: ScriptedModel
+) -> None:
+    """A reply written again (it copied an earlier one) is taken back in the window; a client
+    cannot take streamed text back, so it gets the kept reply once it is settled, and sending
+    the chat back stores nothing twice."""
+    alice = client(server, "alice")
+    server.hub.get("alice", "home").mnemo.settings.set("agent.mode", "assisted")
+    earlier = "Here are three tips for a good night's sleep: dark room, no screens, same hour."
+    model.enqueue([earlier, "Sure! " + earlier, "Try a warm bath before bed instead."])
+    asked = [{"role": "user", "content": "How can I sleep better?"}]
+    first = alice.chat.completions.create(model="mnemo:home", messages=asked)
+    assert first.choices[0].message.content == earlier
+    asked += [
+        {"role": "assistant", "content": earlier},
+        {"role": "user", "content": "Any other ideas?"},
+    ]
+    chunks = list(alice.chat.completions.create(model="mnemo:home", messages=asked, stream=True))
+    streamed = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
+    assert streamed == "Try a warm bath before bed instead."  # not the copy, then the reply
+    assert chunks[-1].model_extra["mnemo"]["history_stored"] == 0
+    replies = [
+        m.text
+        for m in server.hub.get("alice", "home").mnemo.recall.recent(20)
+        if m.role == "assistant"
+    ]
+    assert replies == [earlier, "Try a warm bath before bed instead."]
+
+
 def test_the_requests_earlier_messages_are_stored_once_and_not_answered_again(
     server: Server, model: ScriptedModel
 ) -> None:
@@ -140,43 +168,20 @@ def test_errors_come_in_openais_shape_and_no_token_reaches_another_users_assista
     assert server.hub.get("alice", "work").mnemo.recall.count() == 0
 
 
-def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants(tmp_path: Path) -> None:
+def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants() -> None:
     """`mnemo serve --local` on the person's assistants, answering with the bundled model;
-    while a window holds the assistant, a turn is refused in OpenAI's shape."""
+    while `mnemo chat` holds the assistant, a turn is refused in OpenAI's shape (the window
+    answers one itself: test_desktop)."""
     import os
-    import re
-    import socket
-    import subprocess
-    import sys
 
     from engine import Mnemo
     from engine.assistants import Assistants
+    from engine.profile import CHAT
 
-    data = Path(os.environ["MNEMO_DATA"])
-    profile = Assistants(data).create("home")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "engine.cli", "serve", "--local", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        printed = "".join(server.stdout.readline() for _ in range(5))
-        token = re.search(r"API key (mnemo_\S+)", printed)
-        assert token and "models: mnemo:home" in printed, printed
-        local = openai.OpenAI(
-            api_key=token[1], base_url=f"http://127.0.0.1:{port}/v1", max_retries=0, timeout=300
-        )
-        for _ in range(100):  # uvicorn starts a moment after the lines are printed
-            try:
-                assert [m.id for m in local.models.list()] == ["mnemo:home"]
-                break
-            except openai.APIConnectionError:
-                time.sleep(0.1)
+    profile = Assistants(Path(os.environ["MNEMO_DATA"])).create("home")
+    with serve_local() as local:
+        assert "models: mnemo:home" in local.printed  # type: ignore[attr-defined]
+        assert [m.id for m in local.models.list()] == ["mnemo:home"]
         reply = local.chat.completions.create(
             model="mnemo:home", messages=[{"role": "user", "content": "Hello! I am Ada."}]
         )
@@ -190,23 +195,15 @@ def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants(tmp_pat
         )
         streamed = "".join(chunk.choices[0].delta.content or "" for chunk in chunks)
         assert streamed.strip() and chunks[-1].choices[0].finish_reason == "stop"
-        stranger = openai.OpenAI(
-            api_key="mnemo_guess", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0
-        )
+        stranger = openai.OpenAI(api_key="mnemo_guess", base_url=str(local.base_url), max_retries=0)
         with pytest.raises(openai.AuthenticationError) as refused:
             stranger.models.list()
         assert refused.value.body["type"] == "authentication_error"
         with Mnemo.open(profile) as mnemo:
             said = [m.text for m in mnemo.recall.recent(50, mnemo.conversations.current())]
             assert "Hello! I am Ada." in said and "What is my name?" in said
-            with (
-                mnemo.profile.hold_assistant("the window"),
-                pytest.raises(openai.ConflictError) as busy,
-            ):
+            with mnemo.profile.hold_assistant(CHAT), pytest.raises(openai.ConflictError) as busy:
                 local.chat.completions.create(
                     model="mnemo:home", messages=[{"role": "user", "content": "Hi again"}]
                 )
-        assert "already open in the window" in busy.value.body["message"]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+        assert "already open in mnemo chat" in busy.value.body["message"]

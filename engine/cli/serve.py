@@ -118,7 +118,8 @@ def serve_local(args: argparse.Namespace) -> int:
         f"  OpenAI-compatible: base URL {address}/v1, API key {token}\n"
         f"    models: {names}\n"
         f"  MCP: {address}/mcp?assistant=NAME, header 'Authorization: Bearer {token}'\n"
-        "The token works until this server stops.",
+        "The token works until this server stops. Mnemo's window answers for an assistant it "
+        "has open.",
         flush=True,
     )
     try:

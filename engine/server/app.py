@@ -47,6 +47,7 @@ from engine.ingest.ingestor import Ingestor
 from engine.profile import ProfileBusyError
 from engine.server import openai_api, wire
 from engine.server.accounts import Accounts
+from engine.server.handoff import WindowBusyError
 from engine.server.hub import (
     BusyError,
     Hub,
@@ -333,9 +334,9 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             status = 403
         elif isinstance(error, TooManyTurnsError):
             status = 429
-        elif isinstance(error, BusyError | CoreMemoryError | ProfileBusyError) or (
-            "exists already" in str(error)
-        ):
+        elif isinstance(
+            error, BusyError | CoreMemoryError | ProfileBusyError | WindowBusyError
+        ) or ("exists already" in str(error)):
             status = 409
         kind = type(error)
         if openai_api.wants_openai_errors(request.url.path):

@@ -15,13 +15,11 @@ the OpenAI SDKs) chats with a user's assistant, memory and all.
 # No `from __future__ import annotations`: FastAPI reads the routes' annotations at run time,
 # and the user dependency is the app's.
 import asyncio
-import hashlib
 import json
 import threading
 import time
 import uuid
-from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal
 
 from fastapi import Header
@@ -29,23 +27,20 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import InputError, MnemoError, user_message
-from engine.events import (
-    Event,
-    FunctionCalled,
-    FunctionReturned,
-    MessageSent,
-    Notice,
-    ProposalApplied,
-    ProposalCreated,
-    ReplyWithdrawn,
-    TextStreamed,
+from engine.events import Event
+from engine.profile import WINDOW, ProfileBusyError
+from engine.server import handoff
+from engine.server.completion_turn import (
+    ReplyForClient,
+    TurnRecord,
+    conversation_for,
+    store_history,
 )
-from engine.server.hub import Hub, OpenAssistant
+from engine.server.hub import Hub
 
 MODEL_PREFIX = "mnemo:"
 PATHS = ("/v1/chat/completions", "/v1/models")
 CONVERSATION_HEADER = "mnemo-conversation"
-API_ORIGIN = "API"  # the origin of conversations a client names
 MAX_MESSAGES = 500
 
 
@@ -99,76 +94,6 @@ def text_of(message: ChatMessage) -> str:
     return "\n".join(parts)
 
 
-def conversation_for(opened: OpenAssistant, name: str | None) -> str:
-    """The conversation a request names (made the first time), else the assistant's current."""
-    conversations = opened.mnemo.conversations
-    if not name:
-        return conversations.current()
-    conversation_id = "api-" + hashlib.sha256(name.encode()).hexdigest()[:12]
-    conversations.ensure(conversation_id, name, API_ORIGIN)
-    return conversation_id
-
-
-def store_history(opened: OpenAssistant, conversation_id: str, earlier: list[ChatMessage]) -> int:
-    """Store the request's earlier user and assistant messages that the conversation does not
-    hold yet (compared by role and text); return how many were stored."""
-    recall = opened.mnemo.recall
-    held = Counter(
-        (hit.role, hit.text.strip())
-        for hit in recall.recent(2 * len(earlier) + 20, conversation_id)
-    )
-    stored = 0
-    for message in earlier:
-        text = text_of(message).strip()
-        if message.role not in ("user", "assistant") or not text:
-            continue  # the client's system prompt and tool messages are not the person's chat
-        if held[(message.role, text)] > 0:
-            held[(message.role, text)] -= 1
-            continue
-        recall.add(message.role, text, conversation_id=conversation_id)
-        stored += 1
-    return stored
-
-
-class TurnRecord:
-    """What a turn did besides its reply, for the ``mnemo`` extension field."""
-
-    def __init__(self, conversation_id: str, history: int) -> None:
-        self.conversation_id = conversation_id
-        self.history = history
-        self.calls: list[dict[str, Any]] = []
-        self.proposals: list[dict[str, Any]] = []
-        self.notices: list[str] = []
-        self.sources: list[str] = []
-        self.reply = ""
-
-    def add(self, event: Event) -> None:
-        if isinstance(event, FunctionCalled):
-            self.calls.append({"name": event.name, "description": event.description})
-        elif isinstance(event, FunctionReturned) and self.calls:
-            self.calls[-1].update(ok=event.ok, summary=event.summary)
-        elif isinstance(event, ProposalCreated | ProposalApplied):
-            proposal = event.proposal
-            self.proposals.append(
-                {"id": proposal.id, "status": proposal.status, "change": proposal.describe()}
-            )
-        elif isinstance(event, Notice):
-            self.notices.append(event.text)
-        elif isinstance(event, MessageSent):
-            self.reply = event.text
-            self.sources = [citation.label() for citation in event.sources]
-
-    def extension(self) -> dict[str, Any]:
-        return {
-            "conversation": self.conversation_id,
-            "history_stored": self.history,
-            "calls": self.calls,
-            "proposals": self.proposals,
-            "notices": self.notices,
-            "sources": self.sources,
-        }
-
-
 def register(app: Any, hub: Hub, user_dependency: Any) -> None:
     """Add the two routes to ``app`` (``user_dependency`` checks the token and the rate)."""
 
@@ -188,115 +113,182 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
         user: user_dependency,
         body: ChatRequest,
         mnemo_conversation: str | None = Header(default=None, max_length=200),
+        user_agent: str | None = Header(default=None, max_length=500),
     ) -> Any:
         last = body.messages[-1]
         if last.role != "user" or not text_of(last).strip():
             raise InputError("The last message must be the user's, with text to answer.")
+        earlier = [(str(message.role), text_of(message)) for message in body.messages[:-1]]
+        named = mnemo_conversation or body.user
         name = assistant_of(body.model)
-        claimed = await asyncio.to_thread(lambda: hub.start_turn(user, name))
-        try:
-            opened = claimed.opened
-            conversation_id = await asyncio.to_thread(
-                lambda: conversation_for(opened, mnemo_conversation or body.user)
-            )
-            history = await asyncio.to_thread(
-                lambda: store_history(opened, conversation_id, body.messages[:-1])
-            )
-        except BaseException:
-            hub.release_turn(claimed)
-            raise
-        record = TurnRecord(conversation_id, history)
-        completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
-        created = int(time.time())
-        model = MODEL_PREFIX + name
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
+        cancel = threading.Event()
 
         def put(item: tuple[str, Any] | None) -> None:
             try:
                 loop.call_soon_threadsafe(events.put_nowait, item)
             except RuntimeError:
-                claimed.cancel.set()
+                cancel.set()
 
-        def on_event(event: Event) -> None:
-            record.add(event)
-            if isinstance(event, TextStreamed):
-                put(("text", event.text))
-            elif isinstance(event, ReplyWithdrawn):
-                put(("withdrawn", None))  # streamed text cannot be taken back: the client hears
-
-        def work() -> None:
-            try:
-                finished = hub.run_turn(
-                    claimed, text_of(last), on_event, conversation_id=conversation_id
-                )
-                if not record.reply and finished.reply:
-                    record.reply = finished.reply
-                put(("done", None))
-            except MnemoError as error:
-                put(("error", user_message(error) or str(error)))
-            except Exception:
-                put(("error", "Something went wrong on the server."))
+        try:
+            claimed = await asyncio.to_thread(lambda: hub.start_turn(user, name))
+        except ProfileBusyError as busy:
+            if busy.holder.get("program") != WINDOW:
                 raise
-            finally:
-                put(None)
+            root = hub.get(user, name).mnemo.profile.root
+            program = (user_agent or "another program").split(" ")[0][:80]
+            turn_id = await asyncio.to_thread(
+                lambda: handoff.ask(root, text_of(last), earlier, named, program)
+            )
+            record = TurnRecord(named or "", 0)
+            await asyncio.to_thread(lambda: _handed(root, turn_id, cancel, record, put))
+        else:
+            cancel = claimed.cancel
+            try:
+                opened = claimed.opened
+                conversation_id = await asyncio.to_thread(
+                    lambda: conversation_for(opened.mnemo, named)
+                )
+                history = await asyncio.to_thread(
+                    lambda: store_history(opened.mnemo, conversation_id, earlier)
+                )
+            except BaseException:
+                hub.release_turn(claimed)
+                raise
+            record = TurnRecord(conversation_id, len(history))
+            reply = ReplyForClient(
+                lambda: opened.agent is not None and opened.agent.mode.mode == "self",
+                lambda piece: put(("text", piece)),
+            )
 
-        threading.Thread(target=work, name=f"mnemo-completion-{user}", daemon=True).start()
+            def on_event(event: Event) -> None:
+                record.add(event)
+                reply.add(event)
 
-        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-            data = {
-                "id": completion_id,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-                **extra,
-            }
-            return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
-
-        if body.stream:
-
-            async def stream() -> AsyncIterator[bytes]:
+            def work() -> None:
                 try:
-                    yield chunk({"role": "assistant", "content": ""}).encode()
-                    while (item := await events.get()) is not None:
-                        kind, value = item
-                        if kind == "text":
-                            yield chunk({"content": value}).encode()
-                        elif kind == "withdrawn":  # it repeated an earlier reply; another follows
-                            yield chunk({}, mnemo={"withdrawn": True}).encode()
-                        elif kind == "error":
-                            yield f"data: {json.dumps(error_body(500, value))}\n\n".encode()
-                        elif kind == "done":
-                            final = chunk({}, "stop", mnemo=record.extension())
-                            yield final.encode()
-                    yield b"data: [DONE]\n\n"
+                    finished = hub.run_turn(
+                        claimed, text_of(last), on_event, conversation_id=conversation_id
+                    )
+                    if not record.reply and finished.reply:
+                        record.reply = finished.reply
+                    put(("done", None))
+                except MnemoError as error:
+                    put(("error", user_message(error) or str(error)))
+                except Exception:
+                    put(("error", "Something went wrong on the server."))
+                    raise
                 finally:
-                    claimed.cancel.set()  # the client went away: the turn stops too
+                    put(None)
 
-            return StreamingResponse(stream(), media_type="text/event-stream")
+            threading.Thread(target=work, name=f"mnemo-completion-{user}", daemon=True).start()
+        return await _respond(body.stream, MODEL_PREFIX + name, record, events, cancel)
 
-        failure = None
-        while (item := await events.get()) is not None:
-            if item[0] == "error":
-                failure = item[1]
-        if failure is not None:
-            return JSONResponse(error_body(500, failure), 500)
-        return {
+
+def _handed(
+    root: Any,
+    turn_id: str,
+    cancel: threading.Event,
+    record: TurnRecord,
+    put: Callable[[tuple[str, Any] | None], None],
+) -> None:
+    """Start following a turn handed to the window, once the window took it (else its
+    ``WindowBusyError`` is the client's 409); the rest is followed on a thread of its own."""
+    told = handoff.follow(root, turn_id, cancel)
+    try:
+        first = next(told, None)
+    except BaseException:
+        told.close()
+        raise
+
+    def pass_on(event: dict[str, Any] | None) -> bool:
+        if event is None:
+            return False
+        if "text" in event:
+            put(("text", str(event["text"])))
+        elif "error" in event:
+            put(("error", str(event["error"])))
+        elif "done" in event:
+            record.take(event["done"], str(event.get("reply", "")))
+            put(("done", None))
+        return True
+
+    def work() -> None:
+        try:
+            if pass_on(first):
+                for event in told:
+                    pass_on(event)
+        except MnemoError as error:
+            put(("error", user_message(error) or str(error)))
+        finally:
+            put(None)
+
+    threading.Thread(target=work, name="mnemo-completion-window", daemon=True).start()
+
+
+async def _respond(
+    stream: bool,
+    model: str,
+    record: TurnRecord,
+    events: "asyncio.Queue[tuple[str, Any] | None]",
+    cancel: threading.Event,
+) -> Any:
+    """The completion from a turn's ``events``: streamed as OpenAI chunks, or whole."""
+    completion_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        data = {
             "id": completion_id,
-            "object": "chat.completion",
+            "object": "chat.completion.chunk",
             "created": created,
             "model": model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": record.reply},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-            "mnemo": record.extension(),
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            **extra,
         }
+        return f"data: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    if stream:
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                yield chunk({"role": "assistant", "content": ""}).encode()
+                while (item := await events.get()) is not None:
+                    kind, value = item
+                    if kind == "text":
+                        yield chunk({"content": value}).encode()
+                    elif kind == "error":
+                        yield f"data: {json.dumps(error_body(500, value))}\n\n".encode()
+                    elif kind == "done":
+                        yield chunk({}, "stop", mnemo=record.extension()).encode()
+                yield b"data: [DONE]\n\n"
+            finally:
+                cancel.set()  # the client went away: the turn stops too
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    failure = None
+    while (item := await events.get()) is not None:
+        if item[0] == "error":
+            failure = item[1]
+    if failure is not None:
+        return JSONResponse(error_body(500, failure), 500)
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": record.reply},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        "mnemo": record.extension(),
+    }
 
 
 def wants_openai_errors(path: str) -> bool:
