@@ -62,12 +62,9 @@ class HandedTurns(QObject):
             return
         named = handed.conversation
         if named and named_conversation(named) != self._conversation():
-            handed.tell(
-                {
-                    "error": f"Mnemo's window shows another conversation than {named!r}, and "
-                    "answers only there; send the message without naming a conversation, or "
-                    "close the window."
-                }
+            handed.refuse(
+                f"Mnemo's window shows another conversation than {named!r}, and answers only "
+                "there; send the message without naming a conversation, or close the window."
             )
             return
         self.current = handed

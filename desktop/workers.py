@@ -163,7 +163,7 @@ class ChatWorker(QObject):
             return finished
 
         if self.agent is None:
-            handed.tell({"error": "Mnemo's window has no model loaded; choose one there."})
+            handed.refuse("Mnemo's window has no model loaded; choose one there.")
             self.busy.emit(False)  # the window lets go of the message
             return
         self._run(work)

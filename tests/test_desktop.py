@@ -345,7 +345,7 @@ def test_a_message_sent_through_serve_local_is_answered_in_the_open_window(qtbot
                 assert said.count(("user", "I live in Lyon.")) == 1
                 assert said.count(("user", "Where do I live?")) == 1
 
-                with pytest.raises(openai.APIStatusError) as elsewhere:
+                with pytest.raises(openai.ConflictError) as elsewhere:
                     while_the_window_runs(
                         qtbot,
                         lambda: local.chat.completions.create(

@@ -77,7 +77,8 @@ def test_a_request_the_window_cannot_read_is_answered_with_an_error(tmp_path: Pa
     assert handoff.claim(tmp_path) is None
     with pytest.raises(StopIteration):
         heard = handoff.follow(tmp_path, turn_id, threading.Event())
-        assert "could not read" in next(heard)["error"]
+        refused = next(heard)
+        assert refused["refused"] and "could not read" in refused["error"]
         next(heard)
 
 

@@ -12,7 +12,8 @@ but the two programs:
 - ``ID.taken``: the window took it (renamed from ``ID.ask``: one of the two wins).
 - ``ID.events``: what the window tells, one JSON object a line: ``{"text": piece}`` (of the
   reply as the client gets it: ``completion_turn.ReplyForClient``), then
-  ``{"done": extension, "reply": text}`` or ``{"error": sentence}``.
+  ``{"done": extension, "reply": text}`` or ``{"error": sentence}`` (with ``"refused": true``
+  when the window did not run the turn at all).
 - ``ID.cancel``: the client went away; the window stops the turn.
 """
 
@@ -64,6 +65,10 @@ class HandedTurn:
     def send(self, piece: str) -> None:
         """Tell a piece of the reply."""
         self.tell({"text": piece})
+
+    def refuse(self, sentence: str) -> None:
+        """Tell the server the window will not run this turn (the client hears 409)."""
+        self.tell({"error": sentence, "refused": True})
 
     @property
     def cancelled(self) -> bool:
@@ -122,8 +127,8 @@ def claim(root: Path) -> HandedTurn | None:
         except FileNotFoundError:
             continue
         except (OSError, ValueError, KeyError, TypeError):
-            HandedTurn(path.stem, "", [], None, "", folder).tell(
-                {"error": "Mnemo's window could not read the message it was handed."}
+            HandedTurn(path.stem, "", [], None, "", folder).refuse(
+                "Mnemo's window could not read the message it was handed."
             )
             continue
         return turn

@@ -113,7 +113,7 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
         user: user_dependency,
         body: ChatRequest,
         mnemo_conversation: str | None = Header(default=None, max_length=200),
-        user_agent: str | None = Header(default=None, max_length=500),
+        user_agent: str | None = Header(default=None),
     ) -> Any:
         last = body.messages[-1]
         if last.role != "user" or not text_of(last).strip():
@@ -193,11 +193,14 @@ def _handed(
     record: TurnRecord,
     put: Callable[[tuple[str, Any] | None], None],
 ) -> None:
-    """Start following a turn handed to the window, once the window took it (else its
-    ``WindowBusyError`` is the client's 409); the rest is followed on a thread of its own."""
+    """Start following a turn handed to the window, once the window took it and told its first
+    piece (a window that did not take it, or refused it, is the client's 409); the rest is
+    followed on a thread of its own."""
     told = handoff.follow(root, turn_id, cancel)
     try:
         first = next(told, None)
+        if first is not None and first.get("refused"):
+            raise handoff.WindowBusyError(str(first["error"]))
     except BaseException:
         told.close()
         raise
