@@ -1,9 +1,14 @@
-"""The house rule: ``engine`` never imports Qt or ``desktop``."""
+"""The house rules: ``engine`` never imports Qt or ``desktop``, and its layers import downwards
+only (the contracts in pyproject.toml, checked by import-linter)."""
 
 import ast
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ENGINE = Path(__file__).resolve().parent.parent / "engine"
 FORBIDDEN = ("PySide6", "PyQt5", "PyQt6", "shiboken6", "desktop", "pytestqt")
@@ -46,118 +51,60 @@ def test_importing_every_engine_module_loads_no_qt():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-# -- the engine's layers -------------------------------------------------------------------------
+# -- the layers: import-linter's contracts in pyproject.toml ---------------------------------------
 
-# Lower layers never import higher ones. A module belongs to the longest prefix that names it;
-# "engine" alone is the package's own __init__ (it opens a Mnemo, so it sits with memory).
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "foundations",
-        (
-            "engine.errors",
-            "engine.db",
-            "engine.profile",
-            "engine.embed",
-            "engine.resources",
-            "engine.settings",
-            "engine.keys",
-            "engine.hardware",
-            "engine.interrupt",
-            "engine.text",
+
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`lint-imports` on the packages under ``root``, with this project's contracts."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_layer_contracts_are_kept():
+    result = lint_imports(ENGINE.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 kept, 0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "planted", "broken"),
+    [
+        (  # a lazy import of a higher layer, in the form the old AST test missed
+            "engine/memory/core.py",
+            "\n\ndef later():\n    from engine import agent\n    return agent\n",
+            "engine.memory is not allowed to import engine.agent",
         ),
-    ),
-    ("memory", ("engine", "engine.memory", "engine.mnemo", "engine.ingest")),
-    ("llm", ("engine.llm", "engine.modes")),
-    ("tools", ("engine.tools", "engine.assisted", "engine.transcript")),
-    ("context", ("engine.context", "engine.events")),
-    ("agent", ("engine.agent",)),
-    ("cli", ("engine.cli", "engine.server")),
-]
+        (
+            "engine/server/app.py",
+            "\nfrom engine.cli.output import print_json\n",
+            "engine.server is not allowed to import engine.cli",
+        ),
+        ("engine/settings.py", "\nimport PySide6\n", "engine is not allowed to import PySide6"),
+        (
+            "desktop/chat.py",
+            "\nfrom engine.cli import chat\n",
+            "desktop is not allowed to import engine.cli",
+        ),
+    ],
+)
+def test_a_planted_wrong_import_breaks_a_contract(tmp_path, module, planted, broken):
+    for name in ("engine", "desktop"):
+        shutil.copytree(ENGINE.parent / name, tmp_path / name, ignore=IGNORED)
+    shutil.copy(ENGINE.parent / "pyproject.toml", tmp_path)
+    with (tmp_path / module).open("a", encoding="utf-8") as source:
+        source.write(planted)
+    result = lint_imports(tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert broken in " ".join(result.stdout.split()), result.stdout
 
 
-def layer_of(module: str) -> int:
-    matches = [
-        (len(prefix), index)
-        for index, (_name, prefixes) in enumerate(LAYERS)
-        for prefix in prefixes
-        if module == prefix or module.startswith(prefix + ".")
-    ]
-    assert matches, f"{module} is in no layer; add it to LAYERS in {__file__}"
-    return max(matches)[1]
-
-
-def engine_imports(source: str) -> set[str]:
-    """Modules of ``engine`` that ``source`` imports, at the top or inside a function (a lazy
-    import is a dependency too); imports only for type checking do not count."""
-    tree = ast.parse(source)
-    type_only = {
-        id(child)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"
-        for child in ast.walk(node)
-    }
-    found = set()
-    for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "engine"}
-        elif (
-            isinstance(node, ast.ImportFrom)
-            and node.level == 0
-            and (node.module or "").split(".")[0] == "engine"
-        ):
-            found.add(str(node.module))
-    return found
-
-
-def upward_imports(sources: dict[str, str]) -> list[str]:
-    """``module -> imported`` for every import that climbs to a higher layer."""
-    problems = []
-    for module, source in sorted(sources.items()):
-        for imported in sorted(engine_imports(source)):
-            if layer_of(imported) > layer_of(module):
-                problems.append(
-                    f"{module} ({LAYERS[layer_of(module)][0]}) imports {imported} "
-                    f"({LAYERS[layer_of(imported)][0]})"
-                )
-    return problems
-
-
-def engine_sources() -> dict[str, str]:
-    return {
-        ".".join(path.relative_to(ENGINE.parent).with_suffix("").parts).removesuffix(
-            ".__init__"
-        ): path.read_text("utf-8")
-        for path in ENGINE.rglob("*.py")
-    }
-
-
-def test_the_engine_imports_only_downwards():
-    assert upward_imports(engine_sources()) == []
-
-
-def test_an_upward_import_fails_the_contract():
-    sources = engine_sources()
-    sources["engine.memory.core"] += "\nfrom engine.agent import Agent\n"
-    sources["engine.settings"] += "\ndef later():\n    import engine.llm.local\n"
-    assert upward_imports(sources) == [
-        "engine.memory.core (memory) imports engine.agent (agent)",
-        "engine.settings (foundations) imports engine.llm.local (llm)",
-    ]
-
-
-def test_the_window_does_not_import_the_command_line():
-    """Only the launcher, which hands `mnemo COMMAND` to the command line, may."""
-    desktop = Path(__file__).resolve().parent.parent / "desktop"
-    offenders = {
-        f"{path.name}: {module}"
-        for path in desktop.rglob("*.py")
-        if path.name != "launcher.py"
-        for module in _imported_modules(path)
-        if module.startswith("engine.cli")
-    }
-    assert not offenders
+IGNORED = shutil.ignore_patterns("__pycache__")
 
 
 # -- the schema ----------------------------------------------------------------------------------

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 
 from engine import __version__
 from engine.cli.chat import describe_proposal
-from engine.cli.output import jsonable, print_json, when
+from engine.cli.output import print_json, when
 from engine.memory.core import DEFAULT_CHAR_LIMIT
 from engine.modes import configured_mode
+from engine.server.wire import plain
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
 def cmd_memory_show(mnemo: Mnemo, args: argparse.Namespace) -> int:
     blocks = mnemo.core.blocks()
     if args.json:
-        print_json([{**jsonable(b), "room_left": b.room_left} for b in blocks])
+        print_json([{**plain(b), "room_left": b.room_left} for b in blocks])
         return 0
     for block in blocks:
         flags = " read-only" if block.read_only else ""

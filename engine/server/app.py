@@ -40,7 +40,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from engine import __version__
 from engine.assistants import check_name
-from engine.cli.output import jsonable
 from engine.errors import CoreMemoryError, InputError, MnemoError, NotFoundError, user_message
 from engine.events import Event
 from engine.ingest.ingestor import Ingestor
@@ -377,7 +376,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
     @app.get("/v1/assistants/{name}/messages")
     async def messages(user: User, name: str, limit: Annotated[int, Query(ge=1, le=2000)] = 50):
         opened = await run(lambda: hub.get(user, name))
-        return served(jsonable(await run(lambda: opened.mnemo.recall.recent(limit))), opened)
+        return served(wire.plain(await run(lambda: opened.mnemo.recall.recent(limit))), opened)
 
     @app.post("/v1/assistants/{name}/turns")
     async def turn(user: User, name: str, body: NewTurn) -> StreamingResponse:
@@ -474,7 +473,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         found = await run(
             lambda: opened.mnemo.proposals.pending() if pending else opened.mnemo.proposals.all()
         )
-        return served(jsonable(found), opened)
+        return served(wire.plain(found), opened)
 
     @app.post("/v1/assistants/{name}/proposals/{proposal_id}/{decision}")
     async def decide(
@@ -491,7 +490,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             decided = await run(lambda: proposals.approve(proposal_id, content))
         else:
             decided = await run(lambda: proposals.reject(proposal_id))
-        return served(dict(jsonable(decided)), opened)
+        return served(dict(wire.plain(decided)), opened)
 
     @app.get("/v1/assistants/{name}/search")
     async def search(
@@ -505,7 +504,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         opened = await run(lambda: hub.get(user, name))
         memory = opened.mnemo.recall if store == "recall" else opened.mnemo.archival
         found = await run(lambda: memory.search(q, limit, page))
-        hits = served(jsonable(found.hits), opened)
+        hits = served(wire.plain(found.hits), opened)
         return {"total": found.total, "page": found.page, "hits": hits}
 
     @app.put("/v1/assistants/{name}/documents/{filename}")
@@ -537,7 +536,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
                 return Ingestor(opened.mnemo).ingest_file(target)
 
         result = await run(keep_and_ingest)
-        return served({**jsonable(result), "path": filename}, opened)
+        return served({**wire.plain(result), "path": filename}, opened)
 
     return app
 

@@ -48,35 +48,57 @@ CALLS: dict[str, frozenset[str]] = {
 
 def encode(value: Any) -> Any:
     """``value`` as JSON-ready data that ``decode`` turns back into the same value."""
+    return _encode(value, typed=True)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON for people and other programs (the command line's ``--json``,
+    the server's answers): dataclasses as objects of their fields, times in ISO form, no type
+    tags, so it does not decode back."""
+    return _encode(value, typed=False)
+
+
+def _encode(value: Any, typed: bool) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
+
+    def tagged(kind: type, data: dict[str, Any]) -> dict[str, Any]:
+        return {"$type": f"{kind.__module__}:{kind.__qualname__}", **data} if typed else data
+
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        kind = type(value)
         data = {
-            field.name: encode(getattr(value, field.name)) for field in dataclasses.fields(value)
+            field.name: _encode(getattr(value, field.name), typed)
+            for field in dataclasses.fields(value)
         }
-        return {"$type": f"{kind.__module__}:{kind.__qualname__}", **data}
-    if isinstance(value, datetime):
-        return {"$datetime": value.isoformat()}
-    if isinstance(value, date):
-        return {"$date": value.isoformat()}
-    if isinstance(value, PurePath):
-        return {"$path": str(value)}
+        return tagged(type(value), data)
+    if isinstance(value, datetime | date | PurePath):
+        text = value.isoformat() if isinstance(value, date) else str(value)
+        if not typed:
+            return text
+        tag = (
+            "$datetime"
+            if isinstance(value, datetime)
+            else "$date"
+            if isinstance(value, date)
+            else "$path"
+        )
+        return {tag: text}
     if isinstance(value, Enum):
-        return encode(value.value)
+        return _encode(value.value, typed)
     if isinstance(value, np.ndarray):
         return value.tolist()
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, dict):
-        if all(isinstance(key, str) and not key.startswith("$") for key in value):
-            return {key: encode(item) for key, item in value.items()}
-        return {"$items": [[encode(key), encode(item)] for key, item in value.items()]}
+        if not typed or all(isinstance(key, str) and not key.startswith("$") for key in value):
+            return {key: _encode(item, typed) for key, item in value.items()}
+        return {
+            "$items": [[_encode(key, typed), _encode(item, typed)] for key, item in value.items()]
+        }
     if isinstance(value, list | tuple | set | frozenset):
-        return [encode(item) for item in value]
+        return [_encode(item, typed) for item in value]
     if hasattr(value, "model_dump"):  # a SQLModel row (DocumentRow)
-        kind = type(value)
-        return {"$type": f"{kind.__module__}:{kind.__qualname__}", **encode(value.model_dump())}
+        return tagged(type(value), _encode(value.model_dump(), typed))
     raise TypeError(f"{type(value).__name__} cannot be sent to a Mnemo client")
 
 

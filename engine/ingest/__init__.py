@@ -1,0 +1,1 @@
+"""Documents into archival memory: reading files, chunking them, and watching folders."""
