@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack, suppress
 from typing import TYPE_CHECKING
 
+from desktop.server_choice import ServerChoice
 from engine.errors import MnemoError
 from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
 
@@ -23,13 +24,11 @@ if TYPE_CHECKING:
     from PySide6.QtCore import QCoreApplication
     from PySide6.QtWidgets import QWidget
 
-    from desktop.remote import ServerChoice
     from desktop.workers import ModelLoader
     from engine.mnemo import Mnemo
     from engine.server.client import RemoteMnemo
     from engine.settings import Settings
 
-SERVER_PREFIX = "mnemo-server:"  # a remembered choice of an assistant on a server (remote.py)
 
 # Set by tests/benchmarks/startup.py and a test: the app writes "shown", "opened" and "ready"
 # with the wall-clock time to standard error when the first window is painted, when the profile
@@ -84,7 +83,7 @@ def run(argv: Sequence[str]) -> int:
     QApplication.setWindowIcon(app_icon())
     chosen: str | None = args.profile
     if args.server:
-        chosen = f"{SERVER_PREFIX}{args.assistant}@{args.server.rstrip('/')}"
+        chosen = ServerChoice(args.server.rstrip("/"), args.assistant).remembered()
     if chosen is None and not os.environ.get("MNEMO_HOME"):
         chosen = app_settings().value(PROFILE_SETTING) or None
     # One window after another in this process: the next opens when one closes asking for it
@@ -103,11 +102,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
 
     from desktop.opening import OpeningWindow
 
-    server = None
-    if chosen and chosen.startswith(SERVER_PREFIX):
-        from desktop.remote import ServerChoice
-
-        server = ServerChoice.read(chosen)
+    server = ServerChoice.read(chosen)
     with ExitStack() as stack:
         try:
             profile = server.local_folder if server else Profile.resolve(chosen)

@@ -9,11 +9,9 @@ the window then retries until the server answers again (``ConnectionWatch``).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
@@ -26,14 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.app import SERVER_PREFIX
 from desktop.bridge import EngineBridge
+from desktop.server_choice import ServerChoice
 from desktop.threads import Tasks, describe_failure
 from desktop.workers import ChatWorker, IngestWorker, load_configured_model
 from engine.errors import MnemoError
 from engine.ingest.ingestor import DEFAULT_EXCLUDES, FileResult, IngestProgress, walk
 from engine.keys import KeyringUnavailableError
-from engine.profile import Profile, data_folder
 from engine.server.client import (
     Connection,
     RemoteMnemo,
@@ -50,29 +47,6 @@ LOCAL_ONLY = (
     "{what} belong to assistants kept on this computer; this one is on the Mnemo server at "
     "{url}, whose own backups and folders cover it."
 )
-
-
-@dataclass(frozen=True)
-class ServerChoice:
-    url: str
-    assistant: str
-
-    def remembered(self) -> str:
-        """The choice as the app keeps it between runs (no token: that is in the keyring)."""
-        return f"{SERVER_PREFIX}{self.assistant}@{self.url}"
-
-    @classmethod
-    def read(cls, remembered: str | None) -> ServerChoice | None:
-        if not remembered or not remembered.startswith(SERVER_PREFIX):
-            return None
-        assistant, _, url = remembered[len(SERVER_PREFIX) :].partition("@")
-        return cls(url, assistant) if assistant and url else None
-
-    @property
-    def local_folder(self) -> Profile:
-        """A folder on this computer for the window's own files (its log, its lock)."""
-        digest = hashlib.sha256(self.remembered().encode()).hexdigest()[:16]
-        return Profile.resolve(data_folder() / ".servers" / digest)
 
 
 def open_remote(

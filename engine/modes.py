@@ -16,10 +16,7 @@ model, so the line can move with evidence.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
-
-if TYPE_CHECKING:
-    from engine.settings import Settings
+from typing import Literal
 
 ASSISTED_BELOW_PARAMETERS = 6_000_000_000
 
@@ -62,13 +59,3 @@ def choose_mode(setting: str, count: int | None) -> ModeChoice:
     return ModeChoice(
         "self", f"automatic: a {size} local model ({limit} or more) manages its own memory"
     )
-
-
-def configured_mode(settings: Settings) -> ModeChoice:
-    """The mode the configured model will get, read without loading it (`mnemo status`)."""
-    count = None
-    if settings.get("model.backend") == "local":
-        from engine.llm.local import parameter_count_of  # llama.cpp only when it is needed
-
-        count = parameter_count_of(settings.get("model.path") or None)
-    return choose_mode(settings.memory_mode, count)

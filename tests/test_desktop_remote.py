@@ -11,7 +11,8 @@ from PySide6.QtCore import Qt
 
 from desktop import remote
 from desktop.main_window import MainWindow
-from desktop.remote import ServerChoice, open_remote
+from desktop.remote import open_remote
+from desktop.server_choice import ServerChoice
 from engine.llm import ScriptedModel
 from tests.agent_helpers import call, say
 from tests.mnemo_server import Server, on_postgres_and_s3

@@ -11,12 +11,13 @@ from engine import __version__
 from engine.cli.chat import describe_proposal
 from engine.cli.output import print_json, when
 from engine.memory.core import DEFAULT_CHAR_LIMIT
-from engine.modes import configured_mode
+from engine.modes import ModeChoice, choose_mode
 from engine.server.wire import plain
 from engine.text import one_line
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
+    from engine.settings import Settings
 
 
 def cmd_status(mnemo: Mnemo, _args: argparse.Namespace) -> int:
@@ -154,3 +155,13 @@ def cmd_settings(mnemo: Mnemo, args: argparse.Namespace) -> int:
     value = mnemo.settings.set(args.key, args.value)
     print(f"{args.key} = {json.dumps(value)}")
     return 0
+
+
+def configured_mode(settings: Settings) -> ModeChoice:
+    """The mode the configured model will get, read without loading it."""
+    count = None
+    if settings.get("model.backend") == "local":
+        from engine.llm.local import parameter_count_of  # llama.cpp only when it is needed
+
+        count = parameter_count_of(settings.get("model.path") or None)
+    return choose_mode(settings.memory_mode, count)

@@ -12,6 +12,7 @@ Nothing here runs unless the user asks for a download: Mnemo makes no other netw
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -30,7 +31,6 @@ from filelock import FileLock, Timeout
 
 from engine import __version__
 from engine.errors import MnemoError, ModelError
-from engine.ingest.ingestor import file_hash
 from engine.llm.catalog import CatalogEntry, find_entry, hugging_face_endpoint
 
 log = logging.getLogger("mnemo.download")
@@ -353,9 +353,11 @@ class _Transfer:
         else:
             with self.part.open("rb") as file:
                 magic = file.read(4)
+                file.seek(0)
+                digest = hashlib.file_digest(file, "sha256").hexdigest() if self.sha256 else ""
             if magic != b"GGUF":
                 problem = "it is not a GGUF model file (the server sent something else)"
-            elif self.sha256 and file_hash(self.part) != self.sha256:
+            elif digest != self.sha256:
                 problem = "its SHA-256 is not the one the server states for it"
             else:
                 try:
