@@ -120,7 +120,7 @@ def test_settings_command(profile_dir, capsys):
 
 
 def test_the_chat_keeps_watched_folders_in_sync(profile_dir, tmp_path, monkeypatch, capsys):
-    """`mnemo chat` runs the folder watcher while it is open, as the README promises."""
+    """`mnemo chat` runs the folder watcher while it is open, as the user guide promises."""
     import time
 
     from engine.cli import chat as cli_chat

@@ -150,8 +150,8 @@ def test_taint_survives_kill_9_and_resume(tmp_path, embedder):
 
 
 def test_a_long_pasted_text_keeps_edits_pending_and_a_typed_fact_does_not(mnemo):
-    """The judgement call (README, "Core memory changes need your approval"): a message over
-    PASTED_CHARS is taken as pasted."""
+    """The judgement call (docs/user-guide.md, "Core memory changes need your approval"): a
+    message over PASTED_CHARS is taken as pasted."""
     mnemo.settings.set("memory.core_write_policy", "auto")
     model = ScriptedModel()
     filler = "The quarterly statement lists the usual transfers and fees. "

@@ -59,7 +59,7 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
             else:
                 print(
                     "  GPU offload: not in this build (CPU only); rebuild llama-cpp-python with "
-                    "CUDA or Metal to use a GPU (see the README)"
+                    'CUDA or Metal to use a GPU (docs/user-guide.md, "Local models on a GPU")'
                 )
     except ModelError as error:
         healthy = False

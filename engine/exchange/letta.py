@@ -1,6 +1,6 @@
 """Letta's Agent File (``.af``): an agent's memory blocks and messages, in and out.
 
-The mapping (also in the README):
+The mapping (also in docs/user-guide.md):
 - the agent's memory blocks (``block_ids`` into ``blocks``) become core blocks: label, value,
   limit, description, read-only;
 - ``messages``, in their order and with their ``created_at``, become recall messages: a user

@@ -1,0 +1,59 @@
+"""The README and docs/: the scripting examples run as written (on a temporary profile), every
+link between them leads somewhere, and the README stays a front door."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SCRIPTING = ROOT / "docs" / "scripting.md"
+
+
+def test_scripting_api_example_runs(tmp_path, capsys):
+    blocks = re.findall(r"```python\n(.*?)```", SCRIPTING.read_text("utf-8"), re.S)
+    assert blocks, "docs/scripting.md has no Python example"
+    code = blocks[0].replace('"/path/to/profile"', repr(str(tmp_path / "profile")))
+    exec(compile(code, "scripting.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "I moved to Lisbon" in out
+    assert "showing" in out
+
+
+def test_agent_example_runs(tmp_path, capsys):
+    blocks = re.findall(r"```python\n(.*?)```", SCRIPTING.read_text("utf-8"), re.S)
+    code = blocks[1].replace('"/path/to/profile"', repr(str(tmp_path / "profile")))
+    exec(compile(code, "scripting.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "Nice to meet you, Ada!" in out
+    assert "waiting for approval: add to human: 'Name: Ada.'" in out
+    assert "Nice to meet you, Ada! 2 replied" in out
+    assert out.rstrip().endswith("Name: Ada.")
+
+
+def anchor(heading: str) -> str:
+    """The anchor GitHub gives a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_every_link_between_the_readme_and_docs_leads_somewhere():
+    pages = [README, *sorted((ROOT / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = page.read_text("utf-8")
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+://", target):
+                continue  # a web address
+            path, _, fragment = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.name}: {target} (no such file)")
+            elif fragment and linked.suffix == ".md":
+                headings = re.findall(r"^#+ (.+)$", linked.read_text("utf-8"), re.M)
+                if fragment not in {anchor(h) for h in headings}:
+                    broken.append(f"{page.name}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_the_readme_is_a_front_door():
+    assert len(README.read_text("utf-8").splitlines()) < 200
