@@ -46,7 +46,7 @@ def run(model: LlamaModel, turns: int, ahead: bool) -> dict[str, float]:
         mnemo.settings.set("agent.mode", "assisted")
         agent = Agent(mnemo, model)
         if not ahead:
-            agent._evict_ahead = lambda state, emit, cancel: False  # type: ignore[method-assign]
+            agent.assisted._evict_ahead = lambda state, emit, cancel: False  # type: ignore[method-assign]
         evicted_before = False
         for number in range(turns):
             began = time.perf_counter()

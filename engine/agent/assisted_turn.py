@@ -1,0 +1,267 @@
+"""The assisted mode's turn, for a model too small to page its own memory: recall for the
+message (stored as a ``recall`` call, so the chat shows it), one plain-text reply, written again
+while it copies an earlier reply, reads its prompt back or ignores what memory found, then, while
+the person reads, what they said is kept and the window folded if it is full."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from engine import assisted
+from engine.context.window import (
+    PRESSURE_FRACTION,
+    AgentState,
+    load_state,
+)
+from engine.errors import (
+    GenerationCancelled,
+    MnemoError,
+)
+from engine.events import (
+    ContextEvicted,
+    FunctionCalled,
+    FunctionReturned,
+    ReplyWithdrawn,
+    StepStarted,
+    TextStreamed,
+    TurnFinished,
+)
+from engine.llm.base import Prompt, Step
+from engine.memory.recall import (
+    MessageHit,
+)
+from engine.tools import (
+    describe_call,
+)
+from engine.transcript import (
+    recall_note_shown,
+)
+
+if TYPE_CHECKING:
+    from engine.agent.loop import Agent, EventCallback, _Turn
+
+log = logging.getLogger("mnemo.agent")
+
+
+class AssistedTurn:
+    """What ``Agent`` does only in the assisted mode (``Agent.assisted``)."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent  # its loop stores, replies and stops
+        self.mnemo, self.conversation_id = agent.mnemo, agent.conversation_id
+        self.model, self.window = agent.model, agent.window
+
+    def run(self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
+        """Recall, reply in plain text, then the memory step (after the user has the reply)."""
+        state = load_state(self.mnemo, self.conversation_id)
+        hits = self.window.messages(state)
+        users = [hit for hit in hits if hit.role == "user"]
+        if not users:
+            return self.agent._stop(turn, emit, "no_reply", "There is no message to reply to.")
+        prompt, stats = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+        question = users[-1].text
+        about_user = assisted.asks_about_the_user(question)
+        if not self._recalled_already(hits):  # a resumed turn may have
+            # With the model on a GPU, it evaluates the prompt so far while memory is searched.
+            # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
+            # wait), and searching first was faster: TTFT p50 0.146 s against 0.152 s, 4 rounds
+            # of 30 turns each way alternated (assisted_latency.py's runs, 2 cores).
+            warm = None
+            if getattr(self.model, "gpu_layers", 0):
+                warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)
+                warm.start()
+            try:
+                found = self._recall(hits, users, emit)
+            finally:
+                if warm is not None:
+                    warm.join()
+            turn.passages = found.passages
+            if found or about_user:
+                prompt, stats = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+        turn.steps = 1
+        emit(StepStarted(1, stats))
+        if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
+            # A question about the user that memory holds nothing on: said so, not invented.
+            text = assisted.not_told(question)
+            emit(TextStreamed(text))
+            step = Step(None, raw=text, text=text)
+        else:
+            note = prompt.messages[-1].content if prompt.messages else ""
+            memory = (
+                assisted.memory_words(note, question)
+                if note.startswith(assisted.NOTE_MARK) and about_user
+                else None
+            )
+            step = self._new_reply(prompt, emit, cancel, memory)
+        if step.error or not step.text:
+            return self.agent._stop(
+                turn,
+                emit,
+                "no_reply",
+                "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
+            )
+        finished = self.agent._reply(step.text, turn, emit)
+        self._after_reply(users[-1], emit, cancel)
+        return self.agent._finish(finished, emit)
+
+    def _new_reply(
+        self,
+        prompt: Prompt,
+        emit: EventCallback,
+        cancel: threading.Event | None,
+        memory: list[str] | None = None,
+    ) -> Step:
+        """The model's reply, written again while it repeats an earlier reply of the
+        conversation (``assisted.RepeatGuard`` keeps a copy from being shown), reads its prompt
+        back (``assisted.without_prompt_echo``), or answers a question about the user without a
+        word of what memory found for it (``memory``: those words). A retry sees only the
+        newest message and what was recalled for it: with its earlier replies in view, the
+        bundled model copied them even when sampled (and with only the replies taken out, the
+        user's messages ran together)."""
+        earlier = [
+            hit.text
+            for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
+            if hit.role == "assistant"
+        ][-assisted.EARLIER_REPLIES :]
+        last = assisted.REPLY_ATTEMPTS - 1
+        for attempt in range(assisted.REPLY_ATTEMPTS):
+            guard = assisted.RepeatGuard(earlier, lambda text: emit(TextStreamed(text)))
+            step = self.model.step(prompt, on_text=guard.feed, cancel=cancel)
+            if step.error or not step.text:
+                return step
+            echo = assisted.without_prompt_echo(step.text)
+            if echo is not None and attempt == last and echo:
+                return dataclasses.replace(step, text=echo)  # what it said before the echo
+            repeated = guard.repeats(step.text)
+            if (
+                echo is None
+                and not repeated
+                and (not memory or assisted.uses_memory(step.text, memory))
+            ):
+                return step
+            if echo is None and not repeated and attempt == last:
+                return step  # it answers without memory, but it is no copy
+            log.info(
+                "reply %d %s: %.80s",
+                attempt + 1,
+                "read its prompt back"
+                if echo is not None
+                else "repeated an earlier one"
+                if repeated
+                else "used nothing memory found",
+                step.text,
+            )
+            if guard.released:
+                emit(ReplyWithdrawn())
+            newest = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
+            prompt = dataclasses.replace(
+                prompt,
+                messages=prompt.messages[newest:],
+                temperature=assisted.RETRY_TEMPERATURE,
+            )
+        emit(TextStreamed(assisted.NO_NEW_REPLY))
+        return Step(None, raw=step.raw, text=assisted.NO_NEW_REPLY, stats=step.stats)
+
+    def _after_reply(
+        self, user: MessageHit, emit: EventCallback, cancel: threading.Event | None
+    ) -> None:
+        """While the user reads the reply: keep what their message said about them, then fold
+        the window if it is past the pressure line and evaluate the folded prompt, so that the
+        next turn finds it in the KV cache."""
+        self.agent.keeper.keep(user, emit)
+        state = load_state(self.mnemo, self.conversation_id)
+        if self._evict_ahead(state, emit, cancel):
+            self._prefill(self.window.build(state, assisted=True)[0])
+
+    def _evict_ahead(
+        self, state: AgentState, emit: EventCallback, cancel: threading.Event | None
+    ) -> bool:
+        """Once the window is past the pressure line, fold its oldest half into the summary
+        now, so that the user's next message does not wait for it (eviction inside a turn
+        stalled the bundled model for ~24 s). Whether anything was folded."""
+        if self.window.build(state, assisted=True)[1].fraction < PRESSURE_FRACTION:
+            return False
+        try:
+            evicted = self.window.evict(state, cancel)
+        except GenerationCancelled:
+            return False  # nothing was changed; the next turn evicts if it must
+        except MnemoError as error:
+            log.warning("evicting after the reply failed; the next turn will: %s", error)
+            return False
+        if evicted:
+            emit(ContextEvicted(evicted, state.summary))
+        return bool(evicted)
+
+    @staticmethod
+    def _recalled_already(hits: list[MessageHit]) -> bool:
+        """Whether the newest user message already has its recall note (a resumed turn)."""
+        for hit in reversed(hits):
+            if hit.role == "user":
+                return False
+            if hit.role == "function_result" and hit.name == assisted.RECALL:
+                return True
+        return False
+
+    def _prefill(self, prompt: Prompt) -> None:
+        try:
+            self.model.prefill(prompt)
+        except Exception as error:  # only a head start; the step itself reports real failures
+            log.warning("prefilling the prompt failed: %s", error)
+
+    def _recall(
+        self, hits: list[MessageHit], users: list[MessageHit], emit: EventCallback
+    ) -> assisted.Recalled:
+        """Search memory for the newest message; store and show what was found that the model
+        does not already see (nothing when nothing new clearly fits)."""
+        message = users[-1].text
+        previous = users[-2].text if len(users) > 1 else None
+        seen_messages, seen_passages, seen_facts = {hit.id for hit in hits}, set(), set()
+        if message.rstrip().endswith("?"):
+            # A question gets what memory holds on it even when it is in the window already:
+            # the bundled model answered from a fresh note, not from a message ten turns up
+            # ("What's my daughter's name?" got "Emily" with "…called Asha" in view).
+            seen_messages = {users[-1].id}
+            hits = []
+        for hit in hits:
+            if hit.role == "function_call" and hit.name == assisted.RECALL:
+                shown_messages, shown_passages, shown_facts = recall_note_shown(hit.text)
+                seen_messages.update(shown_messages)
+                seen_passages.update(shown_passages)
+                seen_facts.update(shown_facts)
+        found = assisted.recall_for(
+            self.mnemo,
+            message,
+            previous=previous,
+            visible=seen_messages,
+            shown_passages=seen_passages,
+            shown_facts=seen_facts,
+        )
+        if not found and not assisted.asks_about_the_user(message):
+            return found  # nothing to say: the prompt stays as it was, and its cache with it
+        arguments = {
+            "query": message[:200],
+            "found": found.summary() or "nothing",
+            "messages": [hit.id for hit in found.messages],
+            "passages": [passage.id for passage in found.passages],
+            "facts": [fact.id for fact in found.facts],
+        }
+        emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
+        text = found.text()
+        with self.mnemo.recall.transaction() as transaction:
+            self.agent._store_call(transaction, assisted.RECALL, arguments)
+            transaction.add(
+                "function_result",
+                text,
+                name=assisted.RECALL,
+                conversation_id=self.conversation_id,
+                untrusted_reason=found.untrusted_reason,
+            )
+        emit(
+            FunctionReturned(
+                assisted.RECALL, True, text, assisted.RECALL_SUMMARY, tuple(found.trace)
+            )
+        )
+        return found
