@@ -57,3 +57,10 @@ def test_every_link_between_the_readme_and_docs_leads_somewhere():
 
 def test_the_readme_is_a_front_door():
     assert len(README.read_text("utf-8").splitlines()) < 200
+
+
+def test_the_command_line_reference_is_written_from_the_parsers():
+    """`uv run python tests/cli_reference.py --write` after changing a command."""
+    from tests.cli_reference import DOC, written
+
+    assert DOC.read_text("utf-8") == written()
