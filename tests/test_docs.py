@@ -64,3 +64,14 @@ def test_the_command_line_reference_is_written_from_the_parsers():
     from tests.cli_reference import DOC, written
 
     assert DOC.read_text("utf-8") == written()
+
+
+def test_every_benchmark_is_listed_with_its_command():
+    listed = (ROOT / "docs" / "benchmarks.md").read_text("utf-8")
+    helpers = {"_common", "conversation_people", "paraphrases", "retrieval_folds"}
+    missing = [
+        path.name
+        for path in (ROOT / "tests" / "benchmarks").glob("*.py")
+        if path.stem not in helpers and f"uv run python tests/benchmarks/{path.name}" not in listed
+    ]
+    assert missing == []
