@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.forget_dialog import ask_for_text
 from desktop.threads import CORE, Tasks
-from desktop.ui import diff_html, label
+from desktop.ui import diff_html, label, ok_cancel
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
 from engine.mnemo import Mnemo
 from engine.text import one_line
@@ -209,12 +209,7 @@ class AddBlockDialog(QDialog):
         form.addRow("Label", self.name)
         form.addRow("Description", self.description)
         form.addRow("Character limit", self.limit)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        form.addRow(ok_cancel(self))
 
 
 class CoreMemoryPage(QWidget):

@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
-    QDialogButtonBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -34,7 +33,7 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.forget_dialog import ask_to_forget
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
-from desktop.ui import cell, label, table
+from desktop.ui import cell, label, ok_cancel, table
 from engine.ingest.facts import propose_facts_from
 from engine.memory import forget
 from engine.memory.knowledge import USER, Conflict, Fact, relation_words
@@ -80,12 +79,7 @@ class AddFactDialog(QDialog):
         form.addRow("Relation", self.relation)
         form.addRow("Value", self.value)
         form.addRow("Since", self.since)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        form.addRow(ok_cancel(self))
 
 
 class KnowledgePage(QWidget):

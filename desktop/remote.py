@@ -17,7 +17,6 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QDialog,
-    QDialogButtonBox,
     QFormLayout,
     QLabel,
     QLineEdit,
@@ -27,6 +26,7 @@ from PySide6.QtWidgets import (
 from desktop.bridge import EngineBridge
 from desktop.server_choice import ServerChoice
 from desktop.threads import Tasks, describe_failure
+from desktop.ui import ok_cancel
 from desktop.workers import ChatWorker, IngestWorker, load_configured_model
 from engine.errors import MnemoError
 from engine.ingest.ingestor import DEFAULT_EXCLUDES, FileResult, IngestProgress, walk
@@ -99,13 +99,7 @@ class ConnectDialog(QDialog):
         form.addRow("Your token", self.token)
         form.addRow("Assistant", self.assistant)
         form.addRow(self.problem)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
-        )
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Connect")
-        buttons.accepted.connect(self._connect)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
+        form.addRow(ok_cancel(self, "Connect", self._connect))
         self.choice: ServerChoice | None = None
 
     def _connect(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import html
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt
 from PySide6.QtGui import QIcon
@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (
     QApplication,
     QBoxLayout,
     QComboBox,
+    QDialog,
+    QDialogButtonBox,
     QHeaderView,
     QLabel,
     QMessageBox,
@@ -74,6 +76,21 @@ def confirm(parent: QWidget, title: str, text: str) -> bool:
         QMessageBox.StandardButton.Cancel,
     )
     return answer == QMessageBox.StandardButton.Yes
+
+
+def ok_cancel(
+    dialog: QDialog, ok: str | None = None, on_ok: Callable[[], None] | None = None
+) -> QDialogButtonBox:
+    """A dialog's OK and Cancel buttons: OK (named ``ok``) accepts, or calls ``on_ok`` to check
+    first; Cancel rejects."""
+    buttons = QDialogButtonBox(
+        QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+    )
+    if ok:
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText(ok)
+    buttons.accepted.connect(on_ok or dialog.accept)
+    buttons.rejected.connect(dialog.reject)
+    return buttons
 
 
 def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLabel:

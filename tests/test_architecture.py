@@ -128,3 +128,48 @@ def test_the_table_classes_match_the_migrated_schema(tmp_path):
             }
             assert declared == migrated, table.name
     engine.dispose()
+
+
+def test_the_postgresql_schema_matches_sqlites_column_by_column(tmp_path, postgres_server):
+    """The two migration lists (``engine.db.schema`` and ``engine.db.postgres``) are written
+    apart: every table must come out with the same columns, of the same kind, with the same
+    NOT NULLs, keys and defaults. Only each one's keyword index differs."""
+    from sqlalchemy import inspect, text
+
+    from engine.db import open_database
+    from engine.db.postgres import new_schema, open_postgres
+
+    kinds = {"INTEGER": "integer", "BIGINT": "integer", "REAL": "real", "DOUBLE": "real"}
+    kinds |= {"DOUBLE PRECISION": "real", "TEXT": "text", "BLOB": "bytes", "BYTEA": "bytes"}
+
+    def columns(engine, schema=None) -> dict[str, dict[str, tuple]]:
+        tables = {}
+        inspector = inspect(engine)
+        for table in inspector.get_table_names(schema=schema):
+            keys = set(inspector.get_pk_constraint(table, schema=schema)["constrained_columns"])
+            tables[table] = {
+                column["name"]: (
+                    kinds.get(str(column["type"]), str(column["type"])),
+                    column["nullable"]
+                    and column["name"] not in keys,  # SQLite says a key may be NULL
+                    column["name"] in keys,
+                    None
+                    if column["name"] in keys  # PostgreSQL's key counts from a sequence
+                    else (column.get("default") or "").split("::")[0] or None,
+                )
+                for column in inspector.get_columns(table, schema=schema)
+            }
+        return tables
+
+    sqlite, _problem = open_database(tmp_path / "mnemo.sqlite")
+    postgres = open_postgres(postgres_server, new_schema())
+    with postgres.connect() as connection:
+        schema = connection.execute(text("SELECT current_schema()")).scalar()
+    on_sqlite, on_postgres = columns(sqlite), columns(postgres, schema)
+    keyword_index = {name for name in on_sqlite if name.startswith("message_fts")}
+    assert set(on_sqlite) - keyword_index == set(on_postgres) - {"mnemo_schema"}
+    on_postgres["message"].pop("search_vector")  # PostgreSQL's keyword index is a column
+    for table in set(on_sqlite) - keyword_index:
+        assert on_sqlite[table] == on_postgres[table], table
+    sqlite.dispose()
+    postgres.dispose()

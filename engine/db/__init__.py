@@ -14,14 +14,14 @@ import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.pool import QueuePool
-from sqlmodel import create_engine
+from sqlmodel import Session, create_engine
 
 from engine.db.schema import MIGRATIONS
-from engine.errors import ProfileError, ProfileTooNewError, environment_problem
+from engine.errors import NotFoundError, ProfileError, ProfileTooNewError, environment_problem
 
 log = logging.getLogger("mnemo.db")
 
@@ -39,6 +39,18 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) ->
     cursor.execute("PRAGMA secure_delete = ON")
     cursor.execute("PRAGMA synchronous = NORMAL")
     cursor.close()
+
+
+Row = TypeVar("Row")
+
+
+def row_or_missing(session: Session, table: type[Row], key: Any, missing: str) -> Row:
+    """The row of ``table`` with primary key ``key``; ``NotFoundError(missing)`` when there is
+    none, so every store says a missing row the same way."""
+    row = session.get(table, key)
+    if row is None:
+        raise NotFoundError(missing)
+    return row
 
 
 def on_postgres(engine: Engine | Connection) -> bool:

@@ -17,6 +17,7 @@ from typing import Literal
 from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
+from engine.db import row_or_missing
 from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
 from engine.memory.search import from_timestamp
@@ -363,10 +364,9 @@ class CoreMemory:
 
     @staticmethod
     def _row(session: Session, label: str) -> CoreBlock:
-        row = session.get(CoreBlock, label)
-        if row is None:
-            raise NotFoundError(f"There is no core memory block named {label!r}.")
-        return row
+        return row_or_missing(
+            session, CoreBlock, label, f"There is no core memory block named {label!r}."
+        )
 
     @classmethod
     def check_new_block(cls, label: str, value: str, char_limit: int) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, func, select
 
+from engine.db import row_or_missing
 from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
 from engine.errors import InputError, NotFoundError
 from engine.memory.search import (
@@ -649,10 +650,9 @@ class KnowledgeStore:
 
     @staticmethod
     def _relation(session: Session, fact_id: int) -> RelationRow:
-        row = session.get(RelationRow, fact_id)
-        if row is None:
-            raise NotFoundError(f"There is no fact {fact_id} in knowledge memory.")
-        return row
+        return row_or_missing(
+            session, RelationRow, fact_id, f"There is no fact {fact_id} in knowledge memory."
+        )
 
     @staticmethod
     def _supersede(

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
+from engine.db import row_or_missing
 from engine.db.schema import ProposalRow
-from engine.errors import CoreMemoryError, MnemoError, NotFoundError
+from engine.errors import CoreMemoryError, MnemoError
 from engine.memory.core import CoreMemory, EditAction
 from engine.memory.knowledge import (
     USER_KEY,
@@ -500,10 +501,9 @@ class ProposalStore:
 
     @staticmethod
     def _row(session: Session, proposal_id: int) -> ProposalRow:
-        row = session.get(ProposalRow, proposal_id)
-        if row is None:
-            raise NotFoundError(f"There is no proposal {proposal_id}.")
-        return row
+        return row_or_missing(
+            session, ProposalRow, proposal_id, f"There is no proposal {proposal_id}."
+        )
 
     def _pending_row(self, session: Session, proposal_id: int) -> ProposalRow:
         row = self._row(session, proposal_id)
