@@ -1,7 +1,6 @@
 """The ``mnemo`` command line. The parser is ``engine.cli.parsers`` (light: `mnemo --help`
-answers at once); each command group's handlers are a module of their own (``memory``,
-``archival``, ``chat``, ``ingest``, ``models``, ``keys``, ``doctor``), imported when one of its
-commands runs; this one runs a command with one error path."""
+answers at once); each command group's handlers are a module of their own in this package,
+imported when one of its commands runs; this one runs a command with one error path."""
 
 from __future__ import annotations
 
