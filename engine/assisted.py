@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 from engine.memory.archival import Passage
 from engine.memory.knowledge import RELATIVES, USER, Fact
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
-from engine.tools import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

@@ -18,8 +18,8 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
+from engine.functions import SEND_MESSAGE
 from engine.llm import ScriptedModel, ScriptedStep
-from engine.tools import SEND_MESSAGE
 
 
 @pytest.fixture
@@ -455,7 +455,7 @@ def test_a_model_failure_ends_the_turn_in_words_and_is_not_retried(mnemo):
 
 def test_every_memory_function_is_one_complete_record():
     """Schema, description, example, handler, trust rule and the user's line, in one record."""
-    from engine import tools
+    from engine import functions as tools
 
     schemas = {schema.name: schema for schema in tools.function_schemas(["persona", "human"])}
     assert list(schemas) == [function.name for function in tools.FUNCTIONS]
@@ -474,7 +474,7 @@ def test_the_prompts_name_only_functions_that_exist():
     must be renamed there too."""
     import re
 
-    from engine import tools
+    from engine import functions as tools
     from engine.resources import resource_path
 
     named = set()

@@ -17,10 +17,10 @@ from engine.agent import Agent
 from engine.cli import main
 from engine.errors import ContextOverflowError, ModelError
 from engine.events import Notice, TextStreamed
+from engine.functions import function_schemas
 from engine.llm import ChatMessage, Prompt, model_settings
 from engine.llm.anthropic_api import AnthropicModel
 from engine.llm.openai_api import OpenAIModel
-from engine.tools import function_schemas
 
 
 @pytest.fixture

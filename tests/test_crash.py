@@ -26,7 +26,7 @@ CHILD = textwrap.dedent(
     import sys, time
     sys.path.insert(0, {tests!r})
     from agent_helpers import call, say, search
-    import engine.tools as tools
+    import engine.functions as tools
     from engine import Mnemo
     from engine.agent import Agent
     from engine.llm import ScriptedModel, ScriptedStep

@@ -11,10 +11,10 @@ from agent_helpers import Recorder
 from engine.agent import Agent
 from engine.errors import ContextOverflowError, ModelError
 from engine.events import FunctionCalled, ProposalCreated, TextStreamed
+from engine.functions import SEND_MESSAGE, check_arguments, function_schemas
 from engine.llm import ChatMessage, Prompt
 from engine.llm.grammar import functions_grammar
 from engine.llm.local import LlamaModel, bundled_model_path
-from engine.tools import SEND_MESSAGE, check_arguments, function_schemas
 
 FUNCTIONS = function_schemas(["persona", "human"])
 

@@ -19,10 +19,10 @@ from agent_helpers import Recorder
 from engine.agent import Agent
 from engine.errors import GenerationCancelled, ModelError, register_secret
 from engine.events import MessageSent, Notice
+from engine.functions import function_schemas
 from engine.llm import ChatMessage, Prompt
 from engine.llm.api import MAX_STEP_CHARS
 from engine.llm.openai_api import OpenAIModel
-from engine.tools import function_schemas
 
 Lines = Callable[[], Iterator[bytes]]
 

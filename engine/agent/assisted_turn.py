@@ -29,12 +29,12 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
+from engine.functions import (
+    describe_call,
+)
 from engine.llm.base import Prompt, Step
 from engine.memory.recall import (
     MessageHit,
-)
-from engine.tools import (
-    describe_call,
 )
 from engine.transcript import (
     recall_note_shown,

@@ -19,6 +19,10 @@ from engine.events import (
     ProposalApplied,
     ProposalCreated,
 )
+from engine.functions import (
+    describe_call,
+    propose_fact,
+)
 from engine.memory.archival import NewPassage
 from engine.memory.extract import Candidate, facts_in
 from engine.memory.knowledge import USER, Fact
@@ -27,10 +31,6 @@ from engine.memory.recall import (
     MessageHit,
     RecallTransaction,
     pasted_reason,
-)
-from engine.tools import (
-    describe_call,
-    propose_fact,
 )
 
 if TYPE_CHECKING:

@@ -43,6 +43,14 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
+from engine.functions import (
+    SEND_MESSAGE,
+    ToolContext,
+    check_arguments,
+    cited_passages,
+    describe_call,
+    run_function,
+)
 from engine.llm.base import ChatModel, Prompt, Step, safe_text
 from engine.memory.archival import Passage
 from engine.memory.recall import (
@@ -51,14 +59,6 @@ from engine.memory.recall import (
 )
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice, choose_mode
-from engine.tools import (
-    SEND_MESSAGE,
-    ToolContext,
-    check_arguments,
-    cited_passages,
-    describe_call,
-    run_function,
-)
 from engine.transcript import (
     CITE,
     NOTICE,

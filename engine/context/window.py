@@ -22,6 +22,7 @@ from sqlmodel import Session
 from engine.assisted import NOTE_MARK, RECALL, REMEMBER, spoken_date
 from engine.context.summary import summarize
 from engine.db.schema import AgentStateRow
+from engine.functions import SEND_MESSAGE, function_schemas
 from engine.llm.base import (
     ChatMessage,
     ChatModel,
@@ -33,7 +34,6 @@ from engine.llm.base import (
 from engine.memory.core import Block
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.tools import SEND_MESSAGE, function_schemas
 from engine.transcript import FOR_THE_USER_ONLY, read_call
 
 if TYPE_CHECKING:

@@ -19,8 +19,8 @@ from _common import emit
 
 from engine import Mnemo
 from engine.context.window import ContextWindow, load_state
+from engine.functions import check_arguments
 from engine.llm.local import LlamaModel
-from engine.tools import check_arguments
 
 SAVE = {"core_memory_append", "archival_memory_insert"}
 PROMPTS: list[tuple[str, set[str]]] = [

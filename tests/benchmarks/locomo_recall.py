@@ -3,9 +3,10 @@
 For each of the 10 LoCoMo conversations, every turn goes into a fresh profile's recall memory
 through the public API (the session's date as the timestamp, "Speaker: text" as the text; the
 first speaker as the user, the second as the assistant). Each question of categories 1-4 is run
-through exactly the search `conversation_search` runs (``engine.tools.search_conversation``), and
-we measure the share of its evidence turns in the top 5 and 10 (frac@k, mean over questions) and
-the share of questions with all evidence in the top 10 (all@10). One JSON line out.
+through exactly the search `conversation_search` runs
+(``engine.functions.search_conversation``), and we measure the share of its evidence turns in
+the top 5 and 10 (frac@k, mean over questions) and the share of questions with all evidence in
+the top 10 (all@10). One JSON line out.
 
 ``ceiling@20`` and ``ceiling@40`` say how far re-ranking alone could go: the frac@10 that a
 perfect re-ranker of the first 20 or 40 hits of the same search, asked for 40 hits (so it fuses
@@ -46,8 +47,8 @@ from _common import REPO, emit, percentages, postgres_if
 from longmemeval_recall import bm25_top
 
 from engine import Mnemo
+from engine.functions import search_conversation
 from engine.memory.recall import NewMessage
-from engine.tools import search_conversation
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 

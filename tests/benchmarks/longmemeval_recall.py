@@ -4,7 +4,8 @@ The twin of ``locomo_recall.py`` for a history of a person talking with an assis
 assistant turns). For each question of the development half, its haystack (about 50 sessions,
 500 turns) goes into a fresh profile through ``recall.add_many``, as the app stores a chat: one
 conversation, each turn with its role and its session's date (turns 30 s apart). The question is
-run through exactly the search ``conversation_search`` runs (``engine.tools.search_conversation``).
+run through exactly the search ``conversation_search`` runs
+(``engine.functions.search_conversation``).
 
 Gold turns are the user turns marked ``has_answer`` in the answer sessions (questions without any,
 and the ``_abs`` abstention questions, are skipped). Per question type and overall:
@@ -47,9 +48,9 @@ from vector_cache import DEFAULT_CACHE, CachedEmbedder
 
 from engine import Mnemo
 from engine.embed import default_embedder
+from engine.functions import search_conversation
 from engine.memory.recall import NewMessage
 from engine.memory.recall_vectors import sentence_parts
-from engine.tools import search_conversation
 
 _WORD = re.compile(r"\w+")
 

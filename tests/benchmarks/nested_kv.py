@@ -25,7 +25,7 @@ from pathlib import Path
 from _common import REPO, emit
 
 from engine import Mnemo
-from engine.tools import search_archival
+from engine.functions import search_archival
 
 PAIR = re.compile(r"key = ([0-9a-f-]{36}), value = ([0-9a-f-]{36})")
 

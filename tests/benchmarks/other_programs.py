@@ -3,7 +3,7 @@ in-process, and one `/v1/chat/completions` turn (scripted model, so only the eng
 server count) against the same turn through Mnemo's own `/v1/assistants/NAME/turns`.
 
 A profile of ``--messages`` conversation turns; each search is `conversation_search`'s
-(``engine.tools.search_conversation``), run ``--repeat`` times in-process, then through the
+(``engine.functions.search_conversation``), run ``--repeat`` times in-process, then through the
 MCP SDK's own client against `mnemo mcp` on stdio (the same queries, interleaved). Medians in
 one run; one JSON line out.
 
@@ -25,8 +25,8 @@ from _common import REPO, TextGenerator, emit
 sys.path.insert(0, str(REPO))
 
 from engine import Mnemo  # noqa: E402
+from engine.functions import search_conversation  # noqa: E402
 from engine.llm import ScriptedModel  # noqa: E402
-from engine.tools import search_conversation  # noqa: E402
 from tests.agent_helpers import say  # noqa: E402
 from tests.mnemo_server import Server  # noqa: E402
 

@@ -2,10 +2,11 @@
 
 A fresh profile holds 2,000 everyday notes (``paraphrases.distractors``) and 64 target notes; each
 target is asked for by a query that shares no content word with it (``paraphrases.PAIRS``). We
-run each query through exactly what `archival_memory_search` runs (``engine.tools.search_archival``)
-and report recall@1 and recall@5 of the target, and, for questions about things no note mentions
-(``ABSENT``), how many hits come back and how many of them are marked weak. ``fixed_floor`` is
-the same search with the old rule (vector hits kept above a fixed cosine of 0.25), in this run.
+run each query through exactly what `archival_memory_search` runs
+(``engine.functions.search_archival``) and report recall@1 and recall@5 of the target, and, for
+questions about things no note mentions (``ABSENT``), how many hits come back and how many of
+them are marked weak. ``fixed_floor`` is the same search with the old rule (vector hits kept
+above a fixed cosine of 0.25), in this run.
 
     uv run python tests/benchmarks/paraphrase_search.py
 """
@@ -20,8 +21,8 @@ from _common import emit
 from paraphrases import ABSENT, PAIRS, distractors
 
 from engine import Mnemo
+from engine.functions import search_archival
 from engine.memory import vectors
-from engine.tools import search_archival
 
 OLD_FLOOR = 0.25
 
