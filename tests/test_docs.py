@@ -1,7 +1,10 @@
 """The README and docs/: the scripting examples run as written (on a temporary profile), every
 link between them leads somewhere, and the README stays a front door."""
 
+import contextlib
+import io
 import re
+import shlex
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,3 +78,36 @@ def test_every_benchmark_is_listed_with_its_command():
         if path.stem not in helpers and f"uv run python tests/benchmarks/{path.name}" not in listed
     ]
     assert missing == []
+
+
+def documented_commands() -> list[tuple[str, list[str]]]:
+    """Every `mnemo` command line in the shell examples of the README and docs/, as the parser
+    would get it: comments, optional parts (``[--json]``) and ``...`` left out."""
+    found = []
+    for page in [README, *sorted((ROOT / "docs").glob("*.md"))]:
+        for block in re.findall(r"```(?:sh|bash)\n(.*?)```", page.read_text("utf-8"), re.S):
+            for line in block.replace("\\\n", " ").splitlines():  # continued lines joined
+                match = re.match(r"(?:[A-Z_]+=\S+ )*(?:uv run )?mnemo(?= |$)(.*)", line.strip())
+                if not match:
+                    continue
+                rest = re.sub(r"\s+#.*$", "", match[1]).replace("...", "")
+                while re.search(r"\[[^\[\]]*\]", rest):
+                    rest = re.sub(r"\s*\[[^\[\]]*\]", "", rest)
+                found.append((f"{page.name}: {line.strip()}", shlex.split(rest)))
+    return found
+
+
+def test_every_documented_command_is_one_the_command_line_takes():
+    from engine.cli.parsers import build_parser
+
+    commands = documented_commands()
+    assert len(commands) > 50
+    refused = []
+    for where, args in commands:
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                build_parser().parse_args(args)
+        except SystemExit as exit_:
+            if exit_.code:
+                refused.append(where)
+    assert refused == []
