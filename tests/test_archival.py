@@ -8,7 +8,7 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import EmbedderMismatchError, InputError, NotFoundError
-from engine.memory import vectors as vectors_module
+from engine.memory import lance_upkeep
 from engine.memory.archival import Source
 
 FACTS = [
@@ -214,9 +214,9 @@ def test_a_different_embedder_is_detected_and_reembed_needs_consent(profile_dir,
 
 
 def test_large_table_gets_an_ann_index_and_compaction_in_the_background(mnemo, monkeypatch, caplog):
-    monkeypatch.setattr(vectors_module, "ANN_INDEX_MIN_ROWS", 600)
-    monkeypatch.setattr(vectors_module, "OPTIMIZE_EVERY_WRITES", 5)
-    monkeypatch.setattr(vectors_module, "KEEP_VERSIONS_FOR", timedelta(microseconds=1))
+    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 600)
+    monkeypatch.setattr(lance_upkeep, "OPTIMIZE_EVERY_WRITES", 5)
+    monkeypatch.setattr(lance_upkeep, "KEEP_VERSIONS_FOR", timedelta(microseconds=1))
     table = mnemo._passage_vectors
     for batch in range(6):
         mnemo.archival.insert_many(

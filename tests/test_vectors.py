@@ -8,7 +8,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from engine.memory import vectors
+from engine.memory import lance_upkeep
 from engine.memory.vectors import VectorTable
 
 
@@ -38,7 +38,7 @@ def _vector_indexes(table: VectorTable) -> list[str]:
 
 
 def test_ann_index_is_built_then_rebuilt_when_the_table_outgrows_it(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(vectors, "ANN_INDEX_MIN_ROWS", 300)
+    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 300)
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
     table.add(_rows(0, 200))
     table.wait_for_maintenance()
@@ -92,7 +92,7 @@ def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
     """Neither session writes as often as compaction waits for (OPTIMIZE_EVERY_WRITES); the
     fragments the first one left are counted when the table opens again, so the second one
     compacts instead of piling fragments up for good."""
-    assert vectors.OPTIMIZE_EVERY_WRITES == 50
+    assert lance_upkeep.OPTIMIZE_EVERY_WRITES == 50
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
     for start in range(30):
         table.add(_rows(start, 1))
@@ -112,7 +112,7 @@ def test_rows_an_import_left_outside_the_index_are_indexed_when_the_table_next_o
 ):
     """A large import's last writes, too few to call upkeep, leave rows that every search
     scans; the next open sees them and gives them an index segment."""
-    monkeypatch.setattr(vectors, "ANN_INDEX_MIN_ROWS", 300)
+    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 300)
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
     table.add(_rows(0, 300))
     table.wait_for_maintenance()

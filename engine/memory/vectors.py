@@ -1,15 +1,13 @@
-"""A LanceDB table of embedded rows, and its upkeep.
+"""A LanceDB table of embedded rows.
 
-Both archival passages and recall's message vectors live in such a table. Besides add, delete and
-search, it owns the chores that keep search fast as a table grows: compaction, indexing new rows,
-pruning old versions, and an ANN index once the table is too large for a flat scan. They run on
-a background thread; writers wait only while it works (seconds at 100k rows, a minute at 1M).
+Both archival passages and recall's message vectors live in such a table: add, delete, search,
+and the snapshots' tags. Its upkeep (compaction, indexing new rows, pruning old versions, the ANN
+index) is ``engine.memory.lance_upkeep``'s.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -23,6 +21,7 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
 from engine.memory.lance import lancedb
+from engine.memory.lance_upkeep import COMPACT_TARGET_ROWS, Upkeep
 from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
 from engine.resources import resource_path
 
@@ -34,33 +33,12 @@ log = logging.getLogger("mnemo.vectors")
 EMBEDDER_KEY = b"mnemo.embedder"
 DIM_KEY = b"mnemo.dim"
 
-# Below this many rows a flat scan is fast enough (~12 ms at 10k rows) and an index is not worth
-# its training time; above it search time grows linearly without one.
-ANN_INDEX_MIN_ROWS = 20_000
-# IVF with ~sqrt(rows) partitions, rebuilt from scratch each time the table doubles (so all
-# rebuilds together cost about two builds) or has collected too many index segments. In between,
-# new rows get an index segment of their own: merging them into the existing segment (what
-# lancedb's ``optimize`` does) was measured at 1M rows to cut recall@10 from 1.00 to 0.78 and
-# triple latency, while a separate segment kept 0.998 at 7 ms (Lance 13).
-ANN_REBUILD_GROWTH = 1.0
-ANN_MAX_SEGMENTS = 16
-# Each segment costs every search time (at 100k rows: 11 segments 18 ms, one 10 ms), about what a
-# flat scan of 1/20 of ANN_INDEX_MIN_ROWS costs; so new rows stay unindexed (scanned) until
-# there are that many, instead of a segment per upkeep for the few rows of a chat session.
-ANN_SEGMENT_MIN_ROWS_SHARE = 20
-# Compaction merges the small fragments that appends leave behind into fragments of this size.
-COMPACT_TARGET_ROWS = 50_000
-# Compact after this many write operations: each write adds a file and a table version.
-OPTIMIZE_EVERY_WRITES = 50
-# Versions older than this are pruned after compaction, so the folder does not grow without bound.
-KEEP_VERSIONS_FOR = timedelta(minutes=5)
 # IVF_SQ (8-bit scalar quantisation) measured best here: on 100k clustered 384-dim vectors it
 # built in 12 s (IVF_PQ: 83 s) and found 97% of the exact top 10 in 4.6 ms (IVF_PQ: 55%). The
 # small loss is quantisation, not probing (more probes did not help): re-ranking twice the
 # requested rows with exact distances lifts recall@10 to 1.00 at 1M rows for 12 ms instead of 9.5.
 ANN_NPROBES = 20
 ANN_REFINE_FACTOR = 2
-_INDEX_PREFIX = "vector_ivf"
 
 
 _background: dict[tuple[str, int], np.ndarray] = {}
@@ -138,24 +116,14 @@ class VectorTable:
         self._key_column = key_column
         self._base_schema = schema
         self._write_lock = threading.RLock()
-        self._maintenance_lock = threading.Lock()  # guards starting the upkeep thread
-        self._maintain_lock = threading.Lock()  # held while upkeep runs
-        self._maintenance_thread: threading.Thread | None = None
-        self._writes_since_optimize = 0
-        # What each write checks, kept instead of asked of Lance (a row count and an index
-        # listing cost a few milliseconds at 1M rows, on every message of a turn): the rows,
-        # counted after upkeep plus those added since (deletions are ignored, so upkeep may come
-        # a little early), and the row count at which the ANN index falls due.
-        self._rows_seen = -1  # not counted yet
-        self._due_at = 0
-        self._closed = False
+        self.upkeep = Upkeep(self)
         if name in connection.list_tables().tables:
             self.table = connection.open_table(name)
             self._add_missing_columns()
         else:
             self.table = self._create(embedder)
         self.mismatch = self._describe_mismatch()
-        self._schedule_maintenance()
+        self.upkeep.schedule()
 
     def _add_missing_columns(self) -> None:
         """A column the schema gained since the table was made (``expires_at``) is added,
@@ -231,8 +199,8 @@ class VectorTable:
             self.table.add(pa.Table.from_pylist(rows, schema=schema), mode="overwrite")
             self._create_indexes(self.table)
             self.mismatch = None
-            self._rows_seen = -1
-        self._schedule_maintenance()
+            self.upkeep.recount()
+        self.upkeep.schedule()
 
     # -- snapshots (engine.memory.snapshots) --------------------------------------------------
 
@@ -252,8 +220,8 @@ class VectorTable:
             self.table.restore()
             self.table.checkout_latest()
             self.mismatch = self._describe_mismatch()
-            self._rows_seen = -1
-        self._schedule_maintenance()
+            self.upkeep.recount()
+        self.upkeep.schedule()
 
     def has_tag(self, name: str) -> bool:
         return name in self.table.tags.list()
@@ -278,7 +246,7 @@ class VectorTable:
         still hold them are rewritten, the keyword index is made anew, and every older version
         no snapshot keeps is deleted at once."""
         self.wait_for_maintenance()
-        with self._maintain_lock, self._write_lock:
+        with self.upkeep.running, self._write_lock:
             self.table.checkout_latest()
             self.table.to_lance().optimize.compact_files(
                 target_rows_per_fragment=COMPACT_TARGET_ROWS,
@@ -291,7 +259,7 @@ class VectorTable:
                 older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False
             )
             self.table.checkout_latest()
-            self._rows_seen = -1
+            self.upkeep.recount()
 
     @contextmanager
     def bulk(self, rows: int) -> Iterator[None]:
@@ -315,8 +283,8 @@ class VectorTable:
         self.require_current_embedder()
         with self._write_lock:
             self.table.add(rows)
-            self._wrote(len(rows))
-        self._schedule_maintenance()
+            self.upkeep.wrote(len(rows))
+        self.upkeep.schedule()
 
     def upsert(self, rows: list[dict[str, Any]], key: str = "id") -> None:
         self.require_current_embedder()
@@ -324,26 +292,21 @@ class VectorTable:
             self.table.merge_insert(
                 key
             ).when_matched_update_all().when_not_matched_insert_all().execute(rows)
-            self._wrote(len(rows))
-        self._schedule_maintenance()
+            self.upkeep.wrote(len(rows))
+        self.upkeep.schedule()
 
     def update_values(self, where: str, values: dict[str, str]) -> None:
         """Set columns (SQL expressions) of the matching rows, in place."""
         with self._write_lock:
             self.table.update(where=where, values_sql=values)
-            self._wrote(0)
-        self._schedule_maintenance()
+            self.upkeep.wrote(0)
+        self.upkeep.schedule()
 
     def delete(self, where: str) -> None:
         with self._write_lock:
             self.table.delete(where)
-            self._wrote(0)
-        self._schedule_maintenance()
-
-    def _wrote(self, rows: int) -> None:
-        self._writes_since_optimize += 1
-        if self._rows_seen >= 0:
-            self._rows_seen += rows
+            self.upkeep.wrote(0)
+        self.upkeep.schedule()
 
     def count(self, where: str | None = None) -> int:
         return int(self.table.count_rows(where))
@@ -458,130 +421,14 @@ class VectorTable:
             query = query.where(where, prefilter=True)
         return query.to_list()
 
-    # -- upkeep --------------------------------------------------------------------------------
-
-    def _vector_index(self) -> Any | None:
-        return next((i for i in self.table.list_indices() if "vector" in i.columns), None)
-
-    def _ann_due_at(self) -> int:
-        """The row count at which the ANN index is (re)built: once the table is large enough
-        for one, when the rows have doubled since it was built, or at once (past the size for
-        one) when it has collected too many segments."""
-        index = self._vector_index()
-        if index is None or index.num_segments > ANN_MAX_SEGMENTS:
-            return ANN_INDEX_MIN_ROWS
-        built_on = index.name.rsplit("_", 1)[-1]  # the row count is kept in the index name
-        built_rows = int(built_on) if built_on.isdigit() else 0
-        return max(ANN_INDEX_MIN_ROWS, int(built_rows * (1 + ANN_REBUILD_GROWTH)) + 1)
-
-    def _needs_maintenance(self) -> bool:
-        if self.mismatch:
-            return False
-        if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
-            return True
-        if self._rows_seen < 0:  # not counted since the table was opened or replaced
-            self._take_stock()
-            if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
-                return True
-        return self._rows_seen >= self._due_at
-
-    def _take_stock(self) -> None:
-        """Rows, when the ANN index falls due, and the writes since the last compaction, from
-        the table itself. Each write leaves a fragment that compaction merges, so the surplus of
-        fragments counts the writes of earlier sessions too: counted only in memory, a user who
-        wrote fewer than OPTIMIZE_EVERY_WRITES times per session never got a compaction (131
-        fragments at 100k messages made a vector search 2x slower than at 1M passages)."""
-        stats: Any = self.table.stats()  # a dict at run time, whatever its annotation says
-        rows = int(stats["num_rows"])
-        compacted = math.ceil(rows / COMPACT_TARGET_ROWS)
-        surplus = int(stats["fragment_stats"]["num_fragments"]) - compacted
-        self._rows_seen, self._due_at = rows, self._ann_due_at()
-        self._writes_since_optimize = max(self._writes_since_optimize, surplus)
-        # Rows a large import left outside the ANN index (its last writes came too few to call
-        # upkeep) are scanned by every search until upkeep gives them a segment: due now.
-        # Measured: 89k of 195k rows left so, a search by meaning took 40 ms instead of 8.
-        index = self._vector_index()
-        index_stats = self.table.index_stats(index.name) if index is not None else None
-        unindexed = index_stats.num_unindexed_rows if index_stats is not None else 0
-        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
-            self._writes_since_optimize = max(self._writes_since_optimize, OPTIMIZE_EVERY_WRITES)
-
-    def _schedule_maintenance(self) -> None:
-        if self._closed or not self._needs_maintenance():
-            return
-        with self._maintenance_lock:
-            if self._maintenance_thread and self._maintenance_thread.is_alive():
-                return
-            self._maintenance_thread = threading.Thread(
-                target=self.maintain, name=f"mnemo-maintain-{self.name}", daemon=True
-            )
-            self._maintenance_thread.start()
+    # -- upkeep (engine.memory.lance_upkeep) ----------------------------------------------------
 
     def maintain(self) -> None:
         """Compact, index new rows, prune old versions; (re)build the ANN index when due."""
-        with self._maintain_lock:  # one upkeep at a time, or two could build rival indexes
-            self._maintain()
-
-    def _maintain(self) -> None:
-        # Writers wait while upkeep runs: an index built while rows were being appended was
-        # measured at 1M rows to be 3x slower and to find 86% of the exact top 10, against 8 ms
-        # and 97% for the same build on a quiet table. Readers are never blocked.
-        try:
-            with self._write_lock:
-                self._writes_since_optimize = 0
-                if self._vector_index() is None and not self.table.tags.list():
-                    # lancedb's own upkeep does the same without an ANN index (compact, add new
-                    # rows to the keyword and key indexes, prune), and needs no pylance, whose
-                    # import keeps ~60 MB resident in the window for good. It refuses to prune
-                    # past a snapshot's tagged version, which pylance's pruning skips instead.
-                    self.table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
-                else:
-                    self._optimize_keeping_segments()
-                rows = self.count()
-                if rows >= self._ann_due_at():
-                    self._build_ann_index(rows)
-                self._rows_seen, self._due_at = rows, self._ann_due_at()
-        except Exception:  # upkeep must never take the app down; searches work without it
-            log.exception("maintenance of %s failed; it is retried after more writes", self.name)
-
-    def _optimize_keeping_segments(self) -> None:
-        """The upkeep through pylance: with an ANN index, new rows get an index segment of their
-        own (see ANN_REBUILD_GROWTH), which lancedb's ``optimize`` cannot be told; and pruning
-        keeps the versions snapshots tagged instead of failing on them."""
-        self.table.to_lance().optimize.compact_files(target_rows_per_fragment=COMPACT_TARGET_ROWS)
-        self.table.checkout_latest()  # later steps must build on the compacted version
-        indexes = self.table.list_indices()
-        vector = [index.name for index in indexes if "vector" in index.columns]
-        others = [index.name for index in indexes if "vector" not in index.columns]
-        dataset = self.table.to_lance()
-        stats = self.table.index_stats(vector[0]) if vector else None
-        unindexed = stats.num_unindexed_rows if stats is not None else 0
-        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
-            dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
-        if others:
-            dataset.optimize.optimize_indices(index_names=others)
-        dataset.cleanup_old_versions(
-            older_than=KEEP_VERSIONS_FOR, error_if_tagged_old_versions=False
-        )
-        self.table.checkout_latest()
-
-    def _build_ann_index(self, rows: int) -> None:
-        old = [i.name for i in self.table.list_indices() if "vector" in i.columns]
-        partitions = max(16, int(math.sqrt(rows)))
-        log.info("building ANN index on %s: %d rows, %d partitions", self.name, rows, partitions)
-        self.table.create_index(
-            "vector",
-            config=lancedb().index.IvfSq(distance_type="cosine", num_partitions=partitions),
-            name=f"{_INDEX_PREFIX}{partitions}_{rows}",
-        )
-        for name in old:
-            self.table.drop_index(name)
+        self.upkeep.run()
 
     def wait_for_maintenance(self) -> None:
-        thread = self._maintenance_thread
-        if thread and thread.is_alive() and thread is not threading.current_thread():
-            thread.join()
+        self.upkeep.wait()
 
     def close(self) -> None:
-        self._closed = True
-        self.wait_for_maintenance()
+        self.upkeep.close()
