@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time as time_module
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
@@ -283,7 +283,7 @@ class ArchivalStore:
         key = duplicate_key(text)
         if not key or origin == "document":  # a document's passages are its file's, by place
             return None
-        where = self._filter(None, None, None, None, origin)
+        where = _filter(self._expiry_clause(), None, None, None, None, origin)
         for row in self._vectors.text_search(key, 10, where, ["id", "text"]):
             if duplicate_key(row["text"]) == key:
                 return self.get(row["id"])
@@ -454,7 +454,7 @@ class ArchivalStore:
         origin: Origin | None = None,
     ) -> list[Passage]:  # expired ones are listed by ``expired``
         """Passages for browsing, newest first, optionally filtered like ``search``."""
-        where = self._filter(tags, source, None, None, origin)
+        where = _filter(self._expiry_clause(), tags, source, None, None, origin)
         rows = self._vectors.rows(where, _COLUMNS, limit, offset, newest_first=True)
         return [_passage(row) for row in rows]
 
@@ -483,7 +483,7 @@ class ArchivalStore:
         what the user, the model or documents wrote.
         """
         check_paging(limit, page)
-        where = self._filter(tags, source, start, end, origin)
+        where = _filter(self._expiry_clause(), tags, source, start, end, origin)
         keyword_pool, semantic_pool = candidate_pools(limit, page)
         notes: list[str] = []
         terms = query_terms(query) if mode != "semantic" else []
@@ -514,25 +514,7 @@ class ArchivalStore:
                 texts[row["id"]] = row["text"]
         keyword_rows = keyword_future.result() if keyword_future else []
         texts.update((row["id"], row["text"]) for row in keyword_rows)
-        keyword, keyword_weight = coordinated(
-            {row["id"]: float(row["_score"]) for row in keyword_rows},
-            {row["id"]: row["text"] for row in keyword_rows},
-            query,
-        )
-        if mode == "hybrid":
-            ranked = fuse(keyword, semantic, keyword_weight)
-            # Each word of the question matched in other words ("plane" against "Flight"): notes
-            # asked for in a person's own words, recall@5 0.781 -> 0.812 (paraphrase_search).
-            piece_vectors = word_match.piece_vectors_of(self._vectors.embedder)
-            if piece_vectors is not None:
-                ranked = word_match.rerank(ranked, texts, query, piece_vectors)
-        else:
-            scores = keyword if mode == "keyword" else semantic
-            ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
-        if mode != "semantic":
-            # A verbatim match holds every query word, so it is a keyword candidate, however
-            # low fusion ranked it (a code the embedder cannot tell from its neighbours).
-            ranked = exact_first(ranked, texts, query)
+        keyword, ranked = _rank(query, mode, keyword_rows, semantic, texts, self._vectors.embedder)
         chosen = ranked[(page - 1) * limit : page * limit]
         rows = self._rows_by_id([passage_id for passage_id, _ in chosen])
         hits = [
@@ -557,36 +539,67 @@ class ArchivalStore:
         )
         return Page(hits, len(ranked), page, limit, notes, traced)
 
-    def _filter(
-        self,
-        tags: Sequence[str] | None,
-        source: str | None,
-        start: datetime | date | str | None,
-        end: datetime | date | str | None,
-        origin: Origin | None = None,
-    ) -> str | None:
-        live = self._expiry_clause()
-        clauses = [live] if live else []
-        if origin is not None:
-            clauses.append(f"origin = {quote_sql(origin)}")
-        if tags:
-            clauses.append(
-                "(" + " OR ".join(f"array_has(tags, {quote_sql(tag)})" for tag in tags) + ")"
-            )
-        if source:
-            folder = source.rstrip("/\\") + "/"
-            clauses.append(
-                f"(source_path = {quote_sql(source)} OR "
-                f"starts_with(source_path, {quote_sql(folder)}))"
-            )
-        if start is not None:
-            clauses.append(f"created_at >= {to_timestamp(start)!r}")
-        if end is not None:
-            clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
-        return " AND ".join(clauses) or None
-
     def _rows_by_id(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         if not ids:
             return {}
         where = "id IN (" + ",".join(quote_sql(passage_id) for passage_id in ids) + ")"
         return {row["id"]: row for row in self._vectors.rows(where, _COLUMNS, limit=len(ids))}
+
+
+def _rank(
+    query: str,
+    mode: SearchMode,
+    keyword_rows: list[dict[str, Any]],
+    semantic: dict[str, float],
+    texts: dict[str, str],
+    embedder: Embedder,
+) -> tuple[dict[Hashable, float], list[tuple[str, float]]]:
+    """The candidates in order (id, score), and the keyword half's scores, for ``mode``."""
+    keyword, keyword_weight = coordinated(
+        {row["id"]: float(row["_score"]) for row in keyword_rows},
+        {row["id"]: row["text"] for row in keyword_rows},
+        query,
+    )
+    if mode == "hybrid":
+        ranked = fuse(keyword, semantic, keyword_weight)
+        # Each word of the question matched in other words ("plane" against "Flight"): notes
+        # asked for in a person's own words, recall@5 0.781 -> 0.812 (paraphrase_search).
+        piece_vectors = word_match.piece_vectors_of(embedder)
+        if piece_vectors is not None:
+            ranked = word_match.rerank(ranked, texts, query, piece_vectors)
+    else:
+        scores = keyword if mode == "keyword" else semantic
+        ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+    if mode != "semantic":
+        # A verbatim match holds every query word, so it is a keyword candidate, however
+        # low fusion ranked it (a code the embedder cannot tell from its neighbours).
+        ranked = exact_first(ranked, texts, query)
+    return keyword, ranked
+
+
+def _filter(
+    live: str | None,
+    tags: Sequence[str] | None,
+    source: str | None,
+    start: datetime | date | str | None,
+    end: datetime | date | str | None,
+    origin: Origin | None = None,
+) -> str | None:
+    """The WHERE of a search: ``live`` (not expired), then the person's filters."""
+    clauses = [live] if live else []
+    if origin is not None:
+        clauses.append(f"origin = {quote_sql(origin)}")
+    if tags:
+        clauses.append(
+            "(" + " OR ".join(f"array_has(tags, {quote_sql(tag)})" for tag in tags) + ")"
+        )
+    if source:
+        folder = source.rstrip("/\\") + "/"
+        clauses.append(
+            f"(source_path = {quote_sql(source)} OR starts_with(source_path, {quote_sql(folder)}))"
+        )
+    if start is not None:
+        clauses.append(f"created_at >= {to_timestamp(start)!r}")
+    if end is not None:
+        clauses.append(f"created_at <= {to_timestamp(end, end_of_day=True)!r}")
+    return " AND ".join(clauses) or None
