@@ -12,20 +12,26 @@ one, its ``valid_to`` set). A wrong fact is retracted, also kept. Each write is 
 
 from __future__ import annotations
 
-import difflib
-import re
 import time
-import unicodedata
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
 from sqlalchemy import Engine, or_
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
 from engine.db import row_or_missing
-from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
-from engine.errors import InputError, NotFoundError
+from engine.db.schema import EntityRow, RelationRow
+from engine.errors import InputError
+from engine.memory.entities import (
+    NOT_WORD,
+    USER,
+    USER_KEY,
+    Entity,
+    EntityNames,
+    clean_text,
+    name_key,
+)
 from engine.memory.search import (
     EXPIRED_GRACE_S,
     Page,
@@ -36,8 +42,6 @@ from engine.memory.search import (
 )
 from engine.memory.tombstones import Tombstones
 
-EntityKind = Literal["person", "place", "organisation", "thing", "event", "other"]
-KINDS: tuple[str, ...] = ("person", "place", "organisation", "thing", "event", "other")
 Author = Literal["user", "model", "document"]
 SourceKind = Literal["message", "passage", "document", "user"]
 
@@ -64,27 +68,6 @@ _NOUN_RELATIONS = frozenset(
     [*RELATIVES, *"birthday name full_name email phone age job job_title nationality".split()]
     + "employer partner spouse".split()
 )
-FUZZY_CUTOFF = 0.8  # difflib ratio for "did you mean": "Ana Souza" ~ "Ana Sousa" (0.89)
-NAME_CHARS = 200
-
-_ARTICLE = re.compile(r"^(the|a|an)\s+")
-_NOT_WORD = re.compile(r"[^\w]+")
-# The person using Mnemo: one entity, whatever they or the model call it.
-USER = "User"
-USER_KEY = "user"
-_USER_WORDS = frozenset({"i", "me", "myself", "user", "human", "the user", "the human"})
-MENTION_WORDS = 4  # the longest name looked for in a message, in words
-
-
-def name_key(name: str) -> str:
-    """A name as compared: accents, case, punctuation and a leading article do not count, and
-    "I", "me" and "the user" are all the user."""
-    text = unicodedata.normalize("NFKD", name)
-    text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
-    text = _NOT_WORD.sub(" ", text).strip()
-    return USER_KEY if text in _USER_WORDS else _ARTICLE.sub("", text)
-
-
 # Relations whose words need a verb to read as a sentence: "User is allergic to peanuts".
 _PHRASES = {"allergic_to": "is allergic to"}
 
@@ -123,19 +106,10 @@ def said_to_person(sentence: str) -> str:
 
 def predicate_key(predicate: str) -> str:
     """'Lives in' and 'lives-in' are ``lives_in``."""
-    key = _NOT_WORD.sub("_", predicate.strip().casefold()).strip("_")
+    key = NOT_WORD.sub("_", predicate.strip().casefold()).strip("_")
     if not key:
         raise InputError("A fact needs a relation, such as lives_in or works_at.")
     return key
-
-
-@dataclass(frozen=True)
-class Entity:
-    id: int
-    name: str
-    kind: str
-    aliases: tuple[str, ...]
-    note: str
 
 
 @dataclass(frozen=True)
@@ -182,114 +156,12 @@ class Conflict:
     current: tuple[Fact, ...]
 
 
-class KnowledgeStore:
+class KnowledgeStore(EntityNames):
+    """Facts between the entities (``EntityNames``: the names, aliases and merges)."""
+
     def __init__(self, engine: Engine, tombstones: Tombstones | None = None) -> None:
-        self._engine = engine
+        super().__init__(engine)
         self._tombstones = tombstones
-
-    # -- entities ------------------------------------------------------------------------------
-
-    def resolve(self, name: str) -> Entity | None:
-        """The entity this name or alias stands for (after merges), or None."""
-        with Session(self._engine) as session:
-            row = self._resolve_row(session, name)
-            return self._entity(session, row) if row else None
-
-    def entity(self, name: str, kind: EntityKind = "other") -> Entity:
-        """The entity named ``name``, created if there is none."""
-        with Session(self._engine) as session:
-            row = self._entity_row(session, name, kind)
-            session.commit()
-            return self._entity(session, row)
-
-    def similar(self, name: str, limit: int = 5) -> list[tuple[Entity, float]]:
-        """Entities whose name or an alias is close to ``name`` (a merge to suggest), best first."""
-        key = name_key(name)
-        matcher = difflib.SequenceMatcher()
-        matcher.set_seq2(key)  # compared with many: difflib caches what it learns of seq2
-        with Session(self._engine) as session:
-            keys = [
-                *session.exec(select(EntityRow.key, EntityRow.id)),
-                *session.exec(select(EntityAliasRow.key, EntityAliasRow.entity_id)),
-            ]
-            scores: dict[int, float] = {}
-            for other, entity_id in keys:
-                matcher.set_seq1(other)
-                # The cheap upper bounds first, as difflib.get_close_matches does.
-                if (
-                    matcher.real_quick_ratio() >= FUZZY_CUTOFF
-                    and matcher.quick_ratio() >= FUZZY_CUTOFF
-                    and (score := matcher.ratio()) >= FUZZY_CUTOFF
-                ):
-                    final = self._final_id(session, int(entity_id or 0))
-                    scores[final] = max(scores.get(final, 0.0), score)
-            best = sorted(scores.items(), key=lambda item: item[1], reverse=True)[:limit]
-            return [(self._entity(session, session.get(EntityRow, i)), s) for i, s in best]  # type: ignore[arg-type]
-
-    def find(self, text: str, limit: int = 10) -> list[Entity]:
-        """Entities whose name or an alias holds ``text`` (as compared), then close names."""
-        key = name_key(text)
-        if not key:
-            return []
-        pattern = "%" + key.replace("_", "\\_") + "%"  # a key holds only word characters
-        with Session(self._engine) as session:
-            ids = [
-                *session.exec(
-                    select(EntityRow.id).where(
-                        col(EntityRow.key).like(pattern, escape="\\"),
-                        col(EntityRow.merged_into).is_(None),
-                    )
-                ),
-                *session.exec(
-                    select(EntityAliasRow.entity_id).where(
-                        col(EntityAliasRow.key).like(pattern, escape="\\")
-                    )
-                ),
-            ]
-            found = list(dict.fromkeys(self._final_id(session, i) for i in ids if i is not None))
-            rows = [session.get(EntityRow, i) for i in found[:limit]]
-            entities = [self._entity(session, row) for row in rows if row is not None]
-        close = [entity for entity, _ in self.similar(text, limit) if entity not in entities]
-        return (entities + close)[:limit]
-
-    def add_alias(self, name: str, alias: str) -> Entity:
-        with Session(self._engine) as session:
-            row = self._require(session, name)
-            self._alias(session, row, alias)
-            session.commit()
-            return self._entity(session, row)
-
-    def merge(self, keep: str, merge: str) -> Entity:
-        """Fold ``merge`` into ``keep`` (the user confirmed they are one): its facts, aliases and
-        name move over; the merged entity stays only as a pointer, so old references resolve."""
-        with Session(self._engine) as session:
-            kept, gone = self._require(session, keep), self._require(session, merge)
-            if kept.id == gone.id:
-                raise InputError(f"{kept.name} and {merge} are already the same entity.")
-            for relation in session.exec(
-                select(RelationRow).where(
-                    or_(
-                        col(RelationRow.subject_id) == gone.id,
-                        col(RelationRow.object_id) == gone.id,
-                    )
-                )
-            ):
-                if relation.subject_id == gone.id:
-                    relation.subject_id = kept.id  # type: ignore[assignment]
-                if relation.object_id == gone.id:
-                    relation.object_id = kept.id
-                session.add(relation)
-            for alias in session.exec(
-                select(EntityAliasRow).where(EntityAliasRow.entity_id == gone.id)
-            ):
-                alias.entity_id = kept.id  # type: ignore[assignment]
-                session.add(alias)
-            gone.merged_into = kept.id
-            session.add(gone)
-            session.flush()
-            self._alias(session, kept, gone.name)
-            session.commit()
-            return self._entity(session, kept)
 
     # -- facts ---------------------------------------------------------------------------------
 
@@ -347,7 +219,7 @@ class KnowledgeStore:
         """``add`` inside the caller's transaction (a step, or a proposal's approval): nothing
         is committed here, and a fact not stored leaves no entity behind either."""
         relation = predicate_key(predicate)
-        value = _clean(obj, "what the fact says")
+        value = clean_text(obj, "what the fact says")
         if self._tombstones is not None and self._tombstones.forgets_fact(subject, relation, value):
             raise InputError(
                 "That fact holds something you asked Mnemo to forget, so it is not kept "
@@ -401,19 +273,6 @@ class KnowledgeStore:
             if other is None:
                 self._alias(session, subject_row, value)
         return self._fact(session, new)
-
-    def add_name_in(self, session: Session, name: str, kind: str, alias: str | None) -> bool:
-        """An imported person or thing, by ``name`` (found, or made of ``kind``), and one more
-        name for it; False when ``alias`` already names someone else here (the caller says
-        so: merging two people is the person's decision)."""
-        row = self._entity_row(session, name, kind if kind in KINDS else "other")
-        if alias is None:
-            return True
-        other = self._resolve_row(session, alias)
-        if other is not None and other.id != row.id:
-            return False
-        self._alias(session, row, alias)
-        return True
 
     def add_past_in(
         self,
@@ -473,7 +332,7 @@ class KnowledgeStore:
             subject = session.get(EntityRow, row.subject_id)
             assert subject is not None
             literal = row.object_id is None
-            value = _clean(obj, "what the fact says")
+            value = clean_text(obj, "what the fact says")
             object_row = None if literal else self._entity_row(session, value)
             new = RelationRow(
                 subject_id=row.subject_id,
@@ -494,56 +353,6 @@ class KnowledgeStore:
     def fact(self, fact_id: int) -> Fact:
         with Session(self._engine) as session:
             return self._fact(session, self._relation(session, fact_id))
-
-    def mentioned(self, text: str, limit: int = 3) -> list[Entity]:
-        """The entities a text names (by name or alias, up to ``MENTION_WORDS`` words; "I" and
-        "my" name the user), in the order they first appear: whose facts to recall."""
-        words = name_key(text.replace("'s ", " ")).split()
-        spans = {
-            " ".join(words[start : start + size]): start
-            for size in range(MENTION_WORDS, 0, -1)
-            for start in range(len(words) - size + 1)
-        }
-        if {"i", "my", "me", "mine", "myself"} & set(words):
-            spans.setdefault(USER_KEY, len(words))  # after anyone named: less specific
-        if not spans:
-            return []
-        keys = list(spans)
-        with Session(self._engine) as session:
-            found = [
-                *session.exec(
-                    select(EntityRow.key, EntityRow.id).where(col(EntityRow.key).in_(keys))
-                ),
-                *session.exec(
-                    select(EntityAliasRow.key, EntityAliasRow.entity_id).where(
-                        col(EntityAliasRow.key).in_(keys)
-                    )
-                ),
-            ]
-            found.sort(key=lambda pair: spans[pair[0]])
-            ids = list(dict.fromkeys(self._final_id(session, int(i)) for _, i in found))
-            rows = [session.get(EntityRow, i) for i in ids[:limit]]
-            return [self._entity(session, row) for row in rows if row is not None]
-
-    def entities(self, limit: int = 500) -> list[tuple[Entity, int]]:
-        """Every entity with its number of current facts (about it, or with it as the value),
-        the user first, then by name: the People & things page's list."""
-        counts: dict[int, int] = {}
-        with Session(self._engine) as session:
-            for column in (col(RelationRow.subject_id), col(RelationRow.object_id)):
-                for entity_id, count in session.exec(
-                    select(column, func.count())
-                    .where(RelationRow.status == "current", column.is_not(None))
-                    .group_by(column)
-                ):
-                    counts[int(entity_id or 0)] = counts.get(int(entity_id or 0), 0) + count
-            rows = session.exec(
-                select(EntityRow)
-                .where(col(EntityRow.merged_into).is_(None))
-                .order_by(col(EntityRow.key) != USER_KEY, col(EntityRow.key))
-                .limit(limit)
-            ).all()
-            return [(self._entity(session, row), counts.get(row.id or 0, 0)) for row in rows]
 
     def set_expiry(self, fact_id: int, when: datetime | date | str | float | None) -> Fact:
         """Make a fact stop holding at ``when`` (None: for good, which brings back an expired
@@ -675,64 +484,6 @@ class KnowledgeStore:
             )
         )
 
-    def _final_id(self, session: Session, entity_id: int) -> int:
-        row = session.get(EntityRow, entity_id)
-        while row is not None and row.merged_into is not None:
-            row = session.get(EntityRow, row.merged_into)
-        return entity_id if row is None else row.id  # type: ignore[return-value]
-
-    def _resolve_row(self, session: Session, name: str) -> EntityRow | None:
-        key = name_key(name)
-        if not key:
-            return None
-        row = session.exec(select(EntityRow).where(EntityRow.key == key)).first()
-        if row is None:
-            alias = session.get(EntityAliasRow, key)
-            row = session.get(EntityRow, alias.entity_id) if alias else None
-        if row is None:
-            return None
-        return session.get(EntityRow, self._final_id(session, row.id))  # type: ignore[arg-type]
-
-    def _require(self, session: Session, name: str) -> EntityRow:
-        row = self._resolve_row(session, name)
-        if row is None:
-            raise NotFoundError(f"Knowledge memory knows no one and nothing called {name!r}.")
-        return row
-
-    def _entity_row(self, session: Session, name: str, kind: str = "other") -> EntityRow:
-        found = self._resolve_row(session, name)
-        if found is not None:
-            return found
-        if kind not in KINDS:
-            raise InputError(f"{kind!r} is not a kind of entity; use one of {', '.join(KINDS)}.")
-        clean = _clean(name, "a name")
-        key = name_key(clean)
-        if key == USER_KEY:
-            clean, kind = USER, "person"
-        row = EntityRow(name=clean, key=key, kind=kind, created_at=time.time())
-        if not row.key:
-            raise InputError(f"{name!r} is not a name: it has no letters or digits.")
-        session.add(row)
-        session.flush()
-        return row
-
-    def _alias(self, session: Session, row: EntityRow, alias: str) -> None:
-        key = name_key(_clean(alias, "an alias"))
-        if not key or key == row.key:
-            return
-        other = self._resolve_row(session, alias)
-        if other is not None and other.id != row.id:
-            raise InputError(
-                f"{alias!r} already names {other.name}; merge the two if they are one."
-            )
-        session.merge(EntityAliasRow(key=key, alias=alias.strip(), entity_id=row.id))  # type: ignore[arg-type]
-
-    def _entity(self, session: Session, row: EntityRow) -> Entity:
-        aliases = session.exec(
-            select(EntityAliasRow.alias).where(EntityAliasRow.entity_id == row.id)
-        ).all()
-        return Entity(row.id, row.name, row.kind, tuple(sorted(aliases)), row.note)  # type: ignore[arg-type]
-
     def _fact(self, session: Session, row: RelationRow) -> Fact:
         subject = session.get(EntityRow, row.subject_id)
         target = session.get(EntityRow, row.object_id) if row.object_id is not None else None
@@ -757,15 +508,6 @@ class KnowledgeStore:
 def _unexpired() -> Any:
     """A fact that has expired is no longer current (it waits in ``expired``)."""
     return or_(col(RelationRow.expires_at).is_(None), col(RelationRow.expires_at) > time.time())
-
-
-def _clean(text: str, what: str) -> str:
-    clean = " ".join(text.split())
-    if not clean:
-        raise InputError(f"Give {what}; it was empty.")
-    if len(clean) > NAME_CHARS:
-        raise InputError(f"Keep {what} under {NAME_CHARS} characters (it had {len(clean)}).")
-    return clean
 
 
 __all__ = [
