@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from filelock import FileLock, Timeout
 
@@ -34,7 +34,12 @@ from engine.ingest.loaders import DocumentError, UnsupportedFile, is_supported, 
 from engine.memory.archival import ArchivalStore, NewPassage, Source
 
 if TYPE_CHECKING:
-    from engine.mnemo import Mnemo
+    from sqlalchemy import Engine
+
+    from engine.embed.base import Embedder
+    from engine.memory.snapshots import Snapshot
+    from engine.profile import Profile
+    from engine.settings import Settings
 
 log = logging.getLogger("mnemo.ingest")
 
@@ -171,14 +176,32 @@ def _reason(error: BaseException) -> str:
     return f"reading it failed unexpectedly ({type(error).__name__}: {error})"
 
 
+class Stores(Protocol):
+    """What ingestion reads and writes, and nothing more: the profile's folder (its lock),
+    archival memory, the document index's database, the settings, the embedder, and the
+    snapshot a large removal takes first. A ``Mnemo`` is one."""
+
+    profile: Profile
+    archival: ArchivalStore
+    settings: Settings
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+    @property
+    def database(self) -> Engine: ...
+
+    def snapshot_before(self, what: str) -> Snapshot | None: ...
+
+
 class Ingestor:
     """Reads files into a profile's archival memory and keeps the ingestion index."""
 
-    def __init__(self, mnemo: Mnemo, on_wait: Callable[[], None] | None = None) -> None:
+    def __init__(self, stores: Stores, on_wait: Callable[[], None] | None = None) -> None:
         """``on_wait`` is called once if another process is ingesting into this profile."""
-        self._mnemo = mnemo
+        self._stores = stores
         self._on_wait = on_wait
-        self.index = DocumentIndex(mnemo.database)
+        self.index = DocumentIndex(stores.database)
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -188,7 +211,7 @@ class Ingestor:
         read the index before either wrote it), so the second waits for the first.
         """
         with _WRITE_LOCK:
-            lock = FileLock(self._mnemo.profile.root / "ingest.lock", thread_local=False)
+            lock = FileLock(self._stores.profile.root / "ingest.lock", thread_local=False)
             try:
                 lock.acquire(timeout=0)
             except Timeout:
@@ -301,14 +324,14 @@ class Ingestor:
             writer.flush()
         finally:
             if work:  # files were embedded: give back the embedder's peak working memory
-                release = getattr(self._mnemo.embedder, "release_memory", None)
+                release = getattr(self._stores.embedder, "release_memory", None)
                 if release is not None:
                     release()
         state.current = None
         return state
 
     def _unchanged(self, row: DocumentRow | None, path: Path) -> FileResult | None:
-        if row is None or row.status != "done" or row.embedder != self._mnemo.embedder.name:
+        if row is None or row.status != "done" or row.embedder != self._stores.embedder.name:
             return None
         try:
             stat = path.stat()
@@ -363,10 +386,10 @@ class Ingestor:
             writer.report(self._failed(key, f"it is {kind}, not a document"))
             return
         had_passages = row is not None and (row.chunk_count > 0 or row.status == "indexing")
-        limit = int(self._mnemo.settings.get("ingest.max_file_mb"))
+        limit = int(self._stores.settings.get("ingest.max_file_mb"))
         if stat.st_size > limit * 2**20 or stat.st_size == 0:
             if had_passages:
-                self._mnemo.archival.delete_by_source(key)
+                self._stores.archival.delete_by_source(key)
             if stat.st_size:
                 reason = (
                     f"it is {stat.st_size / 2**20:.0f} MB and Mnemo reads files up to {limit} MB "
@@ -393,18 +416,18 @@ class Ingestor:
             row is not None
             and row.status == "done"
             and row.content_hash == digest
-            and row.embedder == self._mnemo.embedder.name
+            and row.embedder == self._stores.embedder.name
         ):
             self.index.set(key, size=stat.st_size, mtime=stat.st_mtime)  # touched, not changed
             writer.report(FileResult(key, "unchanged", row.chunk_count))
             return
         self.index.set(key, status="indexing", error=None)
         if had_passages:
-            self._mnemo.archival.delete_by_source(key)  # changed, or a crash mid-way: start clean
+            self._stores.archival.delete_by_source(key)  # changed, or a crash mid-way: start clean
         file = writer.start(key, stat, digest)
         allowed_s = (
             MIN_FILE_SECONDS
-            + int(self._mnemo.settings.get("ingest.seconds_per_mb")) * stat.st_size / 2**20
+            + int(self._stores.settings.get("ingest.seconds_per_mb")) * stat.st_size / 2**20
         )
         deadline = time.monotonic() + allowed_s
         try:
@@ -445,7 +468,7 @@ class Ingestor:
         writer.finish(file)
 
     def _writer(self, report: Callable[[FileResult], None]) -> _Writer:
-        return _Writer(self._mnemo.archival, self.index, self._mnemo.embedder.name, report)
+        return _Writer(self._stores.archival, self.index, self._stores.embedder.name, report)
 
     def _failed(self, key: str, reason: str) -> FileResult:
         self.index.set(key, status="error", error=reason, chunk_count=0)
@@ -462,12 +485,12 @@ class Ingestor:
         removed = 0
         rows = [row.path for row in self.index.all(under=path)]
         if rows:  # a folder, not one file the watcher saw go
-            self._mnemo.snapshot_before(f"removing {path} and its passages")
+            self._stores.snapshot_before(f"removing {path} and its passages")
         if self.index.get(path) is not None:
             rows.append(path)
         keys = list(dict.fromkeys(rows))
         for key in keys:
-            removed += self._mnemo.archival.delete_by_source(key)
+            removed += self._stores.archival.delete_by_source(key)
             self.index.delete(key)
         return removed
 
