@@ -8,13 +8,15 @@ untouched.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import os
 import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import Connection, Engine, event
 from sqlalchemy.pool import QueuePool
@@ -42,6 +44,32 @@ def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) ->
 
 
 Row = TypeVar("Row")
+Store = TypeVar("Store", bound="HasEngine")
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+class HasEngine(Protocol):
+    _engine: Engine
+
+
+def committed(
+    method: Callable[Concatenate[Store, Session, Params], Result],
+) -> Callable[Concatenate[Store, Params], Result]:
+    """The form of an ``…_in(session, …)`` method that runs in a session of its own and commits
+    (``add = committed(add_in)``): one signature for the two, where each was written out."""
+
+    @functools.wraps(method)
+    def run(store: Store, /, *args: Params.args, **kwargs: Params.kwargs) -> Result:
+        with Session(store._engine) as session:
+            result = method(store, session, *args, **kwargs)
+            session.commit()
+            return result
+
+    signature = inspect.signature(method)  # help() shows it without the session
+    first, _session, *rest = signature.parameters.values()
+    run.__signature__ = signature.replace(parameters=[first, *rest])  # type: ignore[attr-defined]
+    return run
 
 
 def row_or_missing(session: Session, table: type[Row], key: Any, missing: str) -> Row:

@@ -17,7 +17,7 @@ from typing import Literal
 from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
-from engine.db import row_or_missing
+from engine.db import committed, row_or_missing
 from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
 from engine.memory.search import from_timestamp
@@ -272,29 +272,6 @@ class CoreMemory:
         restored = target.old_value or ""
         return self._write(label, lambda _old: restored, "undo", author, "version", str(target.id))
 
-    def add_block(
-        self,
-        label: str,
-        value: str = "",
-        *,
-        description: str = "",
-        char_limit: int = DEFAULT_CHAR_LIMIT,
-        read_only: bool = False,
-        author: Author = "user",
-    ) -> Block:
-        with Session(self._engine) as session:
-            block = self.add_block_in(
-                session,
-                label,
-                value,
-                description=description,
-                char_limit=char_limit,
-                read_only=read_only,
-                author=author,
-            )
-            session.commit()
-            return block
-
     def add_block_in(
         self,
         session: Session,
@@ -306,7 +283,8 @@ class CoreMemory:
         read_only: bool = False,
         author: Author = "user",
     ) -> Block:
-        """``add_block`` inside the caller's transaction (an approved proposal's)."""
+        """A new block; nothing is committed here: the caller's transaction (an approved
+        proposal's) does, or ``add_block`` does for itself."""
         self.check_new_block(label, value, char_limit)
         if session.get(CoreBlock, label) is not None:
             raise CoreMemoryError(f"There is already a block named {label}.")
@@ -316,6 +294,8 @@ class CoreMemory:
         )
         session.flush()
         return _block(row)
+
+    add_block = committed(add_block_in)
 
     def remove_block(self, label: str, *, author: Author = "user") -> None:
         if label in DEFAULT_BLOCKS:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
-from engine.db import row_or_missing
+from engine.db import committed, row_or_missing
 from engine.db.schema import EntityRow, RelationRow
 from engine.errors import InputError
 from engine.memory.entities import (
@@ -165,42 +165,6 @@ class KnowledgeStore(EntityNames):
 
     # -- facts ---------------------------------------------------------------------------------
 
-    def add(
-        self,
-        subject: str,
-        predicate: str,
-        obj: str,
-        *,
-        valid_from: datetime | date | str | None = None,
-        source_kind: SourceKind = "user",
-        source_ref: str | None = None,
-        asserted_by: Author = "user",
-        literal: bool | None = None,
-        supersede: bool = False,
-        expires_at: datetime | date | str | float | None = None,
-    ) -> Fact | Conflict:
-        """Store a fact; the same current fact again is not stored twice (it is returned).
-
-        A different value of a single-valued relation is a ``Conflict`` unless ``supersede``
-        (the user agreed): the current facts are then superseded by the new one.
-        """
-        with Session(self._engine) as session:
-            result = self.add_in(
-                session,
-                subject,
-                predicate,
-                obj,
-                valid_from=valid_from,
-                source_kind=source_kind,
-                source_ref=source_ref,
-                asserted_by=asserted_by,
-                literal=literal,
-                supersede=supersede,
-                expires_at=expires_at,
-            )
-            session.commit()
-            return result
-
     def add_in(
         self,
         session: Session,
@@ -216,8 +180,12 @@ class KnowledgeStore(EntityNames):
         supersede: bool = False,
         expires_at: datetime | date | str | float | None = None,
     ) -> Fact | Conflict:
-        """``add`` inside the caller's transaction (a step, or a proposal's approval): nothing
-        is committed here, and a fact not stored leaves no entity behind either."""
+        """Store a fact; the same current fact again is not stored twice (it is returned).
+
+        A different value of a single-valued relation is a ``Conflict`` unless ``supersede``
+        (the user agreed): the current facts are then superseded by the new one. Nothing is
+        committed here: the caller's transaction (a step, or a proposal's approval) does, or
+        ``add`` does for itself. A fact not stored leaves no entity behind either."""
         relation = predicate_key(predicate)
         value = clean_text(obj, "what the fact says")
         if self._tombstones is not None and self._tombstones.forgets_fact(subject, relation, value):
@@ -273,6 +241,8 @@ class KnowledgeStore(EntityNames):
             if other is None:
                 self._alias(session, subject_row, value)
         return self._fact(session, new)
+
+    add = committed(add_in)
 
     def add_past_in(
         self,

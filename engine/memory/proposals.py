@@ -140,6 +140,13 @@ def _tell_model(tx: RecallTransaction, row: ProposalRow, sentence: str) -> None:
         tx.add("system", sentence, conversation_id=row.conversation_id)
 
 
+def _stored(session: Session, row: ProposalRow) -> Proposal:
+    """A new proposal, written in the caller's transaction (it commits)."""
+    session.add(row)
+    session.flush()
+    return _proposal(row)
+
+
 def _proposal(row: ProposalRow) -> Proposal:
     assert row.id is not None
     return Proposal(
@@ -300,9 +307,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        session.add(row)
-        session.flush()
-        return _proposal(row)
+        return _stored(session, row)
 
     def create_block_in(
         self,
@@ -331,9 +336,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        session.add(row)
-        session.flush()
-        return _proposal(row)
+        return _stored(session, row)
 
     def create_note_in(
         self, session: Session, *, text: str, client: str, untrusted_reason: str
@@ -351,9 +354,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        session.add(row)
-        session.flush()
-        return _proposal(row)
+        return _stored(session, row)
 
     # -- reading -------------------------------------------------------------------------------
 
