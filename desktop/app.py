@@ -171,8 +171,9 @@ def open_behind(
                 return
             from engine.embed import default_embedder
 
-            # ONNX Runtime builds its session in C++ while LanceDB's Python is imported (chat
-            # ready ~0.15 s sooner); a failure is reported by Mnemo.open, which asks again.
+            # ONNX Runtime builds its session in C++ while LanceDB's Python is imported (the
+            # chat is ready sooner, startup.py); a failure is reported by Mnemo.open, which asks
+            # again.
             threading.Thread(target=_quietly(default_embedder), daemon=True).start()
             from desktop.workers import loading_ahead
             from engine.mnemo import Mnemo

@@ -102,7 +102,7 @@ def ask_to_forget(
             )
             said(f"Forgotten: {plan.what} ({counts or 'the item'}).{deleted}")
 
-        # A forget rewrites the stores' files (13 s at 100k messages and passages): say so.
+        # A forget rewrites the stores' files, seconds on a large profile (forget_cost.py).
         said(f"Forgetting {plan.what}… Mnemo rewrites its files so that no copy stays behind.")
         tasks.submit(lambda: forget.forget(mnemo, plan), done, said, changes=CHANGES)
 

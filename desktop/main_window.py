@@ -102,8 +102,9 @@ class MainWindow(QMainWindow):
     ) -> None:
         super().__init__()
         # Workers run Python between their C calls (chunking, SQL rows, tokenizing); with the
-        # default 5 ms switch interval the GUI thread waited up to 100+ ms for the interpreter
-        # while three of them were busy. 1 ms hands it over sooner, at little cost to them.
+        # default switch interval the GUI thread waited long for the interpreter while three of
+        # them were busy (gui_responsiveness.py). A shorter one hands it over sooner, at little
+        # cost to them.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.collector = GuiThreadCollector(self)  # before any worker thread starts
         # A RemoteMnemo stands in for a Mnemo with the attributes the pages use.

@@ -67,8 +67,7 @@ class AssistedTurn:
         if not self._recalled_already(hits):  # a resumed turn may have
             # With the model on a GPU, it evaluates the prompt so far while memory is searched.
             # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
-            # wait), and searching first was faster: TTFT p50 0.146 s against 0.152 s, 4 rounds
-            # of 30 turns each way alternated (assisted_latency.py's runs, 2 cores).
+            # wait), and searching first gave the first token sooner (assisted_latency.py).
             warm = None
             if getattr(self.model, "gpu_layers", 0):
                 warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)

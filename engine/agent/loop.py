@@ -96,8 +96,8 @@ class _Turn:
         self.must_reply = False
         self.passages: list[Passage] = []  # read this turn; a reply may cite them
         # Messages and passages in memory, for the status line: counted at the turn's first
-        # step only (a count of 100k messages takes 4 ms; the few a turn adds tell the model
-        # nothing).
+        # step only (counting a large profile is not free, and the few a turn adds tell the
+        # model nothing).
         self.memory_size: tuple[int, int] | None = None
 
 

@@ -23,9 +23,9 @@ MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on inputs of at most 256 word p
 BATCH_SIZE = 64
 BATCH_CELLS = 8 * MAX_TOKENS**2  # the most rows x width^2 in one batch (see ``embed``)
 # A call with this few texts is a chat message or a query: ONNX Runtime gives its working
-# memory back after it (measured ~1 ms dearer per call), so that a long chat does not leave the
-# arena at its largest message's size (about 80 MB after 50 turns). Bulk calls keep the arena
-# for speed and give it back through ``release_memory`` when they are done.
+# memory back after it (a little dearer per call), so that a long chat does not leave the arena
+# at its largest message's size (memory_at_rest.py). Bulk calls keep the arena for speed and give
+# it back through ``release_memory`` when they are done.
 FEW_TEXTS = 8
 
 log = logging.getLogger("mnemo.embed")
@@ -87,8 +87,8 @@ class MiniLMEmbedder:
         options = self._shrink if len(texts) <= FEW_TEXTS else None
         start = 0
         while start < len(order):
-            # Attention memory grows with rows x width^2: long passages go in smaller batches
-            # (64 full-length ones peaked near 3 GB; 8 stay under 0.7 GB, at the same speed).
+            # Attention memory grows with rows x width^2: long passages go in smaller batches,
+            # at the same speed and a fraction of the peak (ingest_memory.py).
             width = len(encodings[order[min(start + BATCH_SIZE, len(order)) - 1]].ids)
             rows = max(1, min(BATCH_SIZE, BATCH_CELLS // max(1, width) ** 2))
             batch = order[start : start + rows]

@@ -185,8 +185,8 @@ class ArchivalStore:
         self._embedder = embedder
         self._tombstones = tombstones
         # Whether any passage carries an expiry (None: not counted yet). Until one does, searches
-        # need no expiry filter: at 1M passages the filter alone took a hybrid search from 41 to
-        # 71 ms (p50, archival_search.py), as every search became a filtered one.
+        # need no expiry filter, which makes every search a filtered one and, at a million
+        # passages, much slower (archival_search.py).
         self._any_expiry: bool | None = None
 
     def _expires(self) -> bool:
@@ -493,9 +493,9 @@ class ArchivalStore:
         if vectors:
             self._vectors.embed_query(query)
         # Both halves read their candidates' text (one query each, side by side); the chosen
-        # page's whole rows come in one more query. At 1M passages: ~30 ms, against ~50 ms when
-        # both read whole rows (each column is one more read per candidate), and against two
-        # more queries to fetch the texts and then the rows.
+        # page's whole rows come in one more query. Reading whole rows for every candidate costs
+        # one more read per column, and fetching the texts apart two more queries
+        # (archival_search.py).
         keyword_future = (
             KEYWORD_SEARCHES.submit(
                 self._vectors.text_search, " ".join(terms), keyword_pool, where, _TEXT

@@ -23,8 +23,8 @@ from engine.memory.snapshots import NOT_ON_POSTGRES, SnapshotError
 from engine.memory.vectors import VectorTable
 
 # An add at least this large, and at least as large as the table, builds the index once after
-# the rows are in instead of growing it row by row: measured here on 384-dim vectors, a build
-# cost 0.4 ms a row and growing it 4.7 ms (pgvector 0.6, 2 cores).
+# the rows are in instead of growing it row by row, which costs about ten times as much a row
+# (recall_backends.py).
 BULK_ROWS = 20_000
 # Bytes a bulk build may use: what its graph needs, between PostgreSQL's default and 1 GB.
 MIN_BUILD_MEMORY, MAX_BUILD_MEMORY = 64 << 20, 1 << 30

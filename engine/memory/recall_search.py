@@ -35,8 +35,8 @@ from engine.memory.word_match import RERANK_DEPTH, piece_vectors_of
 
 # How far a word's messages are counted for its weight on PostgreSQL (``RecallSearch._idf``).
 IDF_COUNT_CAP = 10_000
-# The messages in all: the planner's estimate once PostgreSQL has analysed the table (a count of
-# 1M rows took ~50 ms), else counted.
+# The messages in all: the planner's estimate once PostgreSQL has analysed the table (counting a
+# large table on every search is slow), else counted.
 _MESSAGE_COUNT = (
     "(SELECT CASE WHEN c.reltuples > 0 THEN c.reltuples::bigint "
     "ELSE (SELECT count(*) FROM message) END FROM pg_class c WHERE c.oid = 'message'::regclass)"

@@ -120,7 +120,7 @@ class MessageVectors:
         self.lock = threading.Lock()  # held from a message's insert to its vector's write
         # Set once the table holds only EMBEDDED_ROLES' vectors (older versions embedded every
         # row; the start-up repair removes the rest): a search of those roles then needs no
-        # filter, which cost a vector search at 100k messages ~5 ms.
+        # filter, which slows every vector search (recall_search.py).
         self.only_turns = threading.Event()
         self._repair_thread = threading.Thread(
             target=self.repair_missing_vectors, name="mnemo-recall-repair", daemon=True

@@ -43,7 +43,7 @@ DATABASE = "mnemo.sqlite"
 META = "snapshot.json"
 TAG_PREFIX = "snapshot-"
 # Automatic snapshots kept: the newest 10, and no more than 2 GiB of database copies between
-# them (a profile with 100k messages copies ~150 MB; ten such copies stay under the cap).
+# them (ten copies of a profile with years of messages stay under the cap).
 KEEP_AUTOMATIC = 10
 AUTOMATIC_CAP_BYTES = 2 * 2**30
 BULK_DELETE = 20  # deleting more items than this at once takes a snapshot first
