@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QListWidget, QListWidgetItem, QPushButton, QVBoxLayout, QWidget
 
 from desktop.threads import MESSAGES, Tasks
-from engine.memory.conversations import ConversationInfo
+from engine.memory.recall.conversations import ConversationInfo
 from engine.mnemo import Mnemo
 
 WHEN = "%d %b %H:%M"

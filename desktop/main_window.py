@@ -70,7 +70,7 @@ from engine.events import (
 from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.memory import forget
-from engine.memory.messages import DEFAULT_CONVERSATION
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.modes import choose_mode
 from engine.server.client import UNREACHABLE, RemoteMnemo

@@ -2,7 +2,8 @@
 
 ``from engine import Mnemo`` works as ever, but ``Mnemo`` (SQLite, SQLAlchemy, the stores) loads
 only when it is first used, so that `mnemo --help` and the window's first paint do not wait for
-it. The other heavy dependency, LanceDB, loads when a profile opens (``engine.memory.lance``).
+it. The other heavy dependency, LanceDB, loads when a profile opens
+(``engine.memory.vectors.lance``).
 """
 
 import os

@@ -24,7 +24,7 @@ from sqlalchemy import text
 
 from engine.db import on_postgres
 from engine.memory import forget
-from engine.memory.recall_vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
+from engine.memory.recall.vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
 from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
 

@@ -18,16 +18,16 @@ from engine.embed import Embedder, default_embedder
 from engine.errors import ProfileError
 from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
-from engine.memory.conversations import Conversations
 from engine.memory.core import CoreMemory
 from engine.memory.knowledge import KnowledgeStore
-from engine.memory.lance import archival_location, lancedb
-from engine.memory.pg_vectors import PgVectorTable
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
+from engine.memory.recall.conversations import Conversations
 from engine.memory.snapshots import NOT_ON_POSTGRES, Snapshot, SnapshotStore
 from engine.memory.tombstones import Tombstones
 from engine.memory.vectors import VectorTable
+from engine.memory.vectors.lance import archival_location, lancedb
+from engine.memory.vectors.postgres import PgVectorTable
 from engine.profile import Profile
 from engine.settings import Settings
 

@@ -26,7 +26,7 @@ from engine.exchange.archive import OFFERED, TABLES, message_key
 from engine.ingest.ingestor import Ingestor
 from engine.ingest.watch import WatchedFolders
 from engine.memory.archival import IMPORTED_TAG
-from engine.memory.messages import NewMessage
+from engine.memory.recall.messages import NewMessage
 
 PEOPLE = ["Ana", "Ben", "Chloe", "Dev", "Ewa", "Farid", "Gus", "Hana"]
 PLACES = ["Porto", "Lyon", "Madrid", "Lisbon", "Oslo", "Kyoto", "Quito"]

@@ -8,8 +8,8 @@ import pytest
 
 from engine import Mnemo
 from engine.errors import EmbedderMismatchError, InputError, NotFoundError
-from engine.memory import lance_upkeep
 from engine.memory.archival import Source
+from engine.memory.vectors import upkeep as lance_upkeep
 
 FACTS = [
     "The spare house key is hidden under the blue flowerpot by the back door.",
@@ -316,7 +316,7 @@ def test_each_word_of_the_question_is_matched_in_other_words(mnemo):
 def test_lancedb_loads_without_the_rest_client_it_never_uses_which_still_works_when_asked():
     code = (
         "import sys\n"
-        "from engine.memory.lance import lancedb\n"
+        "from engine.memory.vectors.lance import lancedb\n"
         "lancedb().connect(sys.argv[1]).create_table('t', data=[{'x': 1}])\n"
         "print(any(n.startswith('lance_namespace_urllib3_client.api') for n in sys.modules))\n"
         "from lance_namespace_urllib3_client import TableApi\n"

@@ -460,7 +460,7 @@ ASIDE = (
 
 
 def test_which_messages_get_vectors_of_their_sentences():
-    from engine.memory.recall_vectors import sentence_parts
+    from engine.memory.recall.vectors import sentence_parts
 
     assert sentence_parts("user", ASIDE) == [
         "Can you recommend a lightweight tent for a weekend of camping in the Alps?",

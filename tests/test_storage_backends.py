@@ -198,7 +198,7 @@ def test_a_large_import_builds_the_vector_index_once_at_the_end(
 ):
     from sqlalchemy import text
 
-    from engine.memory import pg_vectors
+    from engine.memory.vectors import postgres as pg_vectors
 
     monkeypatch.setattr(pg_vectors, "BULK_ROWS", 40)
     with Mnemo.open(profile_dir, embedder=embedder, database_url=postgres_server) as m:

@@ -8,8 +8,8 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from engine.memory import lance_upkeep
 from engine.memory.vectors import VectorTable
+from engine.memory.vectors import upkeep as lance_upkeep
 
 
 class SixteenDims:

@@ -36,8 +36,8 @@ from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel, load_model
 from engine.memory import forget
-from engine.memory.conversations import ConversationInfo
 from engine.memory.proposals import Proposal
+from engine.memory.recall.conversations import ConversationInfo
 from engine.profile import CHAT
 from engine.text import one_line
 from engine.transcript import NOTICE

@@ -252,7 +252,7 @@ MIGRATIONS: list[tuple[str, str]] = [
     (
         "message_sentence_vectors",
         # The user's messages of several sentences get a vector per sentence as well
-        # (recall_vectors.sentence_parts); those stored before are given theirs once, by the
+        # (recall.vectors.sentence_parts); those stored before are given theirs once, by the
         # start-up repair, conversation by conversation.
         """
         CREATE TABLE message_sentences_pending (conversation_id TEXT PRIMARY KEY);

@@ -43,7 +43,7 @@ from engine.db import on_postgres
 from engine.errors import InputError, MnemoError, user_message
 from engine.ingest.watch import WatchedFolders
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
-from engine.memory.messages import NewMessage
+from engine.memory.recall.messages import NewMessage
 from engine.memory.search import from_timestamp, to_timestamp
 from engine.settings import DEFAULTS, PLACED_AT_CREATION
 

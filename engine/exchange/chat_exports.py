@@ -43,7 +43,7 @@ from engine.exchange.archive import (
     message_keys,
     new_message_key,
 )
-from engine.memory.messages import NewMessage
+from engine.memory.recall.messages import NewMessage
 from engine.text import safe_value
 
 if TYPE_CHECKING:

@@ -41,8 +41,8 @@ from engine.ingest.chunking import chunk_sections
 from engine.ingest.loaders import Section, text_pieces
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.core import DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT
-from engine.memory.messages import NewMessage
 from engine.memory.recall import DEFAULT_CONVERSATION
+from engine.memory.recall.messages import NewMessage
 from engine.resources import resource_path
 from engine.settings import BUNDLED_MODEL
 

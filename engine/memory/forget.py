@@ -39,8 +39,9 @@ from sqlalchemy import Connection, Engine, text
 
 from engine.db import on_postgres
 from engine.errors import InputError, NotFoundError
-from engine.memory import context_index, trace
+from engine.memory import trace
 from engine.memory.knowledge import LITERAL_VALUED
+from engine.memory.recall import context_index
 from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, Tombstone, words
 from engine.memory.vectors import clear_query_vectors, quote_sql

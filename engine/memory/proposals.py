@@ -36,8 +36,8 @@ from engine.memory.knowledge import (
     name_key,
     said_to_person,
 )
-from engine.memory.messages import DEFAULT_CONVERSATION
 from engine.memory.recall import RecallStore, RecallTransaction
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.memory.search import from_timestamp
 
 if TYPE_CHECKING:

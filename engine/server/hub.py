@@ -25,7 +25,7 @@ from engine.assistants import Assistants, check_name, is_profile
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, TurnFinished
 from engine.llm import ChatModel
-from engine.memory.messages import DEFAULT_CONVERSATION
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.settings import Settings, touches_the_machine
 

@@ -28,7 +28,7 @@ from pydantic import Field
 from engine import __version__
 from engine.errors import InputError, MnemoError, user_message
 from engine.functions import PAGE_SIZE, SEARCHED_ROLES, ToolContext, messages_text, run_function
-from engine.memory.messages import DEFAULT_CONVERSATION
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

@@ -23,7 +23,7 @@ from _common import ClusteredVectors, TextGenerator, emit
 from engine import Mnemo
 from engine.embed import default_embedder
 from engine.memory import forget
-from engine.memory.messages import NewMessage
+from engine.memory.recall.messages import NewMessage
 
 SECRET = "zebra-7741-quartz"
 CHUNK = 5000

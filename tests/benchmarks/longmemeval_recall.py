@@ -50,7 +50,7 @@ from engine import Mnemo
 from engine.embed import default_embedder
 from engine.functions import search_conversation
 from engine.memory.recall import NewMessage
-from engine.memory.recall_vectors import sentence_parts
+from engine.memory.recall.vectors import sentence_parts
 
 _WORD = re.compile(r"\w+")
 

@@ -26,10 +26,12 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 from unittest import mock
 
-from engine.memory import context_index, recall_search, search, vectors, word_match
-from engine.memory.pg_vectors import PgVectorTable
-from engine.memory.recall_vectors import WHOLE_MESSAGES
+from engine.memory import search, vectors, word_match
+from engine.memory.recall import context_index
+from engine.memory.recall import search as recall_search
+from engine.memory.recall.vectors import WHOLE_MESSAGES
 from engine.memory.search import _STOPWORDS, _WORD, STEM
+from engine.memory.vectors.postgres import PgVectorTable
 
 Switch = Callable[[], AbstractContextManager[Any]]
 AS_BUILT = "as built"

@@ -63,7 +63,7 @@ from engine.llm.local import LlamaModel
 from engine.llm.scripted import ScriptedModel
 from engine.memory.archival import ArchivalStore
 from engine.memory.recall import RecallStore, RecallTransaction
-from engine.memory.recall_vectors import MessageVectors
+from engine.memory.recall.vectors import MessageVectors
 from engine.memory.vectors import VectorTable
 
 WINDOW_MESSAGES = 20

@@ -1,8 +1,8 @@
 """Recall memory: every message ever exchanged, in SQLite, searchable by words, date and meaning.
 
 ``RecallStore`` is the one door. Writing is here (one insert path, for one message or many);
-searching is in ``recall_search``; the message vectors (embedding, repair after a crash,
-re-embedding) are in ``recall_vectors``; what a stored message is, is in ``messages``.
+searching is in ``recall.search``; the message vectors (embedding, repair after a crash,
+re-embedding) are in ``recall.vectors``; what a stored message is, is in ``recall.messages``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from sqlmodel import Session
 from engine.db import on_postgres
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
-from engine.memory import context_index
-from engine.memory.messages import (
+from engine.memory.recall import context_index
+from engine.memory.recall.messages import (
     COLUMNS,
     DEFAULT_CONVERSATION,
     PASTED_CHARS,
@@ -33,8 +33,8 @@ from engine.memory.messages import (
     pasted_for,
     pasted_reason,
 )
-from engine.memory.recall_search import RecallSearch
-from engine.memory.recall_vectors import VECTOR_SCHEMA, WHOLE_MESSAGES, MessageVectors
+from engine.memory.recall.search import RecallSearch
+from engine.memory.recall.vectors import VECTOR_SCHEMA, WHOLE_MESSAGES, MessageVectors
 from engine.memory.search import Page, SearchMode, to_timestamp
 from engine.memory.tombstones import Tombstones
 from engine.memory.vectors import VectorTable

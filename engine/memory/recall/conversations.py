@@ -18,7 +18,7 @@ from datetime import datetime
 from sqlalchemy import Engine, text
 
 from engine.errors import NotFoundError
-from engine.memory.messages import DEFAULT_CONVERSATION
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.settings import Settings
 from engine.text import one_line
 

@@ -1,6 +1,6 @@
 """The vectors of recall messages, in LanceDB beside the SQLite rows they belong to.
 
-Messages are committed to SQLite first; their vectors follow (``recall_vectors``, keyed by
+Messages are committed to SQLite first; their vectors follow (this module, keyed by
 message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
 writes is repaired when the profile next opens (on a thread of its own) instead of leaving a
 message unfindable by meaning. The same start-up thread also gives messages stored before
@@ -23,7 +23,7 @@ import pyarrow as pa
 from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
-from engine.memory import context_index
+from engine.memory.recall import context_index
 from engine.memory.search import chunked
 from engine.memory.vectors import VectorTable, quote_sql
 

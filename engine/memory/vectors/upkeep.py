@@ -11,7 +11,7 @@ import threading
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from engine.memory.lance import lancedb
+from engine.memory.vectors.lance import lancedb
 
 if TYPE_CHECKING:
     from engine.memory.vectors import VectorTable

@@ -12,9 +12,10 @@ from typing import Any
 from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
-from engine.memory import context_index, trace, word_match
-from engine.memory.messages import COLUMNS, MessageHit, check_role, hit_from_row
-from engine.memory.recall_vectors import EMBEDDED_ROLES
+from engine.memory import trace, word_match
+from engine.memory.recall import context_index
+from engine.memory.recall.messages import COLUMNS, MessageHit, check_role, hit_from_row
+from engine.memory.recall.vectors import EMBEDDED_ROLES
 from engine.memory.search import (
     KEYWORD_SEARCHES,
     KEYWORD_WEIGHT,
@@ -51,7 +52,7 @@ class RecallSearch:
     ) -> None:
         self._engine = engine
         self._vectors = vectors
-        # Set when the vectors are all of turn roles (``recall_vectors.MessageVectors``).
+        # Set when the vectors are all of turn roles (``recall.vectors.MessageVectors``).
         self._only_turns = only_turns or threading.Event()
         self._postgres = on_postgres(engine)
 

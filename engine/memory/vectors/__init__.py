@@ -2,7 +2,7 @@
 
 Both archival passages and recall's message vectors live in such a table: add, delete, search,
 and the snapshots' tags. Its upkeep (compaction, indexing new rows, pruning old versions, the ANN
-index) is ``engine.memory.lance_upkeep``'s.
+index) is ``engine.memory.vectors.upkeep``'s.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import pyarrow as pa
 
 from engine.embed.base import Embedder
 from engine.errors import EmbedderMismatchError
-from engine.memory.lance import lancedb
-from engine.memory.lance_upkeep import COMPACT_TARGET_ROWS, Upkeep
 from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
+from engine.memory.vectors.lance import lancedb
+from engine.memory.vectors.upkeep import COMPACT_TARGET_ROWS, Upkeep
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -371,7 +371,7 @@ class VectorTable:
         """Ids of the rows nearest to ``query`` with their relevance (``search.relevance``: how
         far their similarity stands above unrelated text's), those above the floor only (the
         others go to ``below_floor`` when it is given, for the retrieval trace). An id with
-        several rows (a message's sentences, ``recall_vectors.sentence_parts``) scores its best."""
+        several rows (a message's sentences, ``recall.vectors.sentence_parts``) scores its best."""
         best: dict[Any, float] = {}
         for row, score in self.similar_rows(query, limit, where, ["id"], below_floor):
             best.setdefault(row["id"], score)  # nearest first
@@ -421,7 +421,7 @@ class VectorTable:
             query = query.where(where, prefilter=True)
         return query.to_list()
 
-    # -- upkeep (engine.memory.lance_upkeep) ----------------------------------------------------
+    # -- upkeep (engine.memory.vectors.upkeep) ----------------------------------------------------
 
     def maintain(self) -> None:
         """Compact, index new rows, prune old versions; (re)build the ANN index when due."""
