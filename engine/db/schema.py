@@ -276,7 +276,7 @@ class Message(SQLModel, table=True):
     text: str
     created_at: float
     embedded: int = 0  # 1 once it has the vector it should have (function rows get none)
-    search_text: str | None = None  # what the keyword index holds (see context_index)
+    search_text: str | None = None  # what the keyword index holds (see keyword_text)
     untrusted_reason: str | None = None  # this result brought untrusted text into the context
 
 

@@ -41,7 +41,7 @@ from engine.db import on_postgres
 from engine.errors import InputError, NotFoundError
 from engine.memory import trace
 from engine.memory.knowledge import LITERAL_VALUED
-from engine.memory.recall import context_index
+from engine.memory.recall import keyword_text
 from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, Tombstone, words
 from engine.memory.vectors import clear_query_vectors, quote_sql
@@ -584,7 +584,7 @@ def _reindex(connection: Connection, message_ids: list[int]) -> None:
         text(f"SELECT id, conversation_id FROM message WHERE id IN ({listed})")
     ).all()
     for message_id, conversation_id in rows:
-        context_index.refresh_around(
+        keyword_text.refresh_around(
             lambda sql, params: connection.execute(text(sql), params).all(),
             lambda sql, params: connection.execute(text(sql), params),
             conversation_id,

@@ -27,7 +27,7 @@ from typing import Any
 from unittest import mock
 
 from engine.memory import search, vectors, word_match
-from engine.memory.recall import context_index
+from engine.memory.recall import keyword_text
 from engine.memory.recall import search as recall_search
 from engine.memory.recall.vectors import WHOLE_MESSAGES
 from engine.memory.search import _STOPWORDS, _WORD, STEM
@@ -131,7 +131,7 @@ def build_without(rule: str | None) -> Iterator[None]:
     if rule is None:
         yield
     elif rule == "neighbours":
-        with mock.patch.object(context_index, "NEIGHBOURS", 0):
+        with mock.patch.object(keyword_text, "NEIGHBOURS", 0):
             yield
     else:
         raise SystemExit(f"no index-time rule {rule!r}; the one there is: neighbours")

@@ -20,7 +20,7 @@ from sqlmodel import Session
 from engine.db import on_postgres
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
-from engine.memory.recall import context_index
+from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import (
     COLUMNS,
     DEFAULT_CONVERSATION,
@@ -121,11 +121,11 @@ class RecallTransaction:
         self._insert(added)
         firsts: dict[str, int] = {}
         for row in added:
-            if row["role"] in context_index.TURN_ROLES:
+            if row["role"] in keyword_text.TURN_ROLES:
                 firsts.setdefault(row["conversation_id"], row["id"])
         session = self.session
         for conversation_id, first_id in firsts.items():
-            context_index.refresh(
+            keyword_text.refresh(
                 lambda sql, params: session.execute(text(sql), params).all(),
                 lambda sql, params: session.execute(text(sql), params),
                 conversation_id,
@@ -241,7 +241,7 @@ class RecallStore:
             if row is None:
                 raise NotFoundError(f"There is no message {message_id} in recall memory.")
             connection.execute(text("DELETE FROM message WHERE id = :id"), {"id": message_id})
-            context_index.refresh_around(
+            keyword_text.refresh_around(
                 lambda sql, params: connection.execute(text(sql), params).all(),
                 lambda sql, rows: connection.execute(text(sql), rows),
                 row.conversation_id,

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
 from engine.memory import trace, word_match
-from engine.memory.recall import context_index
+from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall.vectors import EMBEDDED_ROLES
 from engine.memory.search import (
@@ -138,7 +138,7 @@ class RecallSearch:
         if mode == "hybrid":
             ranked = fuse(keyword, semantic, keyword_weight)
             role = addressed_role(query)
-            if role and (not roles or len(set(roles) & set(context_index.TURN_ROLES)) > 1):
+            if role and (not roles or len(set(roles) & set(keyword_text.TURN_ROLES)) > 1):
                 of = self._rows_by_id([i for i, _ in ranked], "m.id, m.role")
                 ranked = prefer_role(ranked, {i: row.role for i, row in of.items()}, role)
         rows: dict[int, Any] = {}  # the hits' rows, those of the re-ranked head read once

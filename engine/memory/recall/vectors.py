@@ -23,7 +23,7 @@ import pyarrow as pa
 from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
-from engine.memory.recall import context_index
+from engine.memory.recall import keyword_text
 from engine.memory.search import chunked
 from engine.memory.vectors import VectorTable, quote_sql
 
@@ -32,7 +32,7 @@ log = logging.getLogger("mnemo.recall")
 EMBED_CHUNK = 2048
 # Older messages given their sentence vectors at a time (a few seconds of embedding).
 BACKFILL_CHUNK = 200
-EMBEDDED_ROLES = context_index.TURN_ROLES  # the messages that get a vector (see ``embed``)
+EMBEDDED_ROLES = keyword_text.TURN_ROLES  # the messages that get a vector (see ``embed``)
 
 # A person's message often asks one thing and mentions another in passing ("Any tips for a
 # reusable water bottle? By the way, I just cancelled my Forbes subscription."). Its one vector
@@ -77,7 +77,7 @@ def sentence_parts(role: str, text: str) -> list[str]:
 
 
 def _refresh_context(connection: sqlite3.Connection, conversation_id: str, first_id: int) -> None:
-    context_index.refresh(
+    keyword_text.refresh(
         lambda sql, params: connection.execute(sql, params).fetchall(),
         connection.executemany,
         conversation_id,
@@ -200,7 +200,7 @@ class MessageVectors:
         for conversation_id in pending:
             if on_postgres(self._engine):  # rows are locked as they are written; no BEGIN IMMEDIATE
                 with self._engine.begin() as connection:
-                    context_index.refresh(
+                    keyword_text.refresh(
                         lambda sql, params: connection.execute(text(sql), params).all(),
                         lambda sql, rows: connection.execute(text(sql), rows),
                         conversation_id,
