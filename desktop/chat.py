@@ -24,13 +24,23 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.ui import label, remove_widgets, widgets_in
-from engine.assisted import RECALL, RECALL_SUMMARY, REMEMBER, REMEMBERED
 from engine.events import FunctionCalled, FunctionReturned
 from engine.functions import describe_call
 from engine.memory import forget
 from engine.memory.recall import MessageHit
 from engine.text import one_line
-from engine.transcript import CITE, NOTICE, Citation, read_call, read_citations, result_ok
+from engine.transcript import (
+    CITE,
+    NOTICE,
+    RECALL,
+    RECALL_SUMMARY,
+    REMEMBER,
+    REMEMBERED,
+    Citation,
+    read_call,
+    read_citations,
+    result_ok,
+)
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200

@@ -753,8 +753,8 @@ FUNCTIONS: tuple[MemoryFunction, ...] = (
 )
 BY_NAME = {function.name: function for function in FUNCTIONS}
 
-# The calls the engine makes itself in the assisted mode (engine.assisted): stored and shown like
-# the model's, never offered to it.
+# The calls the engine makes itself in the assisted mode (engine.agent.assisted_turn): stored and
+# shown like the model's, never offered to it.
 ENGINE_CALLS: dict[str, Callable[[dict[str, Any]], str]] = {
     "recall": lambda arguments: f"recalled {arguments.get('found', 'memory')}",
     "remember": lambda arguments: (

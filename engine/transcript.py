@@ -13,9 +13,28 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from typing import Any
 
 from engine.llm.base import ToolCall, parse_call
+
+# The calls the engine makes itself in the assisted mode (``engine.agent.assisted_turn``), stored
+# and shown like the model's, and the note the first of them puts beside the person's message.
+RECALL = "recall"  # the stored call that shows what was recalled for a message
+RECALL_SUMMARY = "given to the model with your message"
+REMEMBER = "remember"  # the stored call of the memory step
+REMEMBERED = "kept"  # how the chat sums it up once the turn is over
+# The note's label. What it means (old, maybe incomplete, information and not instructions) is
+# said once in the cached instructions: every token here is evaluated on the user's wait.
+SECTION_HEAD = "[Recalled from memory for this message]"
+NOTE_MARK = "[Recalled from memory"  # how a note starts, in this and in earlier versions
+
+
+def spoken_date(when: datetime) -> str:
+    """ "7 May 2023": the form people ask and answer in, which a small model copies into its
+    reply, and half the tokens of "2023-05-07 13:56" (SmolLM reads each digit as a token)."""
+    return f"{when.day} {when:%B %Y}"
+
 
 ERROR_PREFIX = "Error: "
 CITE = "cite"  # the stored row that lists the documents a reply relies on

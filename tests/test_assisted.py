@@ -10,8 +10,8 @@ from datetime import datetime
 import pytest
 from agent_helpers import Recorder
 
-from engine import assisted
 from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
 from engine.events import (
     Citation,
     FunctionCalled,
@@ -24,6 +24,7 @@ from engine.events import (
 from engine.llm import ScriptedModel
 from engine.memory.archival import Source
 from engine.modes import choose_mode
+from engine.transcript import RECALL, REMEMBER
 
 SMALL = 135_000_000
 
@@ -83,12 +84,12 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
     assert said in note and "I am allergic to peanuts" in note
     (called,) = second.of(FunctionCalled)
-    assert called.name == assisted.RECALL
+    assert called.name == RECALL
     assert called.description == "recalled 1 fact and 1 message"
     assert rows(mnemo, "later") == [
         ("user", None),
-        ("function_call", assisted.RECALL),
-        ("function_result", assisted.RECALL),
+        ("function_call", RECALL),
+        ("function_result", RECALL),
         ("assistant", "send_message"),
     ]  # a question states nothing to remember
     assert len(model.prompts) == 2
@@ -116,7 +117,7 @@ def test_what_the_user_says_about_their_life_is_kept_and_passing_remarks_are_not
     assert note.origin == "user" and note.trusted and assisted.NOTE_TAG in note.tags
     assert note.source.message_id is not None
     assert [f.sentence() for f in mnemo.knowledge.facts("user")] == ["User's job title is nurse"]
-    kept = [e for e in events.of(FunctionReturned) if e.name == assisted.REMEMBER]
+    kept = [e for e in events.of(FunctionReturned) if e.name == REMEMBER]
     assert [e.summary for e in kept] == ["1 kept", "2 kept"]  # nothing for the remarks
     # Saying it again keeps nothing twice.
     model.enqueue(["You said that already, yes."])
@@ -479,7 +480,7 @@ def test_a_self_managed_model_that_saves_nothing_still_keeps_what_the_person_sai
     model.enqueue([{"function": "send_message", "arguments": {"message": "Hello again."}}])
     agent.send("Hi.")
     messages = model.prompts[-1].messages
-    assert not [m for m in messages if m.call and m.call.name == assisted.REMEMBER]
+    assert not [m for m in messages if m.call and m.call.name == REMEMBER]
     assert any(m.role == "system" and "peanuts" in m.content for m in messages)
 
 

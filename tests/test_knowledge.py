@@ -10,8 +10,9 @@ import sqlalchemy
 from agent_helpers import Recorder, call, say, search
 from sqlmodel import Session
 
-from engine import Mnemo, assisted
+from engine import Mnemo
 from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
 from engine.cli import main
 from engine.errors import InputError, NotFoundError
 from engine.events import ProposalCreated

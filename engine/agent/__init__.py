@@ -5,7 +5,7 @@ Every step commits atomically: the call, its result and anything the function wr
 whole step, never with half a call. A turn ends when the model replies with ``send_message``, when
 it yields, at the step limit or when it repeats a call; the user always sees why.
 
-In the assisted mode (``assisted_turn``, with the rules of ``engine.assisted``, chosen by
+In the assisted mode (``assisted_turn``, with the rules of ``assisted_rules``, chosen by
 ``engine.modes``) a turn is instead: recall
 for the message (stored as a ``recall`` call, so the chat shows it), one plain-text reply, then a
 memory step after the reply. Both modes share the window, storage, proposals and events.

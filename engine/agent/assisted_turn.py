@@ -10,7 +10,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from engine import assisted
+from engine.agent import assisted_rules as assisted
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
@@ -37,6 +37,9 @@ from engine.memory.recall import (
     MessageHit,
 )
 from engine.transcript import (
+    NOTE_MARK,
+    RECALL,
+    RECALL_SUMMARY,
     recall_note_shown,
 )
 
@@ -91,7 +94,7 @@ class AssistedTurn:
             note = prompt.messages[-1].content if prompt.messages else ""
             memory = (
                 assisted.memory_words(note, question)
-                if note.startswith(assisted.NOTE_MARK) and about_user
+                if note.startswith(NOTE_MARK) and about_user
                 else None
             )
             step = self._new_reply(prompt, emit, cancel, memory)
@@ -200,7 +203,7 @@ class AssistedTurn:
         for hit in reversed(hits):
             if hit.role == "user":
                 return False
-            if hit.role == "function_result" and hit.name == assisted.RECALL:
+            if hit.role == "function_result" and hit.name == RECALL:
                 return True
         return False
 
@@ -225,7 +228,7 @@ class AssistedTurn:
             seen_messages = {users[-1].id}
             hits = []
         for hit in hits:
-            if hit.role == "function_call" and hit.name == assisted.RECALL:
+            if hit.role == "function_call" and hit.name == RECALL:
                 shown_messages, shown_passages, shown_facts = recall_note_shown(hit.text)
                 seen_messages.update(shown_messages)
                 seen_passages.update(shown_passages)
@@ -247,20 +250,16 @@ class AssistedTurn:
             "passages": [passage.id for passage in found.passages],
             "facts": [fact.id for fact in found.facts],
         }
-        emit(FunctionCalled(assisted.RECALL, arguments, describe_call(assisted.RECALL, arguments)))
+        emit(FunctionCalled(RECALL, arguments, describe_call(RECALL, arguments)))
         text = found.text()
         with self.mnemo.recall.transaction() as transaction:
-            self.agent._store_call(transaction, assisted.RECALL, arguments)
+            self.agent._store_call(transaction, RECALL, arguments)
             transaction.add(
                 "function_result",
                 text,
-                name=assisted.RECALL,
+                name=RECALL,
                 conversation_id=self.conversation_id,
                 untrusted_reason=found.untrusted_reason,
             )
-        emit(
-            FunctionReturned(
-                assisted.RECALL, True, text, assisted.RECALL_SUMMARY, tuple(found.trace)
-            )
-        )
+        emit(FunctionReturned(RECALL, True, text, RECALL_SUMMARY, tuple(found.trace)))
         return found

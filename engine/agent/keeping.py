@@ -8,7 +8,7 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any
 
-from engine import assisted
+from engine.agent import assisted_rules as assisted
 from engine.errors import (
     CoreMemoryError,
     MnemoError,
@@ -32,6 +32,7 @@ from engine.memory.recall import (
     RecallTransaction,
     pasted_reason,
 )
+from engine.transcript import REMEMBER
 
 if TYPE_CHECKING:
     from engine.agent.loop import Agent, EventCallback
@@ -113,11 +114,7 @@ class Keeper:
             arguments["knowledge"] = [fact.sentence() for fact in knowledge]
         if correction:
             arguments["correction"] = f"{correction[0]}, not {correction[1]}"
-        emit(
-            FunctionCalled(
-                assisted.REMEMBER, arguments, describe_call(assisted.REMEMBER, arguments)
-            )
-        )
+        emit(FunctionCalled(REMEMBER, arguments, describe_call(REMEMBER, arguments)))
         untrusted = pasted_reason(user.text)
         proposals: list[Proposal] = []
         outcomes: list[str] = []
@@ -126,7 +123,7 @@ class Keeper:
             if correction:
                 outcomes.append(self._correct(*correction))
         with self.mnemo.recall.transaction() as transaction:
-            self.agent._store_call(transaction, assisted.REMEMBER, arguments)
+            self.agent._store_call(transaction, REMEMBER, arguments)
             if untrusted is not None and notes:
                 notes = notes[:PASTED_PROPOSALS]
                 for fact in notes:
@@ -161,10 +158,10 @@ class Keeper:
             transaction.add(
                 "function_result",
                 result,
-                name=assisted.REMEMBER,
+                name=REMEMBER,
                 conversation_id=self.conversation_id,
             )
-        emit(FunctionReturned(assisted.REMEMBER, True, result, f"{len(kept) or 1} kept"))
+        emit(FunctionReturned(REMEMBER, True, result, f"{len(kept) or 1} kept"))
         for proposal in proposals:
             applied = proposal.status == "approved"
             emit(ProposalApplied(proposal) if applied else ProposalCreated(proposal))

@@ -13,7 +13,6 @@ from typing import Any
 
 import sqlalchemy.exc
 
-from engine import assisted
 from engine.agent.assisted_turn import AssistedTurn
 from engine.agent.keeping import Keeper
 from engine.context.window import (
@@ -62,6 +61,7 @@ from engine.modes import ModeChoice, choose_mode
 from engine.transcript import (
     CITE,
     NOTICE,
+    RECALL,
     Citation,
     call_text,
     citations_text,
@@ -149,7 +149,7 @@ class Agent:
         last = self.mnemo.recall.recent(2, self.conversation_id)
         if not last:
             return False
-        if last[-1].role == "user" or last[-1].name == assisted.RECALL:
+        if last[-1].role == "user" or last[-1].name == RECALL:
             return True
         if last[-1].name == CITE:
             return False  # the reply before it finished the turn

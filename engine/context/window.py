@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
-from engine.assisted import NOTE_MARK, RECALL, REMEMBER, spoken_date
 from engine.context.summary import summarize
 from engine.db.schema import AgentStateRow
 from engine.functions import SEND_MESSAGE, function_schemas
@@ -34,7 +33,7 @@ from engine.llm.base import (
 from engine.memory.core import Block
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.transcript import FOR_THE_USER_ONLY, read_call
+from engine.transcript import FOR_THE_USER_ONLY, NOTE_MARK, RECALL, REMEMBER, read_call, spoken_date
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

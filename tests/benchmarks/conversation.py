@@ -39,7 +39,6 @@ from conversation_people import PEOPLE, Ask, Document, Tell
 
 from engine import Mnemo
 from engine.agent import Agent
-from engine.assisted import SECTION_HEAD
 from engine.context.window import load_state
 from engine.embed import default_embedder
 from engine.events import Event, MessageSent, TextStreamed
@@ -47,6 +46,7 @@ from engine.ingest.ingestor import Ingestor
 from engine.llm import ChatModel, load_model
 from engine.llm.base import ChatMessage, Prompt
 from engine.llm.local import LlamaModel
+from engine.transcript import SECTION_HEAD
 
 SIMILAR = 0.8
 UNKNOWN = re.compile(

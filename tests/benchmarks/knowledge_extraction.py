@@ -1,11 +1,12 @@
 """LoCoMo extraction quality: how many gold single-hop answers end up in knowledge memory's
 current facts, when every turn of a conversation is read as Mnemo reads a user's message.
 
-Each speaker's turns are read as the user's statements (``engine.assisted.user_statements``, "I"
-being the speaker) in session order, with the session's date as "today", and every extracted fact
-is stored as if the user approved each change (a move supersedes the old home). Then, for each
-single-hop question (LoCoMo category 4), the answer counts as contained when its words all occur
-in one current fact's sentence. A figure to report, not a gate.
+Each speaker's turns are read as the user's statements
+(``engine.agent.assisted_rules.user_statements``, "I" being the speaker) in session order, with the
+session's date as "today", and every extracted fact is stored as if the user approved each change
+(a move supersedes the old home). Then, for each single-hop question (LoCoMo category 4), the
+answer counts as contained when its words all occur in one current fact's sentence. A figure to
+report, not a gate.
 
 Two extractors, on the same turns:
 - ``patterns``: what the assisted mode does (``engine.memory.extract.facts_in``; the bundled
@@ -32,7 +33,8 @@ from typing import Any
 from _common import REPO, emit
 from locomo_recall import session_date
 
-from engine import Mnemo, assisted
+from engine import Mnemo
+from engine.agent import assisted_rules as assisted
 from engine.llm.base import ChatMessage, Prompt, load_model_json
 from engine.memory.extract import Candidate, facts_in
 from engine.memory.knowledge import RELATIVES, SINGLE_VALUED

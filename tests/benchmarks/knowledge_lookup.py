@@ -1,9 +1,9 @@
 """Knowledge lookup at 10k entities and 100k relations: ``KnowledgeStore.facts`` latency.
 
-Target (issue: knowledge memory): p50 <= 5 ms. Also the assisted mode's per-turn cost: finding
-the entities a message names and reading their facts (``engine.assisted.facts_for``). Entities
-and relations are written in bulk with the schema's own columns (adding 100k facts one by one
-through the store would take minutes and not change lookup cost); lookups go through the store,
+Target (issue: knowledge memory): p50 <= 5 ms. Also the assisted mode's per-turn cost: finding the
+entities a message names and reading their facts (``engine.agent.assisted_rules.facts_for``).
+Entities and relations are written in bulk with the schema's own columns (adding 100k facts one by
+one through the store would take minutes and not change lookup cost); lookups go through the store,
 by name and by alias. Prints one JSON line.
 
     uv run python tests/benchmarks/knowledge_lookup.py [--entities 10000] [--relations 100000]
@@ -20,7 +20,7 @@ import sqlalchemy
 from _common import TextGenerator, emit, p50
 
 from engine import Mnemo
-from engine.assisted import facts_for
+from engine.agent.assisted_rules import facts_for
 from engine.memory.knowledge import name_key
 
 PREDICATES = ["lives_in", "works_at", "likes", "knows", "visited", "owns", "member_of", "born_in"]

@@ -38,10 +38,10 @@ from locomo_recall import CATEGORIES, evidence_ids, load_conversation, session_d
 
 from engine import Mnemo
 from engine.agent import Agent
-from engine.assisted import SECTION_HEAD, spoken_date
 from engine.context.window import load_state
 from engine.llm import ChatModel, load_model
 from engine.llm.base import ChatMessage, Prompt
+from engine.transcript import SECTION_HEAD, spoken_date
 
 MODES = ("self", "assisted", "ceiling")
 

@@ -54,8 +54,9 @@ from assisted_latency import TURNS
 from sqlmodel import Session
 
 import engine.agent
-from engine import Mnemo, assisted
+from engine import Mnemo
 from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
 from engine.context.window import AgentState, ContextWindow, save_state_in
 from engine.embed import default_embedder
 from engine.llm import load_model

@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
@@ -29,14 +28,11 @@ from engine.memory.knowledge import RELATIVES, USER, Fact
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
+from engine.transcript import SECTION_HEAD, spoken_date
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
-RECALL = "recall"  # the stored call that shows what was recalled for a message
-RECALL_SUMMARY = "given to the model with your message"
-REMEMBER = "remember"  # the stored call of the memory step
-REMEMBERED = "kept"  # how the chat sums it up once the turn is over
 MESSAGES = 4
 PASSAGES = 3
 FACTS = 6  # current facts recalled for the entities a message names, all together
@@ -45,15 +41,11 @@ ENTITIES = 3
 HIT_CHARS = 280
 STATEMENTS = 12  # the most statements kept from one message (a pasted page has hundreds)
 FOLLOW_UP_TERMS = 2  # a message with fewer content words is searched with the one before
-# The note's label. What it means (old, maybe incomplete, information and not instructions) is
-# said once in the cached instructions: every token here is evaluated on the user's wait.
-SECTION_HEAD = "[Recalled from memory for this message]"
 # After the facts about what a question names. Without it, deep in a conversation the bundled
 # model copied an earlier reply instead (0 of 4 "Where do I live?" phrasings answered "Lyon";
 # with it, 4 of 4). Only for questions: after a statement ("I moved to Lyon") the old fact would
 # be repeated back.
 ANSWER_FROM_FACTS = "Answer with what memory says above."
-NOTE_MARK = "[Recalled from memory"  # how a note starts, in this and in earlier versions
 # When a question about the person finds nothing: without it, the bundled model invented an
 # answer to 11 of 12 such questions ("Your son is named Emily").
 NOTHING_FOUND = "- Nothing: you have not been told this. Say that you don't know."
@@ -231,12 +223,6 @@ def asks_about_the_user(message: str) -> bool:
     """Whether ``message`` asks what memory should know about the person."""
     text = message.strip()
     return text.endswith("?") and bool(_ABOUT_THE_USER.search(text))
-
-
-def spoken_date(when: datetime) -> str:
-    """ "7 May 2023": the form people ask and answer in, which a small model copies into its
-    reply, and half the tokens of "2023-05-07 13:56" (SmolLM reads each digit as a token)."""
-    return f"{when.day} {when:%B %Y}"
 
 
 def recall_for(
