@@ -159,7 +159,11 @@ class ChatWorker(QObject):
             except Exception as error:
                 handed.tell({"error": describe_failure(error)})
                 raise
-            handed.tell({"done": record.extension(), "reply": record.reply or finished.reply})
+            problem = record.failure(finished)
+            if problem:
+                handed.tell({"error": problem})
+            else:
+                handed.tell({"done": record.extension(), "reply": record.reply or finished.reply})
             return finished
 
         if self.agent is None:

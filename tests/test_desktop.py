@@ -23,7 +23,7 @@ from desktop.main_window import MainWindow
 from engine import Mnemo
 from engine.errors import MnemoError
 from engine.llm import ScriptedModel, ScriptedStep
-from tests.agent_helpers import call, say
+from tests.agent_helpers import call, say, search
 
 TIMEOUT_MS = 15_000
 REAL_MODEL_TIMEOUT_MS = 300_000  # up to three steps of the real model on a busy 2-core machine
@@ -355,6 +355,17 @@ def test_a_message_sent_through_serve_local_is_answered_in_the_open_window(qtbot
                         ),
                     )
                 assert "shows another conversation" in elsewhere.value.body["message"]
+
+                mnemo.settings.set("agent.step_limit", 2)  # a turn that ends without a reply
+                model.enqueue([search("keys"), search("spare keys")])
+                with pytest.raises(openai.APIStatusError) as failed:
+                    while_the_window_runs(
+                        qtbot,
+                        lambda: local.chat.completions.create(
+                            model="mnemo:home", messages=[{"role": "user", "content": "Keys?"}]
+                        ),
+                    )
+                assert "Stopped after 2 steps without a reply" in failed.value.body["message"]
         finally:
             window.shutdown()
 

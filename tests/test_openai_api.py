@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from engine.llm import ScriptedModel
-from tests.agent_helpers import call, say
+from tests.agent_helpers import call, say, search
 from tests.mnemo_server import Server, serve_local
 
 
@@ -104,6 +104,20 @@ def test_in_assisted_mode_a_client_gets_only_the_reply_that_was_kept(
         if m.role == "assistant"
     ]
     assert replies == [earlier, "Try a warm bath before bed instead."]
+
+
+def test_a_turn_that_ends_without_a_reply_is_an_error_the_client_shows(
+    server: Server, model: ScriptedModel
+) -> None:
+    """Not an empty completion: the sentence the window would show, in OpenAI's shape."""
+    alice = client(server, "alice")
+    server.hub.get("alice", "home").mnemo.settings.set("agent.step_limit", 2)
+    model.enqueue([search("keys"), search("spare keys")])
+    with pytest.raises(openai.APIStatusError) as failed:
+        alice.chat.completions.create(
+            model="mnemo:home", messages=[{"role": "user", "content": "Where are my keys?"}]
+        )
+    assert "Stopped after 2 steps without a reply" in failed.value.body["message"]
 
 
 def test_the_requests_earlier_messages_are_stored_once_and_not_answered_again(

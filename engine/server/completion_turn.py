@@ -18,6 +18,7 @@ from engine.events import (
     ProposalApplied,
     ProposalCreated,
     TextStreamed,
+    TurnFinished,
 )
 from engine.mnemo import Mnemo
 
@@ -96,6 +97,13 @@ class TurnRecord:
             "notices": self.notices,
             "sources": self.sources,
         }
+
+    def failure(self, finished: TurnFinished) -> str | None:
+        """Why a turn that ended without a reply gave none (the notice the window shows), for
+        the client's error; None when it replied."""
+        if self.reply or finished.reply:
+            return None
+        return self.notices[-1] if self.notices else "The assistant gave no reply."
 
     def take(self, extension: dict[str, Any], reply: str) -> None:
         """Fill the record from another process's (the window's) finished turn."""

@@ -173,7 +173,8 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
                     )
                     if not record.reply and finished.reply:
                         record.reply = finished.reply
-                    put(("done", None))
+                    problem = record.failure(finished)
+                    put(("error", problem) if problem else ("done", None))
                 except MnemoError as error:
                     put(("error", user_message(error) or str(error)))
                 except Exception:
