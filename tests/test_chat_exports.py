@@ -360,6 +360,69 @@ def test_claude_thinking_is_left_out_of_the_reply_and_counted(mnemo, tmp_path):
     assert "1 attachments" in note
 
 
+def test_claude_shows_the_last_messages_branch_and_leaves_the_services_notes_out(mnemo, tmp_path):
+    """Today's export keeps edits and retries in the list, linked by ``parent_message_uuid``;
+    the last message is the current leaf. The person's message can carry text the service
+    added (a memory snapshot), and an upload is listed under both ``attachments`` and
+    ``files``."""
+    root = "00000000-0000-4000-8000-000000000000"
+
+    def said(uuid, parent, sender, *parts, at):
+        return {
+            "uuid": uuid,
+            "parent_message_uuid": parent,
+            "sender": sender,
+            "text": "lossy copy",
+            "content": list(parts),
+            "created_at": f"2026-09-21T14:00:{at:02d}.000000Z",
+            "attachments": [],
+            "files": [],
+        }
+
+    def words(text):
+        return {"type": "text", "text": text, "citations": [], "flags": None}
+
+    memory = {"type": "injected_prompt_block", "prompt": "Avery leads the brand team."}
+    first = said("m1", root, "human", words("Name my cat?"), memory, at=1)
+    first["attachments"] = [{"file_name": "cats.txt", "extracted_content": "Tom, Felix"}]
+    first["files"] = [{"file_uuid": "f1", "file_name": "cats.txt"}, {"file_name": "cat.png"}]
+    messages = [
+        first,
+        said("m2", "m1", "assistant", words("How about Miso?"), at=2),
+        said("m3", "m1", "assistant", {"type": "token_budget"}, words("How about Pixel?"), at=3),
+        said("m4", "m3", "human", words("Pixel it is."), at=4),
+    ]
+    export = [{"uuid": "c-9", "name": "Cat", "chat_messages": messages}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    report = import_file(mnemo, path)
+    assert [(role, text) for role, text, _ in conversation(mnemo, "claude:c-9")] == [
+        ("user", "Name my cat?"),
+        ("assistant", "How about Pixel?"),
+        ("user", "Pixel it is."),
+    ]
+    (note,) = [note for note in report.notes if note.startswith("Not imported")]
+    assert "1 messages on branches not shown (edits and retries)" in note
+    assert "1 notes the service added to messages" in note
+    assert "1 attachments" in note and "1 files" in note  # cats.txt once, cat.png
+    assert "token_budget" not in note
+
+
+def test_an_old_claude_export_without_parents_is_the_list_in_order(mnemo, tmp_path):
+    export = claude_export()
+    export[0]["chat_messages"].append(
+        {"sender": "human", "text": "Thanks!", "created_at": "2024-03-01T09:01:00Z"}
+    )
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    import_file(mnemo, path)
+    assert [text for _, text, _ in conversation(mnemo, "claude:c-1")] == [
+        "My starter smells of acetone.",
+        "Feed it more often.",
+        "Thanks!",
+    ]
+
+
 def test_an_image_a_tool_made_is_counted_as_an_image_and_the_reply_is_kept(mnemo, tmp_path):
     """The shape of a DALL·E turn in a real export: the call, the picture, the tool's note."""
     picture = {"content_type": "image_asset_pointer", "asset_pointer": "sediment://file_9"}

@@ -7,8 +7,11 @@ recall, each conversation a past conversation with its title and times.
   the newest leaf's where there is none) is the conversation. Voice mode's transcriptions are
   messages. System messages, tool calls and their output, and messages hidden from the
   conversation (custom instructions) are left out.
-- Claude: a list of conversations with their ``chat_messages`` in order; a reply is its ``text``
-  parts (the message's own ``text`` runs the hidden thinking into the answer).
+- Claude: a list of conversations with their ``chat_messages``; the branch claude.ai shows is the
+  last message's chain of parents (edits and retries stay in the list). A message is its
+  ``text`` parts: the message's own ``text`` runs the hidden thinking into the answer, and the
+  notes the service adds to the person's message (a memory snapshot, the date) are not their
+  words.
 
 Recall keeps words: images, audio, attachments, tool output and hidden reasoning are counted in
 the report by kind, never dropped without a word. The files are read as a stream, one
@@ -266,33 +269,81 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
         "Claude",
         _timestamp(item.get("created_at")),
     )
-    for message in item.get("chat_messages") or []:
-        role = {"human": "user", "assistant": "assistant"}.get(message.get("sender"))
+    messages = [m for m in item.get("chat_messages") or [] if isinstance(m, dict)]
+    shown = _claude_shown_branch(messages)
+    on_branch = {id(message) for message in shown}
+    result.left_out["messages on branches not shown (edits and retries)"] += sum(
+        1 for m in messages if m.get("sender") in _SENDERS and id(m) not in on_branch
+    )
+    for message in shown:
+        role = _SENDERS.get(message.get("sender"))
         parts = message.get("content")
         if isinstance(parts, list) and parts:
-            # The reply is its text parts. The message's own "text" also holds the hidden
-            # thinking, run together with the answer.
+            # The message is its text parts: its own "text" is a lossy copy that runs the
+            # hidden thinking into the answer and puts placeholders where tool output was.
             texts = []
             for part in parts:
                 kind = part.get("type") if isinstance(part, dict) else None
                 if kind == "text":
                     texts.append(str(part.get("text") or ""))
-                elif kind == "thinking":
-                    result.left_out["hidden reasoning"] += 1
-                elif kind in ("tool_use", "tool_result"):
-                    result.left_out["tool calls and outputs"] += 1
-                elif kind != "token_budget":
-                    result.left_out[f"{kind} parts"] += 1
+                elif kind != "token_budget":  # an empty marker, nothing in it
+                    result.left_out[_CLAUDE_KINDS.get(str(kind), f"{kind} parts")] += 1
             body = "\n".join(texts)
         else:
             body = str(message.get("text") or "")
-        for key, kind in (("attachments", "attachments"), ("files", "files")):
-            found = message.get(key)
-            result.left_out[kind] += len(found) if isinstance(found, list) else 0
+        _count_files(message, result.left_out)
         if role and body.strip():
             when = _timestamp(message.get("created_at")) or result.created_at
             result.messages.append(NewMessage(role, body.strip(), when, result.id))
     return result
+
+
+_SENDERS = {"human": "user", "assistant": "assistant"}
+
+# Claude's content parts, as the report names what is not imported.
+_CLAUDE_KINDS = {
+    "thinking": "hidden reasoning",
+    "tool_use": "tool calls and outputs",
+    "tool_result": "tool calls and outputs",
+    # Text Claude's service added to the person's message (a memory snapshot, the date): not
+    # the person's words.
+    "injected_prompt_block": "notes the service added to messages",
+}
+
+
+def _claude_shown_branch(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The branch claude.ai shows, oldest first. Edits and retries stay in the list and form a
+    tree through ``parent_message_uuid``; the list's last message is the current leaf, so the
+    branch is its chain of parents. Older exports have no parents: then the list is the
+    conversation."""
+    if not messages or not any("parent_message_uuid" in m for m in messages):
+        return messages
+    by_id = {m.get("uuid"): m for m in messages}
+    branch: list[dict[str, Any]] = []
+    seen: set[int] = set()
+    current: dict[str, Any] | None = messages[-1]
+    while current is not None and id(current) not in seen:  # a cycle would never end
+        seen.add(id(current))
+        branch.append(current)
+        current = by_id.get(current.get("parent_message_uuid"))
+    return branch[::-1]
+
+
+def _count_files(message: dict[str, Any], left_out: Counter[str]) -> None:
+    """Uploaded text (``attachments``) and file references (``files``), each upload once: an
+    attachment is also listed in ``files`` under its name."""
+    attachments = [a for a in message.get("attachments") or [] if isinstance(a, dict)]
+    files = [f for f in message.get("files") or [] if isinstance(f, dict)]
+    attached = Counter(str(a.get("file_name") or "") for a in attachments)
+    others = 0
+    for reference in files:
+        name = str(reference.get("file_name") or "")
+        if attached[name] > 0:
+            attached[name] -= 1
+        else:
+            others += 1
+    left_out["attachments"] += len(attachments)
+    left_out["files"] += others
 
 
 def _timestamp(value: Any) -> float | None:
@@ -420,7 +471,7 @@ def _import(
     kinds = [(count, kind) for kind, count in sorted(left_out.items()) if count]
     if kinds:
         listed = ", ".join(f"{count} {kind}" for count, kind in kinds)
-        report.notes.append(f"Not imported, as recall keeps words only: {listed}.")
+        report.notes.append(f"Not imported: {listed}.")
 
 
 def _items(parts: list[Part]) -> Iterator[tuple[str, Any]]:

@@ -3,9 +3,10 @@
 Give it exports that the services wrote: ``conversations.json`` files, zips, or single
 conversations as some tools save them (one JSON object each). Every file goes into a fresh
 profile. A message counts as visible when the service showed it: on the branch ChatGPT shows
-(``current_node`` back to the root), said by the person or the assistant (not a tool, not a call
-to one), not hidden, with words in it. One JSON line per file: its conversations, the visible
-messages, how many of them were stored word for word, and what the report says was left out.
+(``current_node`` back to the root) or Claude shows (the last message back to the root), said
+by the person or the assistant (not a tool, not a call to one), not hidden, with words in it.
+One JSON line per file: its conversations, the visible messages, how many of them were stored
+word for word, and what the report says was left out.
 
     uv run python tests/benchmarks/chat_export_files.py FILE_OR_FOLDER [...]
 """
@@ -50,8 +51,16 @@ def chatgpt_visible(item: dict[str, Any]) -> list[str]:
 
 
 def claude_visible(item: dict[str, Any]) -> list[str]:
+    messages = item.get("chat_messages") or []
+    if any("parent_message_uuid" in message for message in messages):  # the last one's branch
+        by_id = {message.get("uuid"): message for message in messages}
+        branch, current = [], messages[-1]
+        while current is not None and len(branch) <= len(messages):
+            branch.append(current)
+            current = by_id.get(current.get("parent_message_uuid"))
+        messages = branch[::-1]
     said = []
-    for message in item.get("chat_messages") or []:
+    for message in messages:
         parts = message.get("content")
         if isinstance(parts, list) and parts:
             text = "\n".join(str(p.get("text") or "") for p in parts if p.get("type") == "text")
