@@ -276,7 +276,7 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
         1 for m in messages if m.get("sender") in _SENDERS and id(m) not in on_branch
     )
     for message in shown:
-        role = _SENDERS.get(message.get("sender"))
+        role = _SENDERS.get(str(message.get("sender")))
         parts = message.get("content")
         if isinstance(parts, list) and parts:
             # The message is its text parts: its own "text" is a lossy copy that runs the
