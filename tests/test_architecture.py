@@ -131,9 +131,9 @@ def test_the_table_classes_match_the_migrated_schema(tmp_path):
 
 
 def test_the_postgresql_schema_matches_sqlites_column_by_column(tmp_path, postgres_server):
-    """The two migration lists (``engine.db.schema`` and ``engine.db.postgres``) are written
-    apart: every table must come out with the same columns, of the same kind, with the same
-    NOT NULLs, keys and defaults. Only each one's keyword index differs."""
+    """Each migration is written once and translated for PostgreSQL (``Migration.for_postgres``):
+    every table must come out with the same columns, of the same kind, with the same NOT NULLs,
+    keys and defaults. Only each one's keyword index differs."""
     from sqlalchemy import inspect, text
 
     from engine.db import open_database

@@ -127,8 +127,8 @@ def test_a_schema_upgrade_keeps_the_old_database_as_a_snapshot(profile_dir, embe
     profile_dir.mkdir(parents=True)
     database = profile_dir / "mnemo.sqlite"
     with sqlite3.connect(database) as connection:
-        for number, (_name, script) in enumerate(MIGRATIONS[:-1], start=1):
-            connection.executescript(f"{script}\nPRAGMA user_version = {number};")
+        for number, migration in enumerate(MIGRATIONS[:-1], start=1):
+            connection.executescript(f"{migration.for_sqlite}\nPRAGMA user_version = {number};")
     with Mnemo.open(profile_dir, embedder=embedder) as m:
         (snapshot,) = m.snapshots.all()
         assert snapshot.note == (

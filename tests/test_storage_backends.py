@@ -95,13 +95,6 @@ def test_object_storage_credentials_can_live_in_the_keyring(
 # -- the relational tables on PostgreSQL (pgvector for message vectors) ------------------------
 
 
-def test_both_dialects_have_the_same_migrations_in_the_same_order():
-    from engine.db.postgres import POSTGRES_MIGRATIONS
-    from engine.db.schema import MIGRATIONS
-
-    assert list(POSTGRES_MIGRATIONS) == [name for name, _script in MIGRATIONS]
-
-
 def test_a_newer_schema_is_refused_untouched_on_both(profile_dir, embedder, database_url):
     import sqlite3
 
@@ -229,7 +222,7 @@ def test_an_older_postgres_schema_is_migrated_on_open(profile_dir, embedder, pos
     from engine.db import SCHEMA_VERSION
     from engine.db.schema import MIGRATIONS
 
-    before_expiry = [name for name, _ in MIGRATIONS].index("fact_expiry")
+    before_expiry = [migration.name for migration in MIGRATIONS].index("fact_expiry")
     aside = (
         "Any tips for a reusable water bottle for long hikes? "
         "By the way, I just cancelled my Forbes magazine subscription."

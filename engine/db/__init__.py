@@ -151,11 +151,12 @@ def _migrate(path: Path, before_upgrade: BeforeUpgrade | None) -> str | None:
             before_upgrade(
                 path, f"upgrading the database from schema {version} to {len(MIGRATIONS)}"
             )
-        for number, (name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
-            log.info("applying migration %d (%s) to %s", number, name, path)
+        for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+            log.info("applying migration %d (%s) to %s", number, migration.name, path)
             # executescript commits first; BEGIN..COMMIT makes each migration all-or-nothing.
             connection.executescript(
-                f"BEGIN IMMEDIATE;\n{script}\nPRAGMA user_version = {number};\nCOMMIT;"
+                f"BEGIN IMMEDIATE;\n{migration.for_sqlite}\n"
+                f"PRAGMA user_version = {number};\nCOMMIT;"
             )
     except sqlite3.OperationalError as error:
         raise ProfileError(

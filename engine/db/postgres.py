@@ -1,11 +1,9 @@
 """A profile's relational memory in PostgreSQL: the same tables as in SQLite, one schema per
 assistant, and message vectors in pgvector.
 
-The migrations carry the same names, in the same order, as ``engine.db.schema.MIGRATIONS``
-(``tests/test_storage_backends.py`` checks it), so a schema version means the same on both. SQLite's
-FTS5 table and its triggers become a generated ``tsvector`` column with a GIN index; times are
-``DOUBLE PRECISION`` (PostgreSQL's ``REAL`` is four bytes, which would round a timestamp to
-minutes). The version is kept in ``mnemo_schema``, and a newer one is refused untouched.
+The migrations are ``engine.db.schema.MIGRATIONS``, each in its PostgreSQL form, so a schema
+version means the same on both. The version is kept in ``mnemo_schema``, and a newer one is
+refused untouched.
 
 The password never goes in the profile: libpq reads it from ``PGPASSWORD`` or ``~/.pgpass``, and
 Mnemo from the keyring (``mnemo keys set postgres``).
@@ -35,174 +33,6 @@ _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # One lock number for every Mnemo migration on a server: two processes opening the same new
 # assistant at once must not both create its tables.
 _MIGRATION_LOCK = 0x6D6E656D6F
-
-_LONG = "DOUBLE PRECISION"
-
-POSTGRES_MIGRATIONS: dict[str, str] = {
-    "recall_and_core_memory": f"""
-        CREATE TABLE message (
-            id BIGSERIAL PRIMARY KEY,
-            conversation_id TEXT NOT NULL DEFAULT 'default',
-            role TEXT NOT NULL CHECK (role IN
-                ('user', 'assistant', 'function_call', 'function_result', 'system')),
-            name TEXT,
-            text TEXT NOT NULL,
-            created_at {_LONG} NOT NULL,
-            embedded INTEGER NOT NULL DEFAULT 0
-        );
-        CREATE INDEX message_created_at ON message (created_at);
-        CREATE INDEX message_conversation ON message (conversation_id, id);
-        CREATE INDEX message_unembedded ON message (id) WHERE embedded = 0;
-        CREATE TABLE core_block (
-            label TEXT PRIMARY KEY,
-            description TEXT NOT NULL DEFAULT '',
-            value TEXT NOT NULL DEFAULT '',
-            char_limit INTEGER NOT NULL,
-            read_only INTEGER NOT NULL DEFAULT 0,
-            position INTEGER NOT NULL DEFAULT 0,
-            updated_at {_LONG} NOT NULL
-        );
-        CREATE TABLE core_block_version (
-            id BIGSERIAL PRIMARY KEY,
-            label TEXT NOT NULL,
-            action TEXT NOT NULL,
-            old_value TEXT,
-            new_value TEXT,
-            author TEXT NOT NULL CHECK (author IN ('user', 'model', 'system')),
-            cause_kind TEXT,
-            cause_ref TEXT,
-            created_at {_LONG} NOT NULL
-        );
-        CREATE INDEX core_block_version_label ON core_block_version (label, id);
-        CREATE TABLE setting (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    """,
-    "agent_state_and_proposals": f"""
-        CREATE TABLE agent_state (
-            conversation_id TEXT PRIMARY KEY,
-            context_start_id BIGINT NOT NULL DEFAULT 0,
-            summary TEXT NOT NULL DEFAULT '',
-            summarized_count INTEGER NOT NULL DEFAULT 0,
-            pressure_warned INTEGER NOT NULL DEFAULT 0,
-            updated_at {_LONG} NOT NULL
-        );
-        CREATE TABLE proposal (
-            id BIGSERIAL PRIMARY KEY,
-            conversation_id TEXT NOT NULL,
-            label TEXT NOT NULL,
-            action TEXT NOT NULL CHECK (action IN ('append', 'replace')),
-            old_content TEXT,
-            new_content TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'pending'
-                CHECK (status IN ('pending', 'approved', 'rejected')),
-            cause_kind TEXT NOT NULL,
-            cause_ref TEXT,
-            untrusted_reason TEXT,
-            applied_content TEXT,
-            version_id BIGINT,
-            decided_by TEXT,
-            created_at {_LONG} NOT NULL,
-            decided_at {_LONG}
-        );
-        CREATE INDEX proposal_status ON proposal (status, id);
-    """,
-    "document_index_and_watched_folders": f"""
-        CREATE TABLE document (
-            path TEXT PRIMARY KEY,
-            size BIGINT NOT NULL DEFAULT 0,
-            mtime {_LONG} NOT NULL DEFAULT 0,
-            content_hash TEXT,
-            status TEXT NOT NULL
-                CHECK (status IN ('queued', 'indexing', 'done', 'error', 'skipped')),
-            error TEXT,
-            chunk_count INTEGER NOT NULL DEFAULT 0,
-            embedder TEXT,
-            updated_at {_LONG} NOT NULL
-        );
-        CREATE INDEX document_status ON document (status);
-        CREATE TABLE watched_folder (
-            path TEXT PRIMARY KEY,
-            include TEXT NOT NULL DEFAULT '[]',
-            exclude TEXT NOT NULL DEFAULT '[]',
-            added_at {_LONG} NOT NULL
-        );
-    """,
-    # The words index: what SQLite's FTS5 table holds, as a generated column. 'english' stems
-    # as FTS5's porter tokenizer does; it also drops stop words, which the query drops anyway.
-    "message_search_text_with_neighbours": """
-        ALTER TABLE message ADD COLUMN search_text TEXT;
-        UPDATE message SET search_text = text;
-        ALTER TABLE message ADD COLUMN search_vector tsvector GENERATED ALWAYS AS
-            (to_tsvector('english', coalesce(search_text, ''))) STORED;
-        CREATE INDEX message_search ON message USING GIN (search_vector);
-        CREATE TABLE message_context_pending (conversation_id TEXT PRIMARY KEY);
-        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
-    """,
-    "message_search_text_short_neighbours": """
-        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message
-            ON CONFLICT DO NOTHING;
-    """,
-    "message_untrusted_reason": """
-        ALTER TABLE message ADD COLUMN untrusted_reason TEXT;
-        UPDATE message SET untrusted_reason = 'written after you pasted a long text'
-            WHERE role = 'user' AND length(text) > 2000;
-        CREATE INDEX message_untrusted ON message (conversation_id, id)
-            WHERE untrusted_reason IS NOT NULL;
-    """,
-    "knowledge_memory": f"""
-        CREATE TABLE entity (
-            id BIGSERIAL PRIMARY KEY,
-            name TEXT NOT NULL,
-            key TEXT NOT NULL UNIQUE,
-            kind TEXT NOT NULL DEFAULT 'other',
-            note TEXT NOT NULL DEFAULT '',
-            merged_into BIGINT REFERENCES entity(id),
-            created_at {_LONG} NOT NULL
-        );
-        CREATE TABLE entity_alias (
-            key TEXT PRIMARY KEY,
-            alias TEXT NOT NULL,
-            entity_id BIGINT NOT NULL REFERENCES entity(id)
-        );
-        CREATE TABLE relation (
-            id BIGSERIAL PRIMARY KEY,
-            subject_id BIGINT NOT NULL REFERENCES entity(id),
-            predicate TEXT NOT NULL,
-            object_id BIGINT REFERENCES entity(id),
-            value TEXT,
-            valid_from {_LONG},
-            valid_to {_LONG},
-            learned_at {_LONG} NOT NULL,
-            source_kind TEXT NOT NULL,
-            source_ref TEXT,
-            asserted_by TEXT NOT NULL,
-            status TEXT NOT NULL DEFAULT 'current',
-            superseded_by BIGINT REFERENCES relation(id)
-        );
-        CREATE INDEX relation_subject ON relation (subject_id, status, predicate);
-        CREATE INDEX relation_object ON relation (object_id);
-        CREATE INDEX entity_alias_entity ON entity_alias (entity_id);
-    """,
-    "proposal_kinds": """
-        ALTER TABLE proposal ADD COLUMN kind TEXT NOT NULL DEFAULT 'core';
-        ALTER TABLE proposal ADD COLUMN payload TEXT;
-    """,
-    "conversation_titles": f"""
-        CREATE TABLE conversation (
-            id TEXT PRIMARY KEY,
-            title TEXT NOT NULL,
-            origin TEXT NOT NULL,
-            created_at {_LONG}
-        );
-    """,
-    "fact_expiry": f"""
-        ALTER TABLE relation ADD COLUMN expires_at {_LONG};
-    """,
-    "message_sentence_vectors": """
-        CREATE TABLE message_sentences_pending (conversation_id TEXT PRIMARY KEY);
-        INSERT INTO message_sentences_pending
-            SELECT DISTINCT conversation_id FROM message WHERE role = 'user';
-    """,
-}
 
 
 def is_postgres(url: str | None) -> bool:
@@ -316,9 +146,11 @@ def _migrate(engine: Engine, schema: str) -> None:
                 f"{version}; this version understands up to {len(MIGRATIONS)}). Update Mnemo "
                 "to open it; nothing has been changed."
             )
-        for number, (name, _sqlite) in enumerate(MIGRATIONS[version:], start=version + 1):
-            log.info("applying migration %d (%s) to PostgreSQL schema %s", number, name, schema)
-            connection.exec_driver_sql(POSTGRES_MIGRATIONS[name])
+        for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+            log.info(
+                "applying migration %d (%s) to PostgreSQL schema %s", number, migration.name, schema
+            )
+            connection.exec_driver_sql(migration.for_postgres)
             connection.execute(
                 text(f"UPDATE {schema}.mnemo_schema SET version = :v"), {"v": number}
             )

@@ -1,20 +1,46 @@
 """The profile database's schema, in one place: each migration (a named SQL script, applied in
 order) and the SQLModel class for each table they create.
 
-The migrations own the schema (FTS5 tables and triggers need raw SQL); the classes give typed
-access to the rows, and ``tests/test_architecture.py`` checks that both agree. A new table is a
-new migration here and its class below it. Times are stored as UNIX seconds (REAL) so that range
-queries stay simple.
+The migrations own the schema (FTS5 tables and triggers need raw SQL), for SQLite and PostgreSQL
+alike; the classes give typed access to the rows, and ``tests/test_architecture.py`` checks that
+both agree. A new table is a new migration here and its class below it. Times are stored as UNIX
+seconds (REAL) so that range queries stay simple.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from sqlmodel import Field, SQLModel
 
-MIGRATIONS: list[tuple[str, str]] = [
-    (
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the schema, written once: ``sql`` holds for both databases, in SQLite's
+    words, and is translated for PostgreSQL (``BIGSERIAL`` for a row id, ``DOUBLE PRECISION``
+    for ``REAL``: PostgreSQL's ``REAL`` is four bytes, which would round a time to minutes). Only
+    the keyword index differs: SQLite's FTS5 table and triggers, PostgreSQL's ``tsvector``."""
+
+    name: str
+    sql: str = ""
+    sqlite_only: str = ""
+    postgres_only: str = ""
+
+    @property
+    def for_sqlite(self) -> str:
+        return self.sql + self.sqlite_only
+
+    @property
+    def for_postgres(self) -> str:
+        translated = re.sub(r"\bINTEGER PRIMARY KEY\b", "BIGSERIAL PRIMARY KEY", self.sql)
+        return re.sub(r"\bREAL\b", "DOUBLE PRECISION", translated) + self.postgres_only
+
+
+MIGRATIONS: list[Migration] = [
+    Migration(
         "recall_and_core_memory",
-        """
+        sql="""
         CREATE TABLE message (
             id INTEGER PRIMARY KEY,
             conversation_id TEXT NOT NULL DEFAULT 'default',
@@ -28,21 +54,6 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX message_created_at ON message (created_at);
         CREATE INDEX message_conversation ON message (conversation_id, id);
         CREATE INDEX message_unembedded ON message (id) WHERE embedded = 0;
-
-        CREATE VIRTUAL TABLE message_fts USING fts5 (
-            text, content = 'message', content_rowid = 'id',
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
-            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
-        END;
-        CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
-        END;
-        CREATE TRIGGER message_fts_update AFTER UPDATE OF text ON message BEGIN
-            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
-            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
-        END;
 
         CREATE TABLE core_block (
             label TEXT PRIMARY KEY,
@@ -71,13 +82,29 @@ MIGRATIONS: list[tuple[str, str]] = [
             value TEXT NOT NULL
         );
         """,
+        sqlite_only="""
+        CREATE VIRTUAL TABLE message_fts USING fts5 (
+            text, content = 'message', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER message_fts_insert AFTER INSERT ON message BEGIN
+            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        CREATE TRIGGER message_fts_delete AFTER DELETE ON message BEGIN
+            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+        END;
+        CREATE TRIGGER message_fts_update AFTER UPDATE OF text ON message BEGIN
+            INSERT INTO message_fts (message_fts, rowid, text) VALUES ('delete', old.id, old.text);
+            INSERT INTO message_fts (rowid, text) VALUES (new.id, new.text);
+        END;
+        """,
     ),
-    (
+    Migration(
         "agent_state_and_proposals",
-        """
+        sql="""
         CREATE TABLE agent_state (
             conversation_id TEXT PRIMARY KEY,
-            context_start_id INTEGER NOT NULL DEFAULT 0,
+            context_start_id BIGINT NOT NULL DEFAULT 0,
             summary TEXT NOT NULL DEFAULT '',
             summarized_count INTEGER NOT NULL DEFAULT 0,
             pressure_warned INTEGER NOT NULL DEFAULT 0,
@@ -96,7 +123,7 @@ MIGRATIONS: list[tuple[str, str]] = [
             cause_ref TEXT,
             untrusted_reason TEXT,
             applied_content TEXT,
-            version_id INTEGER,
+            version_id BIGINT,
             decided_by TEXT,
             created_at REAL NOT NULL,
             decided_at REAL
@@ -104,12 +131,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX proposal_status ON proposal (status, id);
         """,
     ),
-    (
+    Migration(
         "document_index_and_watched_folders",
-        """
+        sql="""
         CREATE TABLE document (
             path TEXT PRIMARY KEY,
-            size INTEGER NOT NULL DEFAULT 0,
+            size BIGINT NOT NULL DEFAULT 0,
             mtime REAL NOT NULL DEFAULT 0,
             content_hash TEXT,
             status TEXT NOT NULL
@@ -128,11 +155,18 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
-    (
+    Migration(
         "message_search_text_with_neighbours",
-        """
+        # The keyword index holds ``search_text`` (engine.memory.recall.keyword_text): the
+        # message with its neighbours' words. PostgreSQL's 'english' stems as FTS5's porter
+        # tokenizer does; it also drops stop words, which the query drops anyway.
+        sql="""
         ALTER TABLE message ADD COLUMN search_text TEXT;
         UPDATE message SET search_text = text;
+        CREATE TABLE message_context_pending (conversation_id TEXT PRIMARY KEY);
+        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
+        """,
+        sqlite_only="""
         DROP TRIGGER message_fts_insert;
         DROP TRIGGER message_fts_delete;
         DROP TRIGGER message_fts_update;
@@ -154,55 +188,63 @@ MIGRATIONS: list[tuple[str, str]] = [
             INSERT INTO message_fts (rowid, search_text) VALUES (new.id, new.search_text);
         END;
         INSERT INTO message_fts (message_fts) VALUES ('rebuild');
-        CREATE TABLE message_context_pending (conversation_id TEXT PRIMARY KEY);
-        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
+        """,
+        postgres_only="""
+        ALTER TABLE message ADD COLUMN search_vector tsvector GENERATED ALWAYS AS
+            (to_tsvector('english', coalesce(search_text, ''))) STORED;
+        CREATE INDEX message_search ON message USING GIN (search_vector);
         """,
     ),
-    (
+    Migration(
         "message_search_text_short_neighbours",
-        """
+        sqlite_only="""
         INSERT OR IGNORE INTO message_context_pending SELECT DISTINCT conversation_id FROM message;
         """,
+        postgres_only="""
+        INSERT INTO message_context_pending SELECT DISTINCT conversation_id FROM message
+            ON CONFLICT DO NOTHING;
+        """,
     ),
-    (
+    Migration(
         "message_untrusted_reason",
         # Set on a function result that brought text the user did not write into the context,
-        # and on a user message long enough to be pasted; the conversation's core-memory edits
-        # wait for the user from then on (Recall.untrusted_reason).
-        """
+        # and on a user message long enough to be pasted (recall.PASTED_CHARS); the
+        # conversation's core-memory edits wait for the user from then on
+        # (Recall.untrusted_reason).
+        sql="""
         ALTER TABLE message ADD COLUMN untrusted_reason TEXT;
         UPDATE message SET untrusted_reason = 'written after you pasted a long text'
-            WHERE role = 'user' AND length(text) > 2000;  -- recall.PASTED_CHARS
+            WHERE role = 'user' AND length(text) > 2000;
         CREATE INDEX message_untrusted ON message (conversation_id, id)
             WHERE untrusted_reason IS NOT NULL;
         """,
     ),
-    (
+    Migration(
         "knowledge_memory",
         # People, places and things, and what holds between them (engine.memory.knowledge).
         # ``key`` is a name as compared (engine.memory.knowledge.name_key). A relation's object
         # is an entity or, for values such as a birthday, literal text. Nothing is deleted when
         # a fact changes: the old relation is superseded (pointing at the new one) or retracted.
-        """
+        sql="""
         CREATE TABLE entity (
             id INTEGER PRIMARY KEY,
             name TEXT NOT NULL,
             key TEXT NOT NULL UNIQUE,
             kind TEXT NOT NULL DEFAULT 'other',
             note TEXT NOT NULL DEFAULT '',
-            merged_into INTEGER REFERENCES entity(id),
+            merged_into BIGINT REFERENCES entity(id),
             created_at REAL NOT NULL
         );
         CREATE TABLE entity_alias (
             key TEXT PRIMARY KEY,
             alias TEXT NOT NULL,
-            entity_id INTEGER NOT NULL REFERENCES entity(id)
+            entity_id BIGINT NOT NULL REFERENCES entity(id)
         );
         CREATE TABLE relation (
             id INTEGER PRIMARY KEY,
-            subject_id INTEGER NOT NULL REFERENCES entity(id),
+            subject_id BIGINT NOT NULL REFERENCES entity(id),
             predicate TEXT NOT NULL,
-            object_id INTEGER REFERENCES entity(id),
+            object_id BIGINT REFERENCES entity(id),
             value TEXT,
             valid_from REAL,
             valid_to REAL,
@@ -211,28 +253,28 @@ MIGRATIONS: list[tuple[str, str]] = [
             source_ref TEXT,
             asserted_by TEXT NOT NULL,
             status TEXT NOT NULL DEFAULT 'current',
-            superseded_by INTEGER REFERENCES relation(id)
+            superseded_by BIGINT REFERENCES relation(id)
         );
         CREATE INDEX relation_subject ON relation (subject_id, status, predicate);
         CREATE INDEX relation_object ON relation (object_id);
         CREATE INDEX entity_alias_entity ON entity_alias (entity_id);
         """,
     ),
-    (
+    Migration(
         "proposal_kinds",
         # A proposal now changes core memory (``core``), knowledge memory (``fact``: add or
         # supersede a fact) or an archival note (``passage``: correct or delete it); ``payload``
         # holds what approval needs beyond the texts shown (JSON).
-        """
+        sql="""
         ALTER TABLE proposal ADD COLUMN kind TEXT NOT NULL DEFAULT 'core';
         ALTER TABLE proposal ADD COLUMN payload TEXT;
         """,
     ),
-    (
+    Migration(
         "conversation_titles",
         # Conversations brought in from elsewhere (ChatGPT, Claude, a Letta agent) keep their
         # title and where they came from; Mnemo's own have no row.
-        """
+        sql="""
         CREATE TABLE conversation (
             id TEXT PRIMARY KEY,
             title TEXT NOT NULL,
@@ -241,20 +283,20 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
-    (
+    Migration(
         "fact_expiry",
         # A fact can stop holding at a known time ("in Lisbon until Friday"): it then leaves
         # current facts, stays listed as expired for a grace period, and is purged.
-        """
+        sql="""
         ALTER TABLE relation ADD COLUMN expires_at REAL;
         """,
     ),
-    (
+    Migration(
         "message_sentence_vectors",
         # The user's messages of several sentences get a vector per sentence as well
         # (recall.vectors.sentence_parts); those stored before are given theirs once, by the
         # start-up repair, conversation by conversation.
-        """
+        sql="""
         CREATE TABLE message_sentences_pending (conversation_id TEXT PRIMARY KEY);
         INSERT INTO message_sentences_pending
             SELECT DISTINCT conversation_id FROM message WHERE role = 'user';
