@@ -24,11 +24,15 @@ def _command(
     handler: str,
     help: str | None = None,
     description: str | None = None,
+    json: bool = False,
     **defaults: object,
 ) -> argparse.ArgumentParser:
-    """A command (or an action of one) run by ``handler``, "group:function"."""
+    """A command (or an action of one) run by ``handler``, "group:function"; ``json`` gives it
+    ``--json``, for scripts."""
     parser = commands.add_parser(name, help=help, description=description)
     parser.set_defaults(handler=handler, **defaults)
+    if json:
+        parser.add_argument("--json", action="store_true")
     return parser
 
 
@@ -71,8 +75,7 @@ def _memory(commands: Commands) -> None:
         commands, "memory", "memory:cmd_memory_show", "show and edit core memory", json=False
     )
     memory_commands = memory.add_subparsers(metavar="ACTION")
-    show = _command(memory_commands, "show", "memory:cmd_memory_show", "print every block")
-    show.add_argument("--json", action="store_true")
+    _command(memory_commands, "show", "memory:cmd_memory_show", "print every block", json=True)
     set_ = _command(memory_commands, "set", "memory:cmd_memory_set", "replace a block's text")
     set_.add_argument("label")
     set_.add_argument("text")
@@ -82,10 +85,13 @@ def _memory(commands: Commands) -> None:
     append.add_argument("label")
     append.add_argument("text")
     history = _command(
-        memory_commands, "history", "memory:cmd_memory_history", "list a block's changes"
+        memory_commands,
+        "history",
+        "memory:cmd_memory_history",
+        "list a block's changes",
+        json=True,
     )
     history.add_argument("label")
-    history.add_argument("--json", action="store_true")
     undo = _command(
         memory_commands,
         "undo",
@@ -113,9 +119,9 @@ def _memory(commands: Commands) -> None:
         "proposals",
         "memory:cmd_memory_proposals",
         "list the model's core-memory edits waiting for approval",
+        json=True,
     )
     proposals.add_argument("--all", action="store_true", help="include decided ones")
-    proposals.add_argument("--json", action="store_true")
     approve = _command(
         memory_commands, "approve", "memory:cmd_memory_approve", "apply a proposed edit"
     )
@@ -156,13 +162,13 @@ def _models(commands: Commands) -> None:
     _command(
         models_commands, "list", "models:cmd_models_list", "the model in use and local GGUF files"
     )
-    catalog = _command(
+    _command(
         models_commands,
         "catalog",
         "models:cmd_models_catalog",
         "models to download, judged for this computer",
+        json=True,
     )
-    catalog.add_argument("--json", action="store_true")
     fetch = _command(
         models_commands,
         "download",
@@ -232,17 +238,21 @@ def _ingest(commands: Commands) -> None:
     _command(actions, "run", "ingest:cmd_watch_run", "watch in the terminal until Ctrl-C")
 
     sources = _command(
-        commands, "sources", "ingest:cmd_sources", "every ingested file with its status"
+        commands,
+        "sources",
+        "ingest:cmd_sources",
+        "every ingested file with its status",
+        json=True,
     )
-    sources.add_argument("--json", action="store_true")
     sources.add_argument("--errors", action="store_true", help="only files that failed")
 
 
 def _archival(commands: Commands) -> None:
-    search = _command(commands, "search", "archival:cmd_search", "search recall or archival memory")
+    search = _command(
+        commands, "search", "archival:cmd_search", "search recall or archival memory", json=True
+    )
     search.add_argument("store", choices=["recall", "archival"])
     search.add_argument("query")
-    search.add_argument("--json", action="store_true")
     search.add_argument("--limit", type=int, default=10)
     search.add_argument("--page", type=int, default=1)
     search.add_argument("--mode", choices=["hybrid", "keyword", "semantic"], default="hybrid")
@@ -274,23 +284,26 @@ def _archival(commands: Commands) -> None:
     )
     expire.add_argument("id")
     expire.add_argument("when", metavar="WHEN|never")
-    expired = _command(
+    _command(
         archival_commands,
         "expired",
         "archival:cmd_archival_expired",
         "passages that expired and are kept a week before they are purged",
+        json=True,
     )
-    expired.add_argument("--json", action="store_true")
     delete = _command(
         archival_commands, "delete", "archival:cmd_archival_delete", "delete a passage by id"
     )
     delete.add_argument("id")
     list_ = _command(
-        archival_commands, "list", "archival:cmd_archival_list", "list recent passages"
+        archival_commands,
+        "list",
+        "archival:cmd_archival_list",
+        "list recent passages",
+        json=True,
     )
     list_.add_argument("--limit", type=int, default=20)
     list_.add_argument("--source", help="list the passages of one file, in order")
-    list_.add_argument("--json", action="store_true")
 
     reembed = _command(
         commands, "reembed", "archival:cmd_reembed", "re-embed archival memory after a model change"
@@ -325,16 +338,24 @@ def _forget(commands: Commands) -> None:
 def _knowledge(commands: Commands) -> None:
     kg = commands.add_parser("kg", help="knowledge memory: people, places and things")
     kg_commands = kg.add_subparsers(metavar="ACTION", required=True)
-    show = _command(kg_commands, "show", "knowledge:cmd_kg_show", "an entity and its current facts")
+    show = _command(
+        kg_commands, "show", "knowledge:cmd_kg_show", "an entity and its current facts", json=True
+    )
     show.add_argument("entity")
-    show.add_argument("--json", action="store_true")
     search = _command(
-        kg_commands, "search", "knowledge:cmd_kg_search", "entities whose name holds the text"
+        kg_commands,
+        "search",
+        "knowledge:cmd_kg_search",
+        "entities whose name holds the text",
+        json=True,
     )
     search.add_argument("text")
-    search.add_argument("--json", action="store_true")
     add = _command(
-        kg_commands, "add", "knowledge:cmd_kg_add", "add a fact: SUBJECT RELATION OBJECT"
+        kg_commands,
+        "add",
+        "knowledge:cmd_kg_add",
+        "add a fact: SUBJECT RELATION OBJECT",
+        json=True,
     )
     add.add_argument("subject")
     add.add_argument("relation", help="e.g. lives_in, works_at, birthday")
@@ -343,12 +364,14 @@ def _knowledge(commands: Commands) -> None:
     add.add_argument(
         "--replace", action="store_true", help="supersede the current value it contradicts"
     )
-    add.add_argument("--json", action="store_true")
     history = _command(
-        kg_commands, "history", "knowledge:cmd_kg_history", "every fact ever held about an entity"
+        kg_commands,
+        "history",
+        "knowledge:cmd_kg_history",
+        "every fact ever held about an entity",
+        json=True,
     )
     history.add_argument("entity")
-    history.add_argument("--json", action="store_true")
     merge = _command(
         kg_commands, "merge", "knowledge:cmd_kg_merge", "fold OTHER into KEEP: one person or thing"
     )
@@ -363,9 +386,9 @@ def _knowledge(commands: Commands) -> None:
         "extract",
         "knowledge:cmd_kg_extract",
         "propose the facts a document states (you review them)",
+        json=True,
     )
     extract.add_argument("file", type=Path)
-    extract.add_argument("--json", action="store_true")
 
 
 def _snapshots(commands: Commands) -> None:
@@ -373,10 +396,13 @@ def _snapshots(commands: Commands) -> None:
     actions = snapshot.add_subparsers(metavar="ACTION", required=True)
     create = _command(actions, "create", "snapshots:cmd_snapshot_create", "take a snapshot now")
     create.add_argument("--note", default="", help="what it is for")
-    listing = _command(
-        actions, "list", "snapshots:cmd_snapshot_list", "every snapshot, newest first"
+    _command(
+        actions,
+        "list",
+        "snapshots:cmd_snapshot_list",
+        "every snapshot, newest first",
+        json=True,
     )
-    listing.add_argument("--json", action="store_true")
     restore = _command(
         actions, "restore", "snapshots:cmd_snapshot_restore", "bring the memory back to a snapshot"
     )
@@ -416,11 +442,11 @@ def _check(commands: Commands) -> None:
         "check",
         "check:cmd_check",
         "check that the database, its index and the vectors agree",
+        json=True,
     )
     check.add_argument(
         "--repair", action="store_true", help="fix what can be fixed (after a snapshot)"
     )
-    check.add_argument("--json", action="store_true")
 
 
 def _assistants(commands: Commands) -> None:
@@ -428,10 +454,13 @@ def _assistants(commands: Commands) -> None:
         "assistants", help="several assistants, each with a memory of its own"
     )
     actions = assistants.add_subparsers(metavar="ACTION", required=True)
-    listing = _command(
-        actions, "list", "assistants:cmd_list", "every assistant; * marks the one in use"
+    _command(
+        actions,
+        "list",
+        "assistants:cmd_list",
+        "every assistant; * marks the one in use",
+        json=True,
     )
-    listing.add_argument("--json", action="store_true")
     create = _command(
         actions, "create", "assistants:cmd_create", "a new assistant with an empty memory"
     )
