@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from functools import partial
 from typing import Any
 
 from PySide6.QtCore import QDate, QDateTime
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.forget_dialog import ask_to_forget
 from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
@@ -39,7 +39,6 @@ from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line
 from engine.memory.snapshots import BULK_DELETE
-from engine.mnemo import Mnemo
 from engine.text import one_line
 
 BROWSE_LIMIT = 200
@@ -53,7 +52,7 @@ ROLES = {"user": "you", "assistant": "Mnemo", "function_call": "call", "function
 
 
 def delete_in_background(
-    mnemo: Mnemo,
+    mnemo: AssistantMemory,
     tasks: Tasks,
     status: QLabel,
     delete: Callable[[Any], None],
@@ -169,7 +168,7 @@ class DuplicatesDialog(QDialog):
 
 
 class ArchivalBrowser(QWidget):
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
@@ -389,7 +388,11 @@ class ArchivalBrowser(QWidget):
         if not chosen:
             self.status.setText("Select the passages to forget.")
             return
-        plan = partial(forget.plan_items, self._mnemo, "passage", chosen)
+
+        def plan() -> forget.ForgetPlan:
+            local = on_this_computer(self._mnemo, "Forgetting")
+            return forget.plan_items(local, "passage", chosen)
+
         ask_to_forget(self, self._mnemo, self._tasks, plan, lambda note: self.refresh(1, note))
 
     def delete_selected(self) -> None:
@@ -423,7 +426,7 @@ class ArchivalBrowser(QWidget):
 class ConversationBrowser(QWidget):
     """Past conversations: search by words and dates, and delete (announced as ``MESSAGES``)."""
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
@@ -524,7 +527,11 @@ class ConversationBrowser(QWidget):
         if not chosen:
             self.status.setText("Select the messages to forget.")
             return
-        plan = partial(forget.plan_items, self._mnemo, "message", chosen)
+
+        def plan() -> forget.ForgetPlan:
+            local = on_this_computer(self._mnemo, "Forgetting")
+            return forget.plan_items(local, "message", chosen)
+
         ask_to_forget(self, self._mnemo, self._tasks, plan, self.refresh)
 
     def delete_selected(self) -> None:
@@ -555,7 +562,7 @@ class ConversationBrowser(QWidget):
 
 
 class MemoryBrowser(QTabWidget):
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self.archival = ArchivalBrowser(mnemo, tasks)
         self.conversations = ConversationBrowser(mnemo, tasks)

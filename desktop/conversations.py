@@ -23,10 +23,9 @@ class ConversationList(QWidget):
     new_requested = Signal()
     open_requested = Signal(str)
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks, *, on_server: bool = False) -> None:
+    def __init__(self, mnemo: Mnemo | None, tasks: Tasks) -> None:
         super().__init__()
-        self._mnemo = mnemo
-        self._on_server = on_server  # a server's assistant keeps one conversation: no list
+        self._mnemo = mnemo  # None: a server's assistant keeps one conversation, no list
         self._tasks = tasks
         self.current = ""
         layout = QVBoxLayout(self)
@@ -47,9 +46,8 @@ class ConversationList(QWidget):
     def refresh(self, current: str | None = None) -> None:
         if current is not None:
             self.current = current
-        if self._on_server:
-            return
-        self._tasks.submit(self._mnemo.conversations.all, self._show)
+        if self._mnemo is not None:
+            self._tasks.submit(self._mnemo.conversations.all, self._show)
 
     def _show(self, conversations: list[ConversationInfo]) -> None:
         self.list.clear()

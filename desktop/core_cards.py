@@ -26,11 +26,11 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory
 from desktop.forget_dialog import ask_for_text
 from desktop.threads import CORE, Tasks
 from desktop.ui import diff_html, label, ok_cancel
 from engine.memory.core import DEFAULT_BLOCKS, DEFAULT_CHAR_LIMIT, Block, BlockVersion
-from engine.mnemo import Mnemo
 from engine.text import one_line
 
 AUTHORS = {"user": "you", "model": "the assistant", "system": "Mnemo"}
@@ -216,7 +216,7 @@ class CoreMemoryPage(QWidget):
     """Core memory as cards; it refreshes itself when ``tasks.changed`` says core memory changed
     (an edit here, a decision on a proposal, an edit the model applied)."""
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks

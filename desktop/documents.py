@@ -18,13 +18,13 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory
 from desktop.threads import FOLDERS, Tasks
 from desktop.ui import cell, label, table
 from engine.db.schema import DocumentRow
 from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.ingest.watch import WatchedFolders
 from engine.mnemo import Mnemo
-from engine.server.client import RemoteMnemo
 
 STATUS_WORDS = {
     "queued": "waiting",
@@ -54,7 +54,7 @@ class WatchedFoldersList(QWidget):
     add_requested = Signal(str)
     remove_requested = Signal(str, bool)
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks | None = None) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks | None = None) -> None:
         super().__init__()
         self._mnemo = mnemo
         if tasks is not None:
@@ -77,7 +77,7 @@ class WatchedFoldersList(QWidget):
 
     def refresh(self) -> None:
         self.list.clear()
-        if isinstance(self._mnemo, RemoteMnemo):  # folders are on this computer, memory is not
+        if not isinstance(self._mnemo, Mnemo):  # folders are on this computer, memory is not
             self.list.addItem("Watched folders are for assistants on this computer; drop files")
             self.list.addItem("instead, and they are sent to the server.")
             self.remove_button.setEnabled(False)
@@ -118,7 +118,7 @@ class DocumentsPage(QWidget):
     ingest_requested = Signal(list)
     cancel_requested = Signal()
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks

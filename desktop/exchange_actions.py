@@ -16,11 +16,11 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.threads import CORE, FOLDERS, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
 from desktop.ui import label
 from engine.exchange import import_file
 from engine.exchange.archive import ImportReport, Offer, Progress, apply_offer, export_archive
-from engine.mnemo import Mnemo
 
 ARCHIVES = "Mnemo archives (*.mnemo);;All files (*)"
 IMPORTS = "Mnemo archives, ChatGPT and Claude exports (*.mnemo *.json *.zip);;All files (*)"
@@ -36,7 +36,7 @@ class ExchangeActions(QObject):
     progressed = Signal(str)
     finished = Signal(str)
 
-    def __init__(self, window: QMainWindow, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, window: QMainWindow, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__(window)
         self._window = window
         self._mnemo = mnemo
@@ -77,7 +77,9 @@ class ExchangeActions(QObject):
             )
 
         self._tasks.submit(
-            lambda: export_archive(self._mnemo, path, progress=self._report("Exporting")),
+            lambda: export_archive(
+                on_this_computer(self._mnemo, "Export"), path, progress=self._report("Exporting")
+            ),
             done,
             self._failed,
         )
@@ -99,7 +101,9 @@ class ExchangeActions(QObject):
                 self.offered_dialog.show()
 
         self._tasks.submit(
-            lambda: import_file(self._mnemo, path, progress=self._report("Importing")),
+            lambda: import_file(
+                on_this_computer(self._mnemo, "Import"), path, progress=self._report("Importing")
+            ),
             done,
             self._failed,
             changes=EVERYTHING,
@@ -110,7 +114,7 @@ class ExchangeActions(QObject):
 
         def work() -> int:
             for offer in offers:
-                apply_offer(self._mnemo, offer)
+                apply_offer(on_this_computer(self._mnemo, "Import"), offer)
             return len(offers)
 
         self._tasks.submit(

@@ -20,9 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.threads import CORE, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
 from engine.memory import forget
-from engine.mnemo import Mnemo
 
 SHOWN_PER_KIND = 50
 CHANGES = (MESSAGES, PASSAGES, CORE, PROPOSALS, KNOWLEDGE)
@@ -72,7 +72,7 @@ class ForgetDialog(QDialog):
 
 def ask_to_forget(
     parent: QWidget,
-    mnemo: Mnemo,
+    mnemo: AssistantMemory,
     tasks: Tasks,
     make_plan: Callable[[], forget.ForgetPlan],
     said: Callable[[str], None],
@@ -104,12 +104,17 @@ def ask_to_forget(
 
         # A forget rewrites the stores' files, seconds on a large profile (forget_cost.py).
         said(f"Forgetting {plan.what}… Mnemo rewrites its files so that no copy stays behind.")
-        tasks.submit(lambda: forget.forget(mnemo, plan), done, said, changes=CHANGES)
+        tasks.submit(
+            lambda: forget.forget(on_this_computer(mnemo, "Forgetting"), plan),
+            done,
+            said,
+            changes=CHANGES,
+        )
 
     tasks.submit(make_plan, shown, said)
 
 
-def ask_for_text(parent: QWidget, mnemo: Mnemo, tasks: Tasks, said: Callable[[str], None],
+def ask_for_text(parent: QWidget, mnemo: AssistantMemory, tasks: Tasks, said: Callable[[str], None],
                  typed: str = "") -> None:  # fmt: skip
     """File → Forget…: the words to forget, as the person remembers them."""
     text, chosen = QInputDialog.getText(
@@ -120,4 +125,10 @@ def ask_for_text(parent: QWidget, mnemo: Mnemo, tasks: Tasks, said: Callable[[st
         text=typed,
     )
     if chosen and text.strip():
-        ask_to_forget(parent, mnemo, tasks, lambda: forget.plan_text(mnemo, text), said)
+        ask_to_forget(
+            parent,
+            mnemo,
+            tasks,
+            lambda: forget.plan_text(on_this_computer(mnemo, "Forgetting"), text),
+            said,
+        )

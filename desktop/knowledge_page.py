@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.forget_dialog import ask_to_forget
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, ok_cancel, table
@@ -38,13 +39,12 @@ from engine.ingest.facts import propose_facts_from
 from engine.memory import forget
 from engine.memory.knowledge import USER, Conflict, Fact, relation_words
 from engine.memory.proposals import Proposal
-from engine.mnemo import Mnemo
 from engine.server.client import RemoteMnemo
 
 COMMON_RELATIONS = ["lives_in", "works_at", "birthday", "job_title", "sister", "brother", "likes"]
 
 
-def fact_source(mnemo: Mnemo, fact: Fact) -> str:
+def fact_source(mnemo: AssistantMemory, fact: Fact) -> str:
     """Where a fact came from, for a person: "you said: “I live in Porto”"."""
     who = {"user": "you", "model": "the assistant", "document": "a document"}.get(
         fact.asserted_by, fact.asserted_by
@@ -86,7 +86,7 @@ class KnowledgePage(QWidget):
     """Refreshes itself when ``tasks.changed`` says knowledge changed; its own edits run as
     tasks that announce it."""
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
@@ -274,7 +274,9 @@ class KnowledgePage(QWidget):
                 self,
                 self._mnemo,
                 self._tasks,
-                lambda: forget.plan_item(self._mnemo, "fact", str(fact.id)),
+                lambda: forget.plan_item(
+                    on_this_computer(self._mnemo, "Forgetting"), "fact", str(fact.id)
+                ),
                 self._said,
             )
 
@@ -285,7 +287,7 @@ class KnowledgePage(QWidget):
                 self,
                 self._mnemo,
                 self._tasks,
-                lambda: forget.plan_entity(self._mnemo, name),
+                lambda: forget.plan_entity(on_this_computer(self._mnemo, "Forgetting"), name),
                 self._said,
             )
 
@@ -365,7 +367,11 @@ class KnowledgePage(QWidget):
                 + (f" ({more} more were found; extract again after reviewing)." if more else ".")
             )
 
-        self._run(lambda: propose_facts_from(self._mnemo, path), done)
+        def work() -> tuple[list[Proposal], int]:
+            local = on_this_computer(self._mnemo, "Reading a file for facts")
+            return propose_facts_from(local, path)
+
+        self._run(work, done)
 
     def _add(self) -> None:
         dialog = AddFactDialog(self, self.current_entity() or USER)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
-from typing import cast
 
 from PySide6.QtCore import Qt, QThread, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -25,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.assistant_switcher import switcher_row
 from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
@@ -107,8 +107,10 @@ class MainWindow(QMainWindow):
         # cost to them.
         sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.collector = GuiThreadCollector(self)  # before any worker thread starts
-        # A RemoteMnemo stands in for a Mnemo with the attributes the pages use.
-        mnemo = self.mnemo = cast(Mnemo, opened)
+        # The pages take either (AssistantMemory); what only an assistant on this computer has
+        # (its conversations, forgetting, the chat's own model) goes through ``local``.
+        self.mnemo: AssistantMemory = opened
+        self.local = opened if isinstance(opened, Mnemo) else None
         self._restore_on_close: str | None = None
         # The profile the app opens once this window has closed: another assistant, or this
         # one again after a snapshot was restored; None: the app ends.
@@ -128,8 +130,8 @@ class MainWindow(QMainWindow):
                 opened, self.tasks, self
             )
         else:
-            self.chat_worker = ChatWorker(mnemo, self.bridge, loader)
-            self.ingest_worker = IngestWorker(mnemo)
+            self.chat_worker = ChatWorker(opened, self.bridge, loader)
+            self.ingest_worker = IngestWorker(opened)
             self.connection_watch = None
         self._threads: list[QThread] = []
         self.model_ready = False
@@ -137,7 +139,7 @@ class MainWindow(QMainWindow):
 
         # The conversation in view: where the person left off (a server's assistant has one).
         self.conversation_id = (
-            DEFAULT_CONVERSATION if self.remote else mnemo.conversations.current()
+            opened.conversations.current() if isinstance(opened, Mnemo) else DEFAULT_CONVERSATION
         )
         self._build()
         self._connect()
@@ -145,7 +147,7 @@ class MainWindow(QMainWindow):
         if self.remote:  # the server may be away: the window opens all the same, and retries
             self._reload_chat()
         else:
-            self.chat.restore(mnemo.recall.recent(RESTORED_MESSAGES, self.conversation_id))
+            self.chat.restore(opened.recall.recent(RESTORED_MESSAGES, self.conversation_id))
             self.conversation_list.refresh(self.conversation_id)
         self.proposals.refresh()
         self.core.refresh()
@@ -170,7 +172,7 @@ class MainWindow(QMainWindow):
     def _build(self) -> None:
         mnemo, tasks = self.mnemo, self.tasks
         self.chat = ChatView()
-        self.conversation_list = ConversationList(mnemo, tasks, on_server=self.remote)
+        self.conversation_list = ConversationList(self.local, tasks)
         self.proposals = ProposalPanel(mnemo, tasks)
         self.core = CoreMemoryPage(mnemo, tasks)
         self.knowledge = KnowledgePage(mnemo, tasks)
@@ -320,16 +322,17 @@ class MainWindow(QMainWindow):
             lambda: ask_for_text(self, self.mnemo, self.tasks, self.say)
         )
         self.forget_action.setEnabled(not self.remote)
-        if not self.remote:
+        for local_only in (self.exchange.export_action, self.exchange.import_action):
+            local_only.setEnabled(not self.remote)  # they read and write the assistant's files
+        if (local := self.local) is not None:
             self.chat.forget_requested.connect(
-                lambda words: ask_for_text(self, self.mnemo, self.tasks, self.say, words)
+                lambda words: ask_for_text(self, local, self.tasks, self.say, words)
             )
             self.chat.forget_topic_requested.connect(
                 lambda topic: ask_to_forget(
-                    self, self.mnemo, self.tasks, partial(forget.plan_topic, self.mnemo, topic),
-                    self.say,
+                    self, local, self.tasks, partial(forget.plan_topic, local, topic), self.say
                 )
-            )  # fmt: skip
+            )
         file_menu.addSeparator()
         self.quit_action = file_menu.addAction("Quit")
         quit_keys = QKeySequence(QKeySequence.StandardKey.Quit)  # Cmd+Q on macOS
@@ -394,15 +397,15 @@ class MainWindow(QMainWindow):
 
     def new_conversation(self) -> None:
         """Start a new conversation (the current one when it is still empty)."""
-        if self.remote or self.chat.busy:
+        if self.local is None or self.chat.busy:
             return
-        self.tasks.submit(self.mnemo.conversations.start, self._show_conversation)
+        self.tasks.submit(self.local.conversations.start, self._show_conversation)
 
     def open_conversation(self, conversation_id: str) -> None:
-        if self.remote or self.chat.busy:
+        if (local := self.local) is None or self.chat.busy:
             return
         self.tasks.submit(
-            lambda: self.mnemo.conversations.open(conversation_id), self._show_conversation
+            lambda: local.conversations.open(conversation_id), self._show_conversation
         )
 
     def _show_conversation(self, conversation_id: str) -> None:
@@ -666,9 +669,8 @@ class MainWindow(QMainWindow):
     def check_health(self) -> None:
         """Run the health check behind the window; the banner shows only when it finds something.
         An assistant on a server is the server's to check (`mnemo doctor` there)."""
-        if self.remote:
-            return
-        self.tasks.submit(lambda: health.check(self.mnemo), self._show_health)
+        if (local := self.local) is not None:
+            self.tasks.submit(lambda: health.check(local), self._show_health)
 
     def _show_health(self, problems: list[health.Problem]) -> None:
         if not problems:
@@ -690,7 +692,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage("Repaired: " + " ".join(done), 15000)
 
         self.tasks.submit(
-            lambda: health.repair(self.mnemo),
+            lambda: health.repair(on_this_computer(self.mnemo, "Repair")),
             repaired,
             self.show_error,
             changes=(MESSAGES, PASSAGES, PROPOSALS),

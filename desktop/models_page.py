@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory
 from desktop.threads import Tasks, describe_failure
 from desktop.ui import label
 from engine import hardware
@@ -53,7 +54,6 @@ from engine.llm.download import (
     resolve_source,
     source_for_entry,
 )
-from engine.mnemo import Mnemo
 from engine.modes import parameters_text
 
 STATUS_TEXT = {"recommended": "Recommended", "slow": "Will run slowly", "too large": "Too large"}
@@ -202,7 +202,7 @@ class ModelsPage(QWidget):
     model_chosen = Signal()
     run_requested = Signal(object)  # a DownloadJob, for the worker on the download thread
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks

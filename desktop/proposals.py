@@ -17,12 +17,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.assistant_memory import AssistantMemory
 from desktop.threads import CORE, KNOWLEDGE, PASSAGES, PROPOSALS, Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
 from engine.errors import MnemoError
 from engine.memory.knowledge import USER_KEY, name_key
 from engine.memory.proposals import Proposal
-from engine.mnemo import Mnemo
 
 # How often the panel looks for proposals another program made (`mnemo mcp`), in ms.
 WATCH_MS = 2000
@@ -161,7 +161,7 @@ class ProposalPanel(QWidget):
 
     count_changed = Signal(int)
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks

@@ -26,12 +26,12 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory
 from desktop.documents import WatchedFoldersList
 from desktop.snapshots_view import SnapshotsView
 from desktop.ui import PROFILE_SETTING, app_settings, label
 from engine import keys
 from engine.errors import MnemoError
-from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
 from engine.server.client import RemoteMnemo
 from engine.server.mcp_config import client_config
@@ -67,7 +67,9 @@ class SettingsPage(QWidget):
     policy_changed = Signal()
     models_requested = Signal()
 
-    def __init__(self, mnemo: Mnemo, watched: WatchedFoldersList, snapshots: SnapshotsView) -> None:
+    def __init__(
+        self, mnemo: AssistantMemory, watched: WatchedFoldersList, snapshots: SnapshotsView
+    ) -> None:
         super().__init__()
         self._mnemo = mnemo
         outer = QVBoxLayout(self)

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
+from desktop.assistant_memory import AssistantMemory
 from desktop.threads import Tasks
 from desktop.ui import label
 from engine.memory.snapshots import Snapshot
-from engine.mnemo import Mnemo
 
 
 class SnapshotsView(QWidget):
@@ -32,7 +32,7 @@ class SnapshotsView(QWidget):
 
     restore_requested = Signal(str)
 
-    def __init__(self, mnemo: Mnemo, tasks: Tasks) -> None:
+    def __init__(self, mnemo: AssistantMemory, tasks: Tasks) -> None:
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 from desktop import remote
 from desktop.main_window import MainWindow
@@ -40,7 +41,7 @@ def open_client(qtbot, server: Server, user: str) -> MainWindow:
 
 
 def test_the_window_chats_approves_ingests_and_finds_through_the_server(
-    qtbot, server, model, tmp_path
+    qtbot, server, model, tmp_path, monkeypatch
 ):
     window = open_client(qtbot, server, "alice")
     try:
@@ -76,6 +77,15 @@ def test_the_window_chats_approves_ingests_and_finds_through_the_server(
         found = window.mnemo.archival.search("who services the boiler")
         assert "Dana" in found.hits[0].text
         assert not list((tmp_path / "server").glob("**/mnemo.sqlite"))  # all on the servers
+
+        # Export reads the assistant's own files, which are on the server: a sentence says so.
+        assert not window.exchange.export_action.isEnabled()
+        monkeypatch.setattr(QMessageBox, "warning", lambda *_args: None)
+        with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as said:
+            window.exchange.export_to(tmp_path / "home.mnemo")
+        assert said.args == [
+            "Export works on assistants kept on this computer; this one is on a Mnemo server."
+        ]
     finally:
         window.shutdown()
 
