@@ -1,4 +1,5 @@
-"""Where a profile's files live.
+"""Where a profile's files live: a profile is the folder that holds one assistant's memory (the
+person says "assistant", the code "profile" where it means the folder).
 
 One profile is one directory: ``mnemo.sqlite`` (recall, core memory, settings) and
 ``archival.lance/`` (archival passages and message vectors); or, for an assistant kept on a
