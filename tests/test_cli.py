@@ -1,5 +1,6 @@
 """The ``mnemo`` command line, run in-process and once through the installed console script."""
 
+import io
 import json
 import os
 import shutil
@@ -50,6 +51,18 @@ def test_errors_are_one_sentence_and_exit_non_zero(run):
     assert code == 1 and "has 1964 left" in err and err.count("\n") == 1
     code, _, err = run("search", "recall", "x", "--since", "yesterday")
     assert code == 1 and "is not a date" in err
+
+
+def test_a_question_to_a_closed_input_or_a_missing_file_is_a_sentence(run, monkeypatch, tmp_path):
+    """A script that pipes nothing in, or names a file that is not there, gets words, not a
+    traceback."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    code, _, err = run("keys", "set", "openai")
+    assert code == 1 and err.endswith(
+        "mnemo: the input ended before an answer was given; nothing was changed.\n"
+    )
+    code, _, err = run("kg", "extract", str(tmp_path / "letter.pdf"))
+    assert code == 1 and err == f"mnemo: There is no file {tmp_path / 'letter.pdf'}.\n"
 
 
 def test_search_recall_and_archival(run, profile_dir, embedder):

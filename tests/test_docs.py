@@ -1,10 +1,14 @@
-"""The README and docs/: the scripting examples run as written (on a temporary profile), every
-link between them leads somewhere, and the README stays a front door."""
+"""The README and docs/: the scripting examples and the shell commands run as written (on a
+temporary profile), every link between them leads somewhere, and the README stays a front door."""
 
 import contextlib
 import io
+import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +115,105 @@ def test_every_documented_command_is_one_the_command_line_takes():
             if exit_.code:
                 refused.append(where)
     assert refused == []
+
+
+# Documented commands not run here, and why (each has tests of its own).
+NOT_RUN = {
+    "": "opens the window (tests/test_desktop.py)",
+    "serve": "serves until stopped (tests/test_server.py and others)",
+    "watch run": "watches until Ctrl-C (tests/test_watch.py)",
+    "models download": "downloads from the internet (tests/test_download.py, a local server)",
+}
+
+# Documented commands whose names and numbers are examples: on a new profile they answer in words.
+ANSWERS = {
+    "memory approve 3": "There is no proposal 3.",
+    "kg merge Ana Sousa Ana Souza": "knows no one and nothing called 'Ana Sousa'",
+    "kg retract 12": "There is no fact 12",
+    "forget my PIN is 4417": "holds nothing of",
+    "forget --entity Jordan": "knows no one and nothing called 'Jordan'",
+    "chat --model": "does not exist",
+    "models use qwen2.5-3b-instruct": "is not downloaded yet",
+    "models use ~/models/other.gguf": "does not exist",
+    "models remove qwen2.5-3b-instruct": "There is no downloaded model named",
+    "watch remove PATH": "is not a watched folder",
+}
+
+
+def test_every_documented_command_runs_as_written(tmp_path, monkeypatch, memory_keyring):
+    """Each shell command of the README and docs/ runs, in the pages' order, on one new profile
+    in a folder holding the files they name: it succeeds, or answers in words (never a
+    traceback) where its names and numbers are examples."""
+    import shutil
+
+    import docx
+    from fpdf import FPDF
+
+    from engine.cli import main
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    notes = tmp_path / "home" / "Documents" / "notes"
+    notes.mkdir(parents=True)
+    (notes / "boiler.md").write_text("# Boiler\n\nThe boiler is serviced every October.\n")
+    for name, text in (("report.pdf", "Sales grew in May."), ("letter.pdf", "Ana lives in Porto.")):
+        pdf = FPDF()
+        pdf.add_page()
+        pdf.set_font("Helvetica", size=12)
+        pdf.multi_cell(0, 8, text)
+        pdf.output(str(tmp_path / name))
+    lease = docx.Document()
+    lease.add_paragraph("The lease ends in May.")
+    lease.save(str(tmp_path / "lease.docx"))
+    shutil.copy(ROOT / "tests" / "data" / "garden_helper.af", tmp_path / "agent.af")
+    chatgpt = {
+        "title": "Tea",
+        "id": "t-1",
+        "current_node": "b",
+        "mapping": {
+            "a": {"id": "a", "parent": None, "children": ["b"], "message": {
+                "author": {"role": "user"}, "create_time": 1.7e9,
+                "content": {"content_type": "text", "parts": ["I like green tea."]}}},
+            "b": {"id": "b", "parent": "a", "children": [], "message": {
+                "author": {"role": "assistant"}, "create_time": 1.7e9 + 5,
+                "content": {"content_type": "text", "parts": ["Noted: green tea."]}}},
+        },
+    }  # fmt: skip
+    (tmp_path / "conversations.json").write_text(json.dumps([chatgpt]), "utf-8")
+
+    ran, not_run, answered, failed = 0, set(), set(), []
+    for where, args in documented_commands():
+        command = " ".join(args)
+        skipped = next(
+            (key for key in NOT_RUN if command.startswith(key) and (key or not args)), None
+        )
+        if skipped is not None:
+            not_run.add(skipped)
+            continue
+        args = [os.path.expanduser(arg) for arg in args]
+        if command.startswith("chat") and "--list" not in args:  # the model in its own process
+            done = subprocess.run(
+                [sys.executable, "-m", "engine.cli", *args],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            code, out, err = done.returncode, io.StringIO(done.stdout), io.StringIO(done.stderr)
+        else:
+            typed = "sk-test-key\n" if command.startswith("keys set") else ""  # it asks for one
+            monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(args)
+        ran += 1
+        answer = next((text for key, text in ANSWERS.items() if command.startswith(key)), None)
+        if answer is not None:
+            answered.add(answer)
+            if code != 1 or answer not in out.getvalue() + err.getvalue():
+                failed.append(f"{where}: exit {code}, {err.getvalue().strip()!r}")
+        elif code != 0:
+            failed.append(f"{where}: exit {code}, {err.getvalue().strip()!r}")
+    assert failed == []
+    assert not_run == set(NOT_RUN) and answered == set(ANSWERS.values())  # none stale
+    assert ran > 50

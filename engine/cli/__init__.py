@@ -64,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130
+    except EOFError:  # a question asked of a closed input (a script, `< /dev/null`)
+        print("mnemo: the input ended before an answer was given; nothing was changed.",
+              file=sys.stderr)  # fmt: skip
+        return 1
     except Exception as error:
         message = user_message(error, read_only)
         if message is None:

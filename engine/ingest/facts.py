@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.errors import InputError
 from engine.ingest.loaders import load
 from engine.memory.extract import facts_in
 from engine.memory.knowledge import name_key, predicate_key
@@ -28,6 +29,8 @@ def propose_facts_from(
     """Propose the facts ``path`` states about people, places and things (in the third person:
     "Ana lives in Porto"). Returns the proposals and how many more facts were found than
     ``MAX_PROPOSALS`` allowed."""
+    if not path.is_file():
+        raise InputError(f"There is no file {path}.")
     today, knowledge = date.today(), mnemo.knowledge
     seen = {  # facts already proposed and waiting: extracting twice proposes nothing twice
         _key(p.label, p.payload["predicate"], p.new_content)
