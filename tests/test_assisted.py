@@ -8,7 +8,7 @@ import json
 from datetime import datetime
 
 import pytest
-from agent_helpers import Recorder
+from agent_helpers import Recorder, call, say
 
 from engine.agent import Agent
 from engine.agent import assisted_rules as assisted
@@ -244,6 +244,38 @@ def test_the_prompt_is_prefilled_while_memory_is_searched_with_the_model_on_a_gp
     prefilled, ran = model.prefilled[-1], model.prompts[-1]
     assert ran.messages[: len(prefilled.messages)] == prefilled.messages
     assert "7731" in ran.messages[-1].content and "7731" not in prefilled.messages[-1].content
+
+
+def test_a_turn_loads_the_window_state_once_and_builds_the_window_once(mnemo, model, monkeypatch):
+    """Once for the reply, in either mode, with or without a recall note (the check for a fold
+    after the reply is the next turn's, and builds once more)."""
+    from engine.agent import loop
+    from engine.context.window import ContextWindow
+
+    loads, builds = [], []
+    load = loop.load_state
+    monkeypatch.setattr(loop, "load_state", lambda *args: loads.append(1) or load(*args))
+    build = ContextWindow.build
+    monkeypatch.setattr(
+        ContextWindow, "build", lambda *args, **kw: builds.append(1) or build(*args, **kw)
+    )
+    mnemo.archival.insert("The boiler service code is 7731.")
+    agent = Agent(mnemo, model)
+    for message, reply in (
+        ("Tell me a joke", "Why did the boiler blush?"),
+        ("What is the boiler service code?", "It is 7731."),
+    ):
+        loads.clear(), builds.clear()
+        model.enqueue([reply])
+        agent.send(message)
+        assert (len(loads), len(builds)) == (1, 2), message  # the reply's, the fold check's
+
+    mnemo.settings.set("agent.mode", "self")
+    agent = Agent(mnemo, model)
+    loads.clear(), builds.clear()
+    model.enqueue([call("archival_memory_search", query="boiler"), say("It is 7731.")])
+    agent.send("What is the boiler code?")
+    assert (len(loads), len(builds)) == (1, 2)  # one state; a window for each of the 2 steps
 
 
 def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):

@@ -14,7 +14,6 @@ from engine.agent import assisted_rules as assisted
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
-    load_state,
 )
 from engine.errors import (
     GenerationCancelled,
@@ -58,22 +57,24 @@ class AssistedTurn:
         self.model, self.window = agent.model, agent.window
 
     def run(self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
-        """Recall, reply in plain text, then the memory step (after the user has the reply)."""
-        state = load_state(self.mnemo, self.conversation_id)
+        """Recall, reply in plain text, then the memory step (after the user has the reply).
+        The window is built once, after recall (on a GPU also before it, see below)."""
+        state = turn.window_state(self.mnemo, self.conversation_id)
         hits = self.window.messages(state)
         users = [hit for hit in hits if hit.role == "user"]
         if not users:
             return self.agent._stop(turn, emit, "no_reply", "There is no message to reply to.")
-        prompt, stats = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
         question = users[-1].text
         about_user = assisted.asks_about_the_user(question)
+        built = None
         if not self._recalled_already(hits):  # a resumed turn may have
             # With the model on a GPU, it evaluates the prompt so far while memory is searched.
             # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
             # wait), and searching first gave the first token sooner (assisted_latency.py).
             warm = None
             if getattr(self.model, "gpu_layers", 0):
-                warm = threading.Thread(target=self._prefill, args=(prompt,), daemon=True)
+                built = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+                warm = threading.Thread(target=self._prefill, args=(built[0],), daemon=True)
                 warm.start()
             try:
                 found = self._recall(hits, users, emit)
@@ -81,8 +82,9 @@ class AssistedTurn:
                 if warm is not None:
                     warm.join()
             turn.passages = found.passages
-            if found or about_user:
-                prompt, stats = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+            if found or about_user:  # a note was stored: the window has changed
+                built = None
+        prompt, stats = built or self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
         turn.steps = 1
         emit(StepStarted(1, stats))
         if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
@@ -106,7 +108,7 @@ class AssistedTurn:
                 "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
             )
         finished = self.agent._reply(step.text, turn, emit)
-        self._after_reply(users[-1], emit, cancel)
+        self._after_reply(users[-1], state, emit, cancel)
         return self.agent._finish(finished, emit)
 
     def _new_reply(
@@ -168,13 +170,16 @@ class AssistedTurn:
         return Step(None, raw=step.raw, text=assisted.NO_NEW_REPLY, stats=step.stats)
 
     def _after_reply(
-        self, user: MessageHit, emit: EventCallback, cancel: threading.Event | None
+        self,
+        user: MessageHit,
+        state: AgentState,
+        emit: EventCallback,
+        cancel: threading.Event | None,
     ) -> None:
         """While the user reads the reply: keep what their message said about them, then fold
         the window if it is past the pressure line and evaluate the folded prompt, so that the
         next turn finds it in the KV cache."""
         self.agent.keeper.keep(user, emit)
-        state = load_state(self.mnemo, self.conversation_id)
         if self._evict_ahead(state, emit, cancel):
             self._prefill(self.window.build(state, assisted=True)[0])
 

@@ -17,6 +17,7 @@ from engine.agent.assisted_turn import AssistedTurn
 from engine.agent.keeping import Keeper
 from engine.context.window import (
     PRESSURE_FRACTION,
+    AgentState,
     ContextStats,
     ContextWindow,
     load_state,
@@ -99,6 +100,14 @@ class _Turn:
         # step only (counting a large profile is not free, and the few a turn adds tell the
         # model nothing).
         self.memory_size: tuple[int, int] | None = None
+        # The window's state (where it starts, the summary), loaded once: eviction and the
+        # pressure warning change it in place, and nothing else writes it during a turn.
+        self.state: AgentState | None = None
+
+    def window_state(self, mnemo: Mnemo, conversation_id: str) -> AgentState:
+        if self.state is None:
+            self.state = load_state(mnemo, conversation_id)
+        return self.state
 
 
 class Agent:
@@ -231,7 +240,7 @@ class Agent:
             outcome = self._execute(step, turn, emit)
             if isinstance(outcome, TurnFinished):
                 if outcome.reason == "replied":
-                    self._keep_after_self_managed_reply(emit)
+                    self._keep_after_self_managed_reply(turn, emit)
                 return self._finish(outcome, emit)
         return self._stop(
             turn,
@@ -241,12 +250,12 @@ class Agent:
             "limit in the settings if the assistant needs more steps.",
         )
 
-    def _keep_after_self_managed_reply(self, emit: EventCallback) -> None:
+    def _keep_after_self_managed_reply(self, turn: _Turn, emit: EventCallback) -> None:
         """A model that manages its memory may still not save what the person said about
         their life: after the reply, the same rules as the assisted mode keep it (a fact the
         model stored itself, in knowledge memory or as the same line of the human block, is
         not kept twice)."""
-        state = load_state(self.mnemo, self.conversation_id)
+        state = turn.window_state(self.mnemo, self.conversation_id)
         user = next(
             (hit for hit in reversed(self.window.messages(state)) if hit.role == "user"), None
         )
@@ -262,7 +271,7 @@ class Agent:
         assisted_mode: bool = False,
     ) -> tuple[Prompt, ContextStats]:
         """The next step's prompt: warn at memory pressure, evict when full."""
-        state = load_state(self.mnemo, self.conversation_id)
+        state = turn.window_state(self.mnemo, self.conversation_id)
         if assisted_mode:
 
             def build() -> tuple[Prompt, ContextStats]:
