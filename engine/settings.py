@@ -62,8 +62,9 @@ DEFAULTS: dict[str, Any] = {
     "ingest.max_file_mb": 100,
     # A file may take a minute plus this many seconds per MB to read and embed; longer, it is
     # stopped with an error of its own and the next file goes on. Text is the densest (about
-    # 1,600 passages a MB); this 2-core machine embeds it at 84 s/MB with another job running,
-    # so 300 stops only a file that is stuck, never a large one that is merely long.
+    # 1,600 passages a MB); a slow 2-core machine with another job running embeds it at well
+    # under 300 s a MB (ingest_throughput.py), so this stops only a file that is stuck, never a
+    # large one that is merely long.
     "ingest.seconds_per_mb": 300,
     # Where archival memory and the message vectors live: empty, the profile's own folder;
     # "s3://bucket/prefix", S3-compatible object storage, with "?endpoint=http://host:port" for a

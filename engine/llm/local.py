@@ -55,10 +55,10 @@ CALL_FORMAT = (
 )
 REPEAT_PENALTY = 1.1
 # A free-text reply is decoded greedily unless its prompt asks for a temperature (a reply written
-# again because it copied an earlier one). Measured on tests/benchmarks/conversation.py (6 people,
-# 99 replies, with the repeat guard): greedy answered 58% of the memory questions, sampling at 0.3
-# 53% and at 0.7 (as GPT4All, LM Studio and Ollama ship) 50%; the guard, not the sampler, is what
-# keeps copies from being shown. Calls under a grammar are always greedy.
+# again because it copied an earlier one). On tests/benchmarks/conversation.py greedy answered
+# more memory questions than sampling at 0.3, and that more than at 0.7 (what GPT4All, LM Studio
+# and Ollama ship); the repeat guard, not the sampler, is what keeps copies from being shown.
+# Calls under a grammar are always greedy.
 SAMPLING: dict[str, float] = {
     "top_k": 40,
     "top_p": 0.9,
@@ -210,10 +210,10 @@ class LlamaModel:
                 n_gpu_layers=gpu_layers,
                 # llama.cpp would use half the cores for generation; measured faster with all.
                 n_threads=threads or os.cpu_count() or 1,
-                # On the CPU, flash attention measured 17% faster at evaluating a 3500-token
-                # prompt and 14% at generating, and it needs no attention matrix per batch: the
-                # bundled model at a full 4096 window took 224 MB instead of 300. With layers
-                # on a GPU it stays llama-cpp-python's default until measured there.
+                # On the CPU, flash attention evaluated long prompts and generated faster, and
+                # needs no attention matrix per batch, so a full window takes less memory
+                # (turn_overhead.py, memory_at_rest.py). With layers on a GPU it stays
+                # llama-cpp-python's default until measured there.
                 flash_attn=gpu_layers == 0,
                 verbose=False,
             )

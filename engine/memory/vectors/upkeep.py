@@ -18,19 +18,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mnemo.vectors")
 
-# Below this many rows a flat scan is fast enough (~12 ms at 10k rows) and an index is not worth
-# its training time; above it search time grows linearly without one.
+# Below this many rows a flat scan is fast enough and an index is not worth its training time;
+# above it search time grows linearly without one (tests/benchmarks/archival_search.py).
 ANN_INDEX_MIN_ROWS = 20_000
 # IVF with ~sqrt(rows) partitions, rebuilt from scratch each time the table doubles (so all
 # rebuilds together cost about two builds) or has collected too many index segments. In between,
 # new rows get an index segment of their own: merging them into the existing segment (what
-# lancedb's ``optimize`` does) was measured at 1M rows to cut recall@10 from 1.00 to 0.78 and
-# triple latency, while a separate segment kept 0.998 at 7 ms (Lance 13).
+# lancedb's ``optimize`` does) lost about a fifth of the exact top 10 at 1M rows and slowed
+# search, where a separate segment kept recall and speed (Lance 13).
 ANN_REBUILD_GROWTH = 1.0
 ANN_MAX_SEGMENTS = 16
-# Each segment costs every search time (at 100k rows: 11 segments 18 ms, one 10 ms), about what a
-# flat scan of 1/20 of ANN_INDEX_MIN_ROWS costs; so new rows stay unindexed (scanned) until
-# there are that many, instead of a segment per upkeep for the few rows of a chat session.
+# Each segment costs every search some time, about what a flat scan of 1/20 of
+# ANN_INDEX_MIN_ROWS costs; so new rows stay unindexed (scanned) until there are that many,
+# instead of a segment per upkeep for the few rows of a chat session.
 ANN_SEGMENT_MIN_ROWS_SHARE = 20
 # Compaction merges the small fragments that appends leave behind into fragments of this size.
 COMPACT_TARGET_ROWS = 50_000
@@ -106,8 +106,8 @@ class Upkeep:
         self._rows_seen, self._due_at = rows, self._ann_due_at()
         self._writes_since_optimize = max(self._writes_since_optimize, surplus)
         # Rows a large import left outside the ANN index (its last writes came too few to call
-        # upkeep) are scanned by every search until upkeep gives them a segment: due now.
-        # Measured: 89k of 195k rows left so, a search by meaning took 40 ms instead of 8.
+        # upkeep) are scanned by every search until upkeep gives them a segment: due now (with
+        # half a large table left so, a search by meaning took several times as long).
         index = self._vector_index()
         index_stats = self._table.table.index_stats(index.name) if index is not None else None
         unindexed = index_stats.num_unindexed_rows if index_stats is not None else 0
@@ -132,16 +132,17 @@ class Upkeep:
 
     def _maintain(self) -> None:
         # Writers wait while upkeep runs: an index built while rows were being appended was
-        # measured at 1M rows to be 3x slower and to find 86% of the exact top 10, against 8 ms
-        # and 97% for the same build on a quiet table. Readers are never blocked.
+        # slower to search and found less of the exact top 10 than the same build on a quiet
+        # table (archival_search.py at 1M rows). Readers are never blocked.
         try:
             with self._table._write_lock:
                 self._writes_since_optimize = 0
                 if self._vector_index() is None and not self._table.table.tags.list():
                     # lancedb's own upkeep does the same without an ANN index (compact, add new
                     # rows to the keyword and key indexes, prune), and needs no pylance, whose
-                    # import keeps ~60 MB resident in the window for good. It refuses to prune
-                    # past a snapshot's tagged version, which pylance's pruning skips instead.
+                    # import stays resident in the window for good (memory_at_rest.py). It
+                    # refuses to prune past a snapshot's tagged version, which pylance's pruning
+                    # skips instead.
                     self._table.table.optimize(cleanup_older_than=KEEP_VERSIONS_FOR)
                 else:
                     self._optimize_keeping_segments()
