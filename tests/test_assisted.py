@@ -249,12 +249,12 @@ def test_the_prompt_is_prefilled_while_memory_is_searched_with_the_model_on_a_gp
 def test_a_turn_loads_the_window_state_once_and_builds_the_window_once(mnemo, model, monkeypatch):
     """Once for the reply, in either mode, with or without a recall note (the check for a fold
     after the reply is the next turn's, and builds once more)."""
-    from engine.agent import loop
+    from engine.agent import turn
     from engine.context.window import ContextWindow
 
     loads, builds = [], []
-    load = loop.load_state
-    monkeypatch.setattr(loop, "load_state", lambda *args: loads.append(1) or load(*args))
+    load = turn.load_state
+    monkeypatch.setattr(turn, "load_state", lambda *args: loads.append(1) or load(*args))
     build = ContextWindow.build
     monkeypatch.setattr(
         ContextWindow, "build", lambda *args, **kw: builds.append(1) or build(*args, **kw)

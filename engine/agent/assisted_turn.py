@@ -43,7 +43,8 @@ from engine.transcript import (
 )
 
 if TYPE_CHECKING:
-    from engine.agent.loop import Agent, EventCallback, _Turn
+    from engine.agent.loop import Agent, EventCallback
+    from engine.agent.turn import Turn
 
 log = logging.getLogger("mnemo.agent")
 
@@ -56,7 +57,7 @@ class AssistedTurn:
         self.mnemo, self.conversation_id = agent.mnemo, agent.conversation_id
         self.model, self.window = agent.model, agent.window
 
-    def run(self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
+    def run(self, turn: Turn, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
         """Recall, reply in plain text, then the memory step (after the user has the reply).
         The window is built once, after recall (on a GPU also before it, see below)."""
         state = turn.window_state(self.mnemo, self.conversation_id)

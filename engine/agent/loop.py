@@ -15,9 +15,9 @@ import sqlalchemy.exc
 
 from engine.agent.assisted_turn import AssistedTurn
 from engine.agent.keeping import Keeper
+from engine.agent.turn import Turn
 from engine.context.window import (
     PRESSURE_FRACTION,
-    AgentState,
     ContextStats,
     ContextWindow,
     load_state,
@@ -52,7 +52,6 @@ from engine.functions import (
     run_function,
 )
 from engine.llm.base import ChatModel, Prompt, Step, safe_text
-from engine.memory.archival import Passage
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
     RecallTransaction,
@@ -85,29 +84,6 @@ def _ignore(_event: Event) -> None:
 def _call_key(name: str, arguments: dict[str, Any]) -> str:
     meaningful = {k: v for k, v in arguments.items() if k != "request_heartbeat"}
     return name + json.dumps(meaningful, sort_keys=True, ensure_ascii=False)
-
-
-class _Turn:
-    """What one turn has done so far."""
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.seen_calls: set[str] = set()
-        self.untrusted_reason: str | None = None
-        self.must_reply = False
-        self.passages: list[Passage] = []  # read this turn; a reply may cite them
-        # Messages and passages in memory, for the status line: counted at the turn's first
-        # step only (counting a large profile is not free, and the few a turn adds tell the
-        # model nothing).
-        self.memory_size: tuple[int, int] | None = None
-        # The window's state (where it starts, the summary), loaded once: eviction and the
-        # pressure warning change it in place, and nothing else writes it during a turn.
-        self.state: AgentState | None = None
-
-    def window_state(self, mnemo: Mnemo, conversation_id: str) -> AgentState:
-        if self.state is None:
-            self.state = load_state(mnemo, conversation_id)
-        return self.state
 
 
 class Agent:
@@ -191,7 +167,7 @@ class Agent:
     # -- the loop ------------------------------------------------------------------------------
 
     def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
-        turn = _Turn()
+        turn = Turn()
         try:
             # Text the user did not write stays in the context after the turn that read it
             # (and across a restart): edits wait for the user while it is there.
@@ -215,7 +191,7 @@ class Agent:
                 "in the log). Send your message again.",
             )
 
-    def _fail(self, turn: _Turn, emit: EventCallback, sentence: str) -> TurnFinished:
+    def _fail(self, turn: Turn, emit: EventCallback, sentence: str) -> TurnFinished:
         """End a turn that cannot go on. The note closes it, so that the next start does not
         retry it (a message that fails every time would otherwise fail at every start)."""
         try:
@@ -226,7 +202,7 @@ class Agent:
         return self._finish(TurnFinished(None, turn.steps, "error"), emit)
 
     def _self_managed_turn(
-        self, turn: _Turn, emit: EventCallback, cancel: threading.Event | None
+        self, turn: Turn, emit: EventCallback, cancel: threading.Event | None
     ) -> TurnFinished:
         limit = self.mnemo.settings.step_limit
         while turn.steps < limit:
@@ -250,7 +226,7 @@ class Agent:
             "limit in the settings if the assistant needs more steps.",
         )
 
-    def _keep_after_self_managed_reply(self, turn: _Turn, emit: EventCallback) -> None:
+    def _keep_after_self_managed_reply(self, turn: Turn, emit: EventCallback) -> None:
         """A model that manages its memory may still not save what the person said about
         their life: after the reply, the same rules as the assisted mode keep it (a fact the
         model stored itself, in knowledge memory or as the same line of the human block, is
@@ -264,7 +240,7 @@ class Agent:
 
     def _prepare(
         self,
-        turn: _Turn,
+        turn: Turn,
         final: bool,
         emit: EventCallback,
         cancel: threading.Event | None,
@@ -308,7 +284,7 @@ class Agent:
             prompt, stats = build()
         return prompt, stats
 
-    def _status(self, turn: _Turn, final: bool) -> str:
+    def _status(self, turn: Turn, final: bool) -> str:
         """The line that rides with the newest message: what changes every step."""
         now = datetime.now().astimezone()
         if turn.memory_size is None:
@@ -332,7 +308,7 @@ class Agent:
 
     # -- one step ------------------------------------------------------------------------------
 
-    def _execute(self, step: Step, turn: _Turn, emit: EventCallback) -> TurnFinished | None:
+    def _execute(self, step: Step, turn: Turn, emit: EventCallback) -> TurnFinished | None:
         """Run the step's call and commit it; a TurnFinished ends the turn, None continues."""
         call = step.call
         if call is None and step.text and not step.error:
@@ -370,7 +346,7 @@ class Agent:
         return self._run_function(call.name, call.arguments, turn, emit)
 
     def _run_function(
-        self, name: str, arguments: dict[str, Any], turn: _Turn, emit: EventCallback
+        self, name: str, arguments: dict[str, Any], turn: Turn, emit: EventCallback
     ) -> TurnFinished | None:
         emit(FunctionCalled(name, arguments, describe_call(name, arguments)))
         with self.mnemo.recall.transaction() as transaction:
@@ -418,7 +394,7 @@ class Agent:
             conversation_id=self.conversation_id,
         )
 
-    def _reply(self, text: str, turn: _Turn, emit: EventCallback) -> TurnFinished:
+    def _reply(self, text: str, turn: Turn, emit: EventCallback) -> TurnFinished:
         """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
         sources = tuple(
             Citation(passage.source.path or "", passage.source.section)
@@ -463,7 +439,7 @@ class Agent:
             )
         emit(FunctionReturned(name or "(invalid)", False, correction, "error"))
 
-    def _repeated(self, name: str, turn: _Turn, emit: EventCallback) -> TurnFinished | None:
+    def _repeated(self, name: str, turn: Turn, emit: EventCallback) -> TurnFinished | None:
         text = f"The assistant repeated the same {name} call, so it was not run again."
         if turn.must_reply:
             return self._stop(turn, emit, "repeated_call", text + " The turn was stopped.")
@@ -472,7 +448,7 @@ class Agent:
         turn.must_reply = True
         return None
 
-    def _stop(self, turn: _Turn, emit: EventCallback, kind: NoticeKind, text: str) -> TurnFinished:
+    def _stop(self, turn: Turn, emit: EventCallback, kind: NoticeKind, text: str) -> TurnFinished:
         self._note(text)
         emit(Notice(kind, text))
         reason = kind if kind in ("step_limit", "repeated_call", "cancelled") else "error"
