@@ -527,3 +527,37 @@ def test_a_reply_that_reads_its_prompt_back_is_written_again(mnemo, model):
     assert result.reply == "Hello! How can I help today?"
     assert all("[system note]" not in hit.text for hit in mnemo.recall.recent(10))
     assert model.prompts[-1].temperature == assisted.RETRY_TEMPERATURE
+
+
+def test_a_reasoning_block_before_the_reply_is_never_shown_nor_kept(mnemo, model):
+    """Hybrid reasoning models (Qwen3, SmolLM3) may reason between <think> tags before they
+    answer: the person sees and keeps the answer only."""
+    model.enqueue(["<think>\nThe user greets me. I should greet back.\n</think>\n\nHello, Ana!"])
+    recorder = Recorder()
+    result = Agent(mnemo, model).send("Hi, I'm Ana", on_event=recorder)
+    assert result.reply == "Hello, Ana!"
+    streamed = "".join(event.text for event in recorder.of(TextStreamed))
+    assert streamed == "Hello, Ana!"
+    assert "greet back" not in " ".join(hit.text for hit in mnemo.recall.recent(10))
+
+
+def test_only_reasoning_is_no_reply():
+    from engine.llm.base import StepStats, TextStream, plain_step
+
+    step = plain_step("<think>I wonder what to say", StepStats())
+    assert step.error == "the model wrote only its reasoning" and not step.text
+    stream = TextStream()
+    assert [stream.feed(piece) for piece in ("<th", "ink>x", "</think>", "\n", "Hi", " there")] == [
+        "",
+        "",
+        "",
+        "",
+        "Hi",
+        " there",
+    ]
+    plain = TextStream()
+    assert [plain.feed(piece) for piece in ("<", "b>bold</b>", " text")] == [
+        "",
+        "<b>bold</b>",
+        " text",
+    ]

@@ -221,22 +221,61 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
     return ToolCall(value["function"], arguments), None
 
 
+# Hybrid reasoning models (Qwen3, SmolLM3) may write their reasoning first, between these tags,
+# even when asked not to: it is not the reply, and the person never sees it.
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def without_thinking(text: str) -> str:
+    """``text`` without a leading reasoning block; an unclosed one is all reasoning."""
+    head = text.lstrip()
+    if not head.startswith(THINK_OPEN):
+        return text
+    end = head.find(THINK_CLOSE)
+    return "" if end < 0 else head[end + len(THINK_CLOSE) :].lstrip()
+
+
 def plain_step(text: str, stats: StepStats) -> Step:
     """A plain-text reply as a step; an empty one is an error the agent shows."""
-    text = safe_text(text)
+    raw = safe_text(text)
+    text = without_thinking(raw)
     if text.strip():
-        return Step(None, raw=text, text=text.strip(), stats=stats)
-    return Step(None, raw=text, error="the model's reply was empty", stats=stats)
+        return Step(None, raw=raw, text=text.strip(), stats=stats)
+    error = "the model wrote only its reasoning" if raw.strip() else "the model's reply was empty"
+    return Step(None, raw=raw, error=error, stats=stats)
 
 
 class TextStream:
-    """Decode a plain-text reply piece by piece (bytes split inside a character wait)."""
+    """Decode a plain-text reply piece by piece (bytes split inside a character wait), holding
+    back a leading reasoning block (``without_thinking``) so that it is never shown."""
 
     def __init__(self) -> None:
         self._bytes = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._held = ""  # the start, until it is known whether it opens a reasoning block
+        self._passing = False  # the reply itself is streaming
+        self._after_reasoning = False  # the reply follows a reasoning block: skip its blank lines
 
     def feed(self, data: bytes | str) -> str:
-        return self._bytes.decode(data) if isinstance(data, bytes) else data
+        text = self._bytes.decode(data) if isinstance(data, bytes) else data
+        if self._passing:
+            if self._after_reasoning:
+                text = text.lstrip()
+                self._after_reasoning = not text
+            return text
+        self._held += text
+        head = self._held.lstrip()
+        if not head.startswith(THINK_OPEN):
+            if THINK_OPEN.startswith(head):
+                return ""  # it may still become one
+            self._passing, text, self._held = True, self._held, ""
+            return text
+        end = head.find(THINK_CLOSE)
+        if end < 0:
+            return ""
+        self._passing, self._held = True, ""
+        text = head[end + len(THINK_CLOSE) :].lstrip()
+        self._after_reasoning = not text
+        return text
 
 
 class MessageStream:

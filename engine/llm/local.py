@@ -283,7 +283,9 @@ class LlamaModel:
         count it, to prefill it and to run it."""
         key = [(message["role"], message["content"]) for message in messages]
         if key != self._rendered[0]:
-            text = self._formatter(messages=messages).prompt  # type: ignore[arg-type]
+            # Hybrid reasoning models' templates (Qwen3, SmolLM3) answer without a reasoning
+            # phase when asked so; the others ignore the flag.
+            text = self._formatter(messages=messages, enable_thinking=False).prompt  # type: ignore[arg-type]
             self._rendered = (key, self._prompt_tokens.tokens(text))
         return list(self._rendered[1])
 
