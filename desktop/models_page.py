@@ -115,13 +115,15 @@ class ModelCard(QFrame):
         layout.addLayout(top)
         mode = f" · {entry.memory_mode} memory" if entry.memory_mode else ""
         facts = (
-            f"{html.escape(entry.family)} · {parameters_text(entry.parameters)} parameters · "
+            f"{html.escape(entry.family)} ({entry.released}) · "
+            f"{parameters_text(entry.parameters)} parameters · "
             f"{entry.quantization} · {entry.size_bytes / 1e9:.1f} GB download · "
             f"{gib(entry.ram_bytes())} memory at {DEFAULT_CONTEXT:,} tokens · context up to "
             f"{entry.context_length:,} tokens{mode} · licence "
             f'<a href="{html.escape(entry.license_url)}">{html.escape(entry.license_name)}</a>'
         )
         about = label(facts, "muted")
+        about.setToolTip(f"Memory under auto: {entry.memory_mode}. Evidence: {entry.evidence}.")
         about.setTextFormat(Qt.TextFormat.RichText)
         about.setOpenExternalLinks(True)
         about.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
@@ -206,7 +208,6 @@ class ModelsPage(QWidget):
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
-        # Only what Mnemo can use now: the catalogue's embedder and re-ranker are not used yet.
         self.catalog = [entry for entry in load_catalog() if entry.kind == "chat"]
         self.hardware: Hardware | None = None
         self.jobs: dict[str, DownloadJob] = {}

@@ -5,12 +5,22 @@ can say anything. Small local models cannot: the bundled 135M model picks a sens
 times in 16 and never a recall function, yet answers correctly when the facts are in its prompt.
 Assisted: the engine recalls for each message and the model replies in plain text.
 
-``auto`` gives assisted to local models below ``ASSISTED_BELOW_PARAMETERS`` and self-managed to
-larger local models and to API models. The threshold is a judgement from public evidence, since
-only the bundled model could be measured here: the models the community tuned or recommends for
-MemGPT-style function calling start at 7B (Mistral-7B MemGPT fine-tunes, Hermes-2-Pro-Llama-3-8B,
-Gemma-2-9B, GLM-4-9B). `tests/benchmarks/memory_qa.py --model PATH` measures both modes for any
-model, so the line can move with evidence.
+``auto`` gives assisted to local models below a size line and self-managed to larger local models
+and to API models; a catalogue entry's own mode (``engine.llm.catalog``, with the evidence behind
+it) wins over the line. The line is drawn from public evidence on function calling, since only
+the bundled model could be measured here:
+
+- For architectures from before 2025 it is 6B: the models the community tuned or recommended
+  for MemGPT-style function calling in 2024 started at 7B (Mistral-7B MemGPT fine-tunes,
+  Hermes-2-Pro-Llama-3-8B, Gemma-2-9B, GLM-4-9B).
+- For architectures that first appeared in 2025 or later it is 4B. On BFCL V4, whose agentic
+  part includes memory, Qwen3 4B Instruct 2507 scores 35.7 % and Qwen3.5 4B 56.8 %, above the
+  leaderboard's average of 31 %, while Qwen3 1.7B scores 28.4 %, below it. On BFCL v3, current
+  4B models (61.9 %) stand well above the 2024 7B line (Qwen2 7B: 41.3 %). Figures gathered by
+  whatmodel.sh from the leaderboards and the makers.
+
+`tests/benchmarks/memory_qa.py --model PATH` measures both modes for any model, so the lines can
+move with evidence.
 """
 
 from __future__ import annotations
@@ -18,7 +28,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-ASSISTED_BELOW_PARAMETERS = 6_000_000_000
+ASSISTED_BELOW_PARAMETERS = 6_000_000_000  # architectures from before 2025
+CURRENT_ASSISTED_BELOW_PARAMETERS = 4_000_000_000  # architectures from 2025 on
+# llama.cpp's names (a GGUF's general.architecture) of architectures first released in 2025 or
+# later.
+CURRENT_ARCHITECTURES = frozenset(
+    {
+        "apertus", "ernie4_5", "exaone4", "falcon-h1", "gemma3", "gemma3n", "gpt-oss",
+        "granitehybrid", "hunyuan-dense", "lfm2", "llama4", "nemotron_h", "qwen3", "qwen35",
+        "qwen3moe", "qwen3next", "seed_oss", "smollm3",
+    }
+)  # fmt: skip
 
 Mode = Literal["self", "assisted"]
 
@@ -33,6 +53,13 @@ class ModeChoice:
         return "assisted memory" if self.mode == "assisted" else "self-managed memory"
 
 
+def catalogued_mode(value: str | None) -> Mode | None:
+    """A catalogue entry's ``memory_mode``, typed (None: it gives none)."""
+    if value == "self":
+        return "self"
+    return "assisted" if value == "assisted" else None
+
+
 def parameters_text(count: int) -> str:
     """135M, 1.5B, 8B."""
     if count >= 10**9:
@@ -40,22 +67,39 @@ def parameters_text(count: int) -> str:
     return f"{round(count / 10**6)}M"
 
 
-def choose_mode(setting: str, count: int | None) -> ModeChoice:
+def choose_mode(
+    setting: str,
+    count: int | None,
+    *,
+    architecture: str | None = None,
+    catalogued: Mode | None = None,
+) -> ModeChoice:
     """The mode under the ``agent.mode`` setting (auto, self or assisted) for a model of
-    ``count`` parameters (None: an API model, whose size is not known)."""
+    ``count`` parameters (None: an API model, whose size is not known), of llama.cpp's
+    ``architecture``, whose catalogue entry gives it ``catalogued`` (None: no entry)."""
     if setting == "self":
         return ModeChoice("self", "chosen in the settings")
     if setting == "assisted":
         return ModeChoice("assisted", "chosen in the settings")
+    if catalogued is not None:
+        how = "manages its own memory" if catalogued == "self" else "gets Mnemo's recall"
+        return ModeChoice(
+            catalogued, f"automatic: the catalogue says this model {how} (`mnemo models catalog`)"
+        )
     if count is None:
         return ModeChoice("self", "automatic: API models manage their own memory")
-    size = parameters_text(count)
-    limit = parameters_text(ASSISTED_BELOW_PARAMETERS)
-    if count < ASSISTED_BELOW_PARAMETERS:
+    current = architecture in CURRENT_ARCHITECTURES
+    line = CURRENT_ASSISTED_BELOW_PARAMETERS if current else ASSISTED_BELOW_PARAMETERS
+    size, limit = parameters_text(count), parameters_text(line)
+    kind = "a current" if current else "an older"
+    if count < line:
         return ModeChoice(
             "assisted",
-            f"automatic: a {size} local model is below {limit}, so Mnemo recalls for it",
+            f"automatic: a {size} local model of {kind} architecture is below {limit}, so Mnemo "
+            "recalls for it",
         )
     return ModeChoice(
-        "self", f"automatic: a {size} local model ({limit} or more) manages its own memory"
+        "self",
+        f"automatic: a {size} local model of {kind} architecture ({limit} or more) manages its "
+        "own memory",
     )

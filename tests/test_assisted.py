@@ -52,6 +52,20 @@ def test_auto_mode_follows_the_model_size_and_the_setting_overrides_it(mnemo):
     assert agent.mode.mode == "self"
 
 
+def test_the_line_is_4b_for_current_architectures_and_a_catalogue_entry_wins():
+    """A 2025-26 architecture manages its memory from 4B (its function calling is at the
+    level the 2024 line was drawn for at 7B); older ones from 6B; the catalogue's own mode
+    for a model wins over both."""
+    assert choose_mode("auto", 4_020_000_000, architecture="qwen3").mode == "self"
+    assert choose_mode("auto", 1_700_000_000, architecture="qwen3").mode == "assisted"
+    assert choose_mode("auto", 4_020_000_000, architecture="llama").mode == "assisted"
+    assert choose_mode("auto", 7_000_000_000, architecture="llama").mode == "self"
+    assert "current architecture" in choose_mode("auto", 4_020_000_000, architecture="qwen3").reason
+    chosen = choose_mode("auto", 3_000_000_000, architecture="llama", catalogued="self")
+    assert chosen.mode == "self" and "catalogue" in chosen.reason
+    assert choose_mode("assisted", 8_000_000_000, catalogued="self").mode == "assisted"
+
+
 def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     model.enqueue(["Nice to meet you, Priya!"])
     first = Recorder()

@@ -133,9 +133,9 @@ ANSWERS = {
     "forget my PIN is 4417": "holds nothing of",
     "forget --entity Jordan": "knows no one and nothing called 'Jordan'",
     "chat --model": "does not exist",
-    "models use qwen2.5-3b-instruct": "is not downloaded yet",
+    "models use qwen3-4b-instruct-2507": "is not downloaded yet",
     "models use ~/models/other.gguf": "does not exist",
-    "models remove qwen2.5-3b-instruct": "There is no downloaded model named",
+    "models remove qwen3-4b-instruct-2507": "There is no downloaded model named",
     "watch remove PATH": "is not a watched folder",
 }
 

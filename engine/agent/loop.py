@@ -51,13 +51,13 @@ from engine.functions import (
     describe_call,
     run_function,
 )
-from engine.llm.base import ChatModel, Prompt, Step, safe_text
+from engine.llm.base import ChatModel, Prompt, Step, mode_for, safe_text
 from engine.memory.recall import (
     DEFAULT_CONVERSATION,
     RecallTransaction,
 )
 from engine.mnemo import Mnemo
-from engine.modes import ModeChoice, choose_mode
+from engine.modes import ModeChoice
 from engine.transcript import (
     CITE,
     NOTICE,
@@ -126,7 +126,7 @@ class Agent:
     @property
     def mode(self) -> ModeChoice:
         """The memory mode of the next turn (the setting can change between turns)."""
-        return choose_mode(self.mnemo.settings.memory_mode, self.model.parameter_count)
+        return mode_for(self.mnemo.settings.memory_mode, self.model)
 
     @property
     def interrupted(self) -> bool:

@@ -14,7 +14,7 @@ from engine.cli.models import describe_model, models_folder_of
 from engine.db import SCHEMA_VERSION
 from engine.errors import ModelError
 from engine.llm import load_model
-from engine.modes import choose_mode
+from engine.llm.base import mode_for
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -46,7 +46,7 @@ def cmd_doctor(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     try:
         model = load_model(mnemo.settings)
         print(f"  loads: yes ({time.perf_counter() - started:.1f} s)")
-        mode = choose_mode(mnemo.settings.memory_mode, model.parameter_count)
+        mode = mode_for(mnemo.settings.memory_mode, model)
         print(f"  memory mode: {mode.label} ({mode.reason})")
         check = getattr(model, "check", None)
         if check is not None:

@@ -159,9 +159,8 @@ def cmd_settings(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def configured_mode(settings: Settings) -> ModeChoice:
     """The mode the configured model will get, read without loading it."""
-    count = None
     if settings.get("model.backend") == "local":
-        from engine.llm.local import parameter_count_of  # llama.cpp only when it is needed
+        from engine.llm.catalog import local_mode  # llama.cpp only when it is needed
 
-        count = parameter_count_of(settings.get("model.path") or None)
-    return choose_mode(settings.memory_mode, count)
+        return local_mode(settings.memory_mode, settings.get("model.path") or None)
+    return choose_mode(settings.memory_mode, None)

@@ -103,6 +103,9 @@ def cmd_models_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     return 0
 
 
+MODE_WORDS = {"self": "manages its own memory", "assisted": "Mnemo recalls for it"}
+
+
 def cmd_models_catalog(mnemo: Mnemo, args: argparse.Namespace) -> int:
     machine = _hardware(mnemo)
     catalog = load_catalog()
@@ -117,16 +120,19 @@ def cmd_models_catalog(mnemo: Mnemo, args: argparse.Namespace) -> int:
         star = "  <- try this one first" if entry is best else ""
         kind = "" if entry.kind == "chat" else f" [{entry.kind}]"
         print(
-            f"\n{entry.id}{kind}: {entry.name}, {entry.family}, {parameters_text(entry.parameters)}"
-            f" parameters, {entry.quantization}{star}"
+            f"\n{entry.id}{kind}: {entry.name}, {entry.family} ({entry.released}), "
+            f"{parameters_text(entry.parameters)} parameters, {entry.quantization}{star}"
         )
         print(f"  {entry.description}")
-        mode = f"; {entry.memory_mode} memory" if entry.memory_mode else ""
         print(
             f"  {entry.size_bytes / 1e9:.1f} GB download, {gib(entry.ram_bytes())} memory at "
-            f"{DEFAULT_CONTEXT} tokens, context up to {entry.context_length} tokens{mode}; "
+            f"{DEFAULT_CONTEXT} tokens, context up to {entry.context_length} tokens; "
             f"licence {entry.license_name} ({entry.license_url})"
         )
+        if entry.memory_mode:
+            mode = MODE_WORDS[entry.memory_mode]
+            print(f"  Memory: {mode} under `auto`; evidence: {entry.evidence}.")
+        print(f"  Pinned: {entry.url}, SHA-256 {entry.sha256}")
         print(f"  Here: {fit.status}: {fit.reason}.")
     print("\nDownload one with `mnemo models download ID`; nothing is downloaded until you ask.")
     return 0

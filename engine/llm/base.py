@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from engine.modes import ModeChoice, choose_mode
 from engine.text import safe_text, safe_value  # re-exported: callers import them from here
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -219,6 +220,17 @@ def parse_call(raw: str) -> tuple[ToolCall | None, str | None]:
     if extra:
         return None, f'unexpected keys {extra}; put every argument inside "arguments"'
     return ToolCall(value["function"], arguments), None
+
+
+def mode_for(setting: str, model: ChatModel) -> ModeChoice:
+    """The memory mode ``model`` gets under ``setting`` (``engine.modes``): for a local model,
+    its catalogue entry and its architecture count as well as its size."""
+    return choose_mode(
+        setting,
+        model.parameter_count,
+        architecture=getattr(model, "architecture", None),
+        catalogued=getattr(model, "catalogued_mode", None),
+    )
 
 
 # Hybrid reasoning models (Qwen3, SmolLM3) may write their reasoning first, between these tags,

@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from engine.errors import MnemoError
+from engine.errors import MnemoError, ModelError
 from engine.hardware import Hardware, gib
-from engine.modes import choose_mode
+from engine.modes import ModeChoice, catalogued_mode, choose_mode
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
+    from engine.llm.local import GgufInfo
     from engine.profile import Profile
     from engine.settings import Settings
 
@@ -69,6 +70,9 @@ class CatalogEntry:
     url: str
     sha256: str
     memory_mode: str | None
+    released: str = ""  # "2025-07"
+    architecture: str = ""  # llama.cpp's name for it, as in a GGUF's general.architecture
+    evidence: str = ""  # the public figure behind memory_mode, or why the size rule decides
 
     @property
     def file_name(self) -> str:
@@ -168,17 +172,6 @@ def assess(entry: CatalogEntry, hardware: Hardware) -> Fit:
     if ram_limit is not None and entry.ram_bytes(context) > ram_limit:
         context = min(DEFAULT_CONTEXT, entry.context_length)
     need = entry.ram_bytes(context)
-    if entry.kind != "chat":
-        if ram_limit is not None and need > ram_limit:
-            return _too_large_for_memory(entry, context, ram_limit)
-        return Fit(
-            "recommended",
-            f"small enough ({gib(need)}); for later use, Mnemo does not run {entry.kind} models "
-            "yet",
-            0,
-            context,
-            None,
-        )
     gpu = hardware.usable_gpu
     if gpu is not None and gpu.kind == "apple":
         if need <= gpu.memory_total * APPLE_GPU_SHARE:
@@ -275,7 +268,26 @@ def entry_for_file(path: Path, catalog: list[CatalogEntry] | None = None) -> Cat
         description="",
         url="",
         sha256="",
-        memory_mode=choose_mode("auto", info.parameters).mode,
+        memory_mode=choose_mode("auto", info.parameters, architecture=info.architecture).mode,
+    )
+
+
+def local_mode(setting: str, path: str | None) -> ModeChoice:
+    """The mode the local model at ``path`` (None: the bundled one) will get under ``setting``,
+    read from its catalogue entry and its header, without loading it."""
+    from engine.llm.local import bundled_model_path, inspect_gguf
+
+    file = Path(path) if path else bundled_model_path()
+    entry = find_entry(file.name)
+    try:
+        info: GgufInfo | None = inspect_gguf(file)
+    except ModelError:
+        info = None
+    return choose_mode(
+        setting,
+        info.parameters if info is not None else None,
+        architecture=info.architecture if info is not None else None,
+        catalogued=catalogued_mode(entry.memory_mode) if entry is not None else None,
     )
 
 

@@ -9,6 +9,7 @@ package, so Mnemo works offline with no download.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
 import os
@@ -39,6 +40,7 @@ from engine.llm.base import (
 )
 from engine.llm.grammar import functions_grammar, schema_grammar
 from engine.llm.prompt_tokens import PromptTokens
+from engine.modes import Mode, catalogued_mode
 from engine.settings import BUNDLED_MODEL
 
 log = logging.getLogger("mnemo.llm")
@@ -254,6 +256,19 @@ class LlamaModel:
     def parameter_count(self) -> int:
         """The model's size in parameters, from the loaded weights (chooses the memory mode)."""
         return int(self._llama._model.n_params())
+
+    @property
+    def architecture(self) -> str | None:
+        """llama.cpp's name for the model's architecture ("qwen3"): it draws the mode's line."""
+        return self._llama.metadata.get("general.architecture") or None
+
+    @functools.cached_property
+    def catalogued_mode(self) -> Mode | None:
+        """The memory mode the catalogue gives this file, which wins over the size rule."""
+        from engine.llm.catalog import find_entry  # the catalogue is read only when asked
+
+        entry = find_entry(self.path.name)
+        return catalogued_mode(entry.memory_mode) if entry is not None else None
 
     @property
     def gpu_offload_supported(self) -> bool:
