@@ -73,10 +73,12 @@ def choose_mode(
     *,
     architecture: str | None = None,
     catalogued: Mode | None = None,
+    server_on_this_computer: bool = False,
 ) -> ModeChoice:
     """The mode under the ``agent.mode`` setting (auto, self or assisted) for a model of
-    ``count`` parameters (None: an API model, whose size is not known), of llama.cpp's
-    ``architecture``, whose catalogue entry gives it ``catalogued`` (None: no entry)."""
+    ``count`` parameters (None: not known, as with API models), of llama.cpp's
+    ``architecture``, whose catalogue entry gives it ``catalogued`` (None: no entry), served from
+    this computer or its network or not."""
     if setting == "self":
         return ModeChoice("self", "chosen in the settings")
     if setting == "assisted":
@@ -85,6 +87,13 @@ def choose_mode(
         how = "manages its own memory" if catalogued == "self" else "gets Mnemo's recall"
         return ModeChoice(
             catalogued, f"automatic: the catalogue says this model {how} (`mnemo models catalog`)"
+        )
+    if count is None and server_on_this_computer:
+        return ModeChoice(
+            "assisted",
+            "automatic: the server on this computer does not say how large its model is, and "
+            "models run at home are mostly small, so Mnemo recalls for it (choose self-managed "
+            "in Settings for a large one)",
         )
     if count is None:
         return ModeChoice("self", "automatic: API models manage their own memory")

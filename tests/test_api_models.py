@@ -246,6 +246,48 @@ def test_a_servers_context_size_is_read_from_it(plain_server):
     assert openai_at(plain_server.url, context_length=1000).context_length == 1000  # chosen
 
 
+def test_auto_reads_what_a_server_says_of_its_model_before_it_picks_a_mode(plain_server):
+    """A server whose context size is left automatic is asked what it serves (llama.cpp's
+    names the file and its size): a catalogue file gets the catalogue's mode, a small one
+    Mnemo's recall; one on this computer that says nothing gets recall too, with the reason. A
+    server elsewhere (an API) manages its own memory."""
+    from engine.llm.base import mode_for
+    from engine.llm.catalog import find_entry
+    from engine.llm.openai_api import server_on_this_computer
+
+    served = find_entry("qwen3-4b-instruct-2507")
+    assert served is not None
+    props = {"model_path": f"/models/{served.file_name}", "default_generation_settings": {}}
+    plain_server.replies += [Reply(body=json.dumps(props)), Reply(404, "{}")]
+    chosen = mode_for("auto", openai_at(plain_server.url, context_length=None))
+    assert chosen.mode == "self" and "catalogue" in chosen.reason
+    tiny = {"data": [{"id": "gpt-test", "meta": {"n_params": 135_000_000}}]}
+    plain_server.replies += [Reply(404, "{}"), Reply(body=json.dumps(tiny))]
+    chosen = mode_for("auto", openai_at(plain_server.url, context_length=None))
+    assert chosen.mode == "assisted" and "135M" in chosen.reason
+    plain_server.replies += [Reply(404, "{}"), Reply(body=json.dumps({"data": []}))]
+    model = openai_at(plain_server.url, context_length=None)
+    chosen = mode_for("auto", model)
+    assert chosen.mode == "assisted" and "does not say how large" in chosen.reason
+    mode_for("auto", model)
+    assert len(plain_server.received) == 6  # asked once per model, when it was made
+    assert mode_for("self", model).mode == "self"
+    assert mode_for("auto", openai_at(plain_server.url)).mode == "self"  # a size chosen: not asked
+    assert len(plain_server.received) == 6
+    assert not server_on_this_computer("https://api.openai.com/v1")
+    assert server_on_this_computer("http://192.168.1.20:11434/v1")
+
+
+def test_a_tiny_model_on_llama_cpp_pythons_server_gets_recall(llama_server):
+    """The case that went wrong: a 135M model behind a local server was given self-managed
+    memory, and every turn made ten requests and ended in nonsense."""
+    from engine.llm.base import mode_for
+
+    model = OpenAIModel("smollm2", base_url=llama_server, context_length=None)  # as set up
+    chosen = mode_for("auto", model)
+    assert chosen.mode == "assisted", chosen.reason
+
+
 def test_a_server_that_refuses_a_long_prompt_gives_its_size_and_the_next_one_fits(llama_server):
     """llama-cpp-python's server says its size nowhere but in the refusal (it ran with 2,048
     while Mnemo assumed 32,768)."""

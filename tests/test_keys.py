@@ -80,6 +80,9 @@ def test_the_key_never_reaches_the_profile_or_the_logs(tmp_path, memory_keyring)
             main([*base, "models", "use", "openai:gpt-test", "--base-url", f"{server.url}/v1"]) == 0
         )
         keys.save_key("openai", SECRET)
+        # The server says nothing of its model: a local one would get assisted memory; the
+        # recorded reply is a function call, as a self-managed model's.
+        assert main([*base, "settings", "agent.mode", "self"]) == 0
         assert main([*base, "chat", "--message", "hello"]) == 0
     finally:
         server.close()

@@ -163,4 +163,11 @@ def configured_mode(settings: Settings) -> ModeChoice:
         from engine.llm.catalog import local_mode  # llama.cpp only when it is needed
 
         return local_mode(settings.memory_mode, settings.get("model.path") or None)
-    return choose_mode(settings.memory_mode, None)
+    from engine.llm.openai_api import server_on_this_computer
+
+    base_url = str(settings.get("model.base_url") or "")
+    asked = settings.get("model.backend") == "openai" and not settings.is_set(
+        "model.context_length"
+    )
+    here = asked and bool(base_url) and server_on_this_computer(base_url)
+    return choose_mode(settings.memory_mode, None, server_on_this_computer=here)

@@ -230,6 +230,7 @@ def mode_for(setting: str, model: ChatModel) -> ModeChoice:
         model.parameter_count,
         architecture=getattr(model, "architecture", None),
         catalogued=getattr(model, "catalogued_mode", None),
+        server_on_this_computer=getattr(model, "server_on_this_computer", False),
     )
 
 

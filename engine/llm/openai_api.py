@@ -7,12 +7,14 @@ answer without a tool) is taken as the reply; the final step of a turn forces ``
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -35,6 +37,7 @@ from engine.llm.base import (
     TextCallback,
     message_text,
 )
+from engine.modes import Mode, catalogued_mode
 
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_TOOL_CALLS = 16  # call indexes kept per step (only the first is run)
@@ -106,22 +109,51 @@ ASSUMED_CONTEXT = 32768  # a server that does not say its context size, until it
 PROBE_TIMEOUT_S = 3.0
 
 
-def _context_sizes(answer: Any, model: str) -> list[int]:
-    """Context sizes a server's ``/props`` or ``/models`` answer gives for ``model``."""
-    if not isinstance(answer, dict):
-        return []
-    settings = answer.get("default_generation_settings")
-    found = [settings.get("n_ctx")] if isinstance(settings, dict) else []
-    listed = [m for m in answer.get("data") or [] if isinstance(m, dict)]
-    for entry in [m for m in listed if m.get("id") == model] or listed[:1]:
-        meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
-        found += [
-            entry.get("max_model_len"),  # vLLM
-            entry.get("context_length"),  # OpenRouter and others
-            entry.get("max_context_length"),  # LM Studio
-            meta.get("n_ctx_train"),  # llama.cpp's server: the most the model takes
-        ]
-    return [int(size) for size in found if isinstance(size, int) and size >= 256]
+def server_on_this_computer(url: str) -> bool:
+    """Whether a server runs here (or on the local network), where small models are the rule:
+    one that does not say its model's size then gets Mnemo's recall."""
+    host = urlsplit(url).hostname or ""
+    if host == "localhost" or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
+@dataclass
+class ServedModel:
+    """What an OpenAI-compatible server says of the model it serves, in ``/props`` and
+    ``/models``; llama.cpp's server says the most, llama-cpp-python's and Ollama's little."""
+
+    context_sizes: list[int] = field(default_factory=list)
+    parameters: int | None = None  # llama.cpp's server: the model's n_params
+    file_name: str | None = None  # the GGUF it loaded, where the server names one
+
+    def read(self, answer: Any, model: str) -> None:
+        if not isinstance(answer, dict):
+            return
+        settings = answer.get("default_generation_settings")
+        found = [settings.get("n_ctx")] if isinstance(settings, dict) else []
+        self._name(answer.get("model_path"))
+        listed = [m for m in answer.get("data") or [] if isinstance(m, dict)]
+        for entry in [m for m in listed if m.get("id") == model] or listed[:1]:
+            meta: dict[str, Any] = entry["meta"] if isinstance(entry.get("meta"), dict) else {}
+            found += [
+                entry.get("max_model_len"),  # vLLM
+                entry.get("context_length"),  # OpenRouter and others
+                entry.get("max_context_length"),  # LM Studio
+                meta.get("n_ctx_train"),  # llama.cpp's server: the most the model takes
+            ]
+            if isinstance(meta.get("n_params"), int) and meta["n_params"] > 0:
+                self.parameters = meta["n_params"]
+            self._name(entry.get("id"))
+        self.context_sizes += [int(s) for s in found if isinstance(s, int) and s >= 256]
+
+    def _name(self, path: Any) -> None:
+        if isinstance(path, str) and path.lower().endswith(".gguf"):
+            self.file_name = path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 class OpenAIModel(ApiChatModel):
@@ -144,8 +176,13 @@ class OpenAIModel(ApiChatModel):
         register_secret(api_key)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._ask_for_usage = True  # dropped for servers that refuse stream_options
+        # What the server says of its model: asked once, when its context size is not chosen
+        # (as `model.context_length` left automatic), and then read for the memory mode too.
+        self._served: ServedModel | None = None
         if context_length is None:
-            self.context_length = self.server_context() or ASSUMED_CONTEXT
+            self._served = self._ask_server()
+            sizes = self._served.context_sizes
+            self.context_length = min(sizes) if sizes else ASSUMED_CONTEXT
 
     # -- converting ----------------------------------------------------------------------------
 
@@ -221,21 +258,40 @@ class OpenAIModel(ApiChatModel):
 
     # -- generating ----------------------------------------------------------------------------
 
-    def server_context(self) -> int | None:
-        """The context size the server runs with, where it says: llama.cpp's server in
-        ``/props``; vLLM, LM Studio and llama.cpp per model in ``/models``. None where it does
-        not (llama-cpp-python's server, Ollama): its refusal of a prompt past its window then
-        gives the size (``engine.llm.http``)."""
+    def _ask_server(self) -> ServedModel:
+        """What the server says of its model: its context size (llama.cpp's server in
+        ``/props``; vLLM, LM Studio and llama.cpp per model in ``/models``), and llama.cpp's
+        server its GGUF and size. llama-cpp-python's server and Ollama say little: a refusal of
+        a prompt past their window then gives the size (``engine.llm.http``)."""
+        served = ServedModel()
         root = self._client.base_url.removesuffix("/v1")
-        sizes: list[int] = []
         for url in (f"{root}/props", f"{self._client.base_url}/models"):
             try:
                 answer = httpx.get(url, headers=self._headers, timeout=PROBE_TIMEOUT_S)
                 found = answer.json() if answer.status_code == 200 else None
             except (httpx.HTTPError, ValueError):
                 continue
-            sizes += _context_sizes(found, self.model)
-        return min(sizes) if sizes else None
+            served.read(found, self.model)
+        return served
+
+    # What ``engine.llm.base.mode_for`` reads to choose the memory mode.
+
+    @property
+    def parameter_count(self) -> int | None:
+        return self._served.parameters if self._served is not None else None
+
+    @property
+    def catalogued_mode(self) -> Mode | None:
+        from engine.llm.catalog import find_entry  # the catalogue is read only when asked
+
+        name = self._served.file_name if self._served is not None else None
+        entry = find_entry(name) if name else None
+        return catalogued_mode(entry.memory_mode) if entry is not None else None
+
+    @property
+    def server_on_this_computer(self) -> bool:
+        """A server here that was asked about its model and did not say its size."""
+        return self._served is not None and server_on_this_computer(self._client.base_url)
 
     def step(
         self,
