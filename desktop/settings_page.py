@@ -136,6 +136,18 @@ class SettingsPage(QWidget):
         self.threads.setSpecialValueText(f"all cores ({os.cpu_count()})")
         local.addRow("CPU threads", self.threads)
         form.addRow(self.local)
+        reranker_row = QHBoxLayout()
+        self.reranker = QLineEdit()
+        self.reranker.setPlaceholderText("none: search orders its hits by words and meaning")
+        self.reranker.setToolTip(
+            "A re-ranker GGUF (Qwen3-Reranker, BGE) orders the best hits of conversation and "
+            "archival search again; it never makes a turn wait more than a second for it"
+        )
+        choose_reranker = QPushButton("Choose…")
+        choose_reranker.clicked.connect(self._choose_reranker)
+        reranker_row.addWidget(self.reranker, 1)
+        reranker_row.addWidget(choose_reranker)
+        form.addRow("Re-ranker", reranker_row)
 
         self.api = QWidget()
         api = QFormLayout(self.api)
@@ -288,6 +300,7 @@ class SettingsPage(QWidget):
         settings = self._mnemo.settings
         self.backend.setCurrentIndex(self.backend.findData(settings.get("model.backend")))
         self.path.setText(settings.get("model.path"))
+        self.reranker.setText(settings.get("models.reranker"))
         self.gpu_layers.setValue(settings.get("model.gpu_layers"))
         self.threads.setValue(settings.get("model.threads"))
         self.model_name.setText(settings.get("model.name"))
@@ -338,6 +351,7 @@ class SettingsPage(QWidget):
                 self._store_key(backend, self.key.text())
             settings.set("model.backend", backend)
             settings.set("model.path", self.path.text().strip())
+            settings.set("models.reranker", self.reranker.text().strip())
             settings.set("model.gpu_layers", self.gpu_layers.value())
             settings.set("model.threads", self.threads.value())
             settings.set("model.name", self.model_name.text().strip())
@@ -387,6 +401,13 @@ class SettingsPage(QWidget):
         )
         if path:
             self.path.setText(path)
+
+    def _choose_reranker(self) -> None:
+        path, _filter = QFileDialog.getOpenFileName(
+            self, "Choose a re-ranker", "", "GGUF models (*.gguf);;All files (*)"
+        )
+        if path:
+            self.reranker.setText(path)
 
     def _choose_profile(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Folder for Mnemo's profile")

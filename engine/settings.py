@@ -58,6 +58,10 @@ DEFAULTS: dict[str, Any] = {
     "model.seed": -1,
     # Where `mnemo models download` and the Models page put GGUF files; empty: <profile>/models.
     "models.folder": "",
+    # A re-ranker GGUF (a cross-encoder, such as Qwen3-Reranker or BGE's) that orders the best
+    # hits of conversation and archival search again (engine.memory.cross_encoder); empty: none.
+    # A file on the machine: on a server, its operator's.
+    "models.reranker": "",
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
     "ingest.max_file_mb": 100,
     # A file may take a minute plus this many seconds per MB to read and embed; longer, it is

@@ -996,6 +996,7 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     page.key.setText("sk-test-123")
     page.policy.setCurrentIndex(page.policy.findData("auto"))
     page.step_limit.setValue(7)
+    page.reranker.setText("/nowhere/reranker.gguf")  # missing: logged, and search goes on
     with qtbot.waitSignal(on_gui_thread(window, window.chat_worker.loaded), timeout=TIMEOUT_MS):
         qtbot.mouseClick(page.apply_button, Qt.MouseButton.LeftButton)
 
@@ -1009,6 +1010,7 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     assert settings.get("model.context_length") == 16384
     assert settings.core_write_policy == "auto"
     assert settings.step_limit == 7
+    assert settings.get("models.reranker") == "/nowhere/reranker.gguf"
 
     from desktop.documents import WatchedFoldersList
     from desktop.settings_page import SettingsPage
@@ -1023,6 +1025,7 @@ def test_settings_round_trip(qtbot, mnemo, window, memory_keyring):
     )
     assert again.context.value() == 16384
     assert again.policy.currentData() == "auto" and again.step_limit.value() == 7
+    assert again.reranker.text() == "/nowhere/reranker.gguf"
     assert again.api.isVisibleTo(again) and not again.local.isVisibleTo(again)
     assert "saved in the keyring" in again.key_status.text()
     assert str(mnemo.profile.root) in [w.text() for w in again.findChildren(type(again.key_status))]

@@ -38,3 +38,54 @@ def test_a_long_text_is_cut_to_fit_and_a_wrong_file_is_refused(reranker, tmp_pat
     broken.write_bytes(b"GGUF" + b"\0" * 64)
     with pytest.raises(ModelError, match="could not load broken.gguf"):
         Reranker(broken)
+
+
+def test_the_re_ranker_orders_the_head_of_conversation_and_archival_search(
+    mnemo, reranker, tmp_path
+):
+    """Attached from the settings, it reorders the best hits of a hybrid search by its own
+    scores; with no time to spare it leaves them as fused; cleared, it is gone."""
+    from engine.llm.rerank import attach
+
+    texts = [*TEXTS, "the boiler is old .", "dana is my cat .", "who likes the boiler ?"]
+    for text in texts:
+        mnemo.recall.add("user", text)
+        mnemo.archival.insert(text)
+    mnemo.wait_for_background_work()
+    fused_messages = [hit.text for hit in mnemo.recall.search(QUERY, limit=6)]
+    fused_passages = [hit.text for hit in mnemo.archival.search(QUERY, limit=6)]
+
+    mnemo.settings.set("models.reranker", str(reranker.path))
+    attached = attach(mnemo)
+    assert attached is not None
+    for found in (mnemo.recall.search(QUERY, limit=6), mnemo.archival.search(QUERY, limit=6)):
+        shown = [hit.text for hit in found]
+        scores = reranker.scores(QUERY, shown)
+        assert scores == sorted(scores, reverse=True)  # in the re-ranker's order
+    assert [hit.text for hit in mnemo.recall.search(QUERY, limit=6)] != fused_messages
+    attached.close()
+
+    attach(mnemo, budget_s=0.0)  # no time for it: the fused order stands
+    assert [hit.text for hit in mnemo.recall.search(QUERY, limit=6)] == fused_messages
+    assert [hit.text for hit in mnemo.archival.search(QUERY, limit=6)] == fused_passages
+    mnemo.settings.set("models.reranker", "")
+    assert attach(mnemo) is None
+    assert [hit.text for hit in mnemo.recall.search(QUERY, limit=6)] == fused_messages
+
+
+def test_a_chat_takes_the_re_ranker_the_settings_name_and_drops_it_once_cleared(mnemo, reranker):
+    from engine.agent import Agent
+    from engine.llm import ScriptedModel
+
+    for text in TEXTS:
+        mnemo.recall.add("user", text)
+    mnemo.wait_for_background_work()
+    mnemo.settings.set("models.reranker", str(reranker.path))
+    Agent(mnemo, ScriptedModel())
+    assert mnemo.archival.cross_encoder is not None
+    mnemo.settings.set("models.reranker", "")
+    Agent(mnemo, ScriptedModel())
+    assert mnemo.archival.cross_encoder is None
+    mnemo.settings.set("models.reranker", "/nowhere/reranker.gguf")
+    Agent(mnemo, ScriptedModel())  # logged; the chat starts all the same
+    assert mnemo.archival.cross_encoder is None

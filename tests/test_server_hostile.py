@@ -50,6 +50,7 @@ TRY = {
     "model.threads": 64,
     "model.seed": 1,
     "models.folder": "/",
+    "models.reranker": "/etc/passwd",
     "ingest.max_file_mb": 100000,
     "ingest.seconds_per_mb": 100000,
     "storage.archival_url": "s3://attacker/x",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from datetime import datetime
@@ -96,6 +97,12 @@ class Agent:
         self.model = model
         self.conversation_id = conversation_id
         self.window = ContextWindow(mnemo, model, conversation_id)
+        # The re-ranker the settings name (llama.cpp's only when one is set, or was: a cleared
+        # setting takes it off the searches).
+        if mnemo.settings.get("models.reranker") or "engine.llm.rerank" in sys.modules:
+            from engine.llm.rerank import attach_configured
+
+            attach_configured(mnemo)
         self.keeper = Keeper(self)  # what the person says about their life, in either mode
         self.assisted = AssistedTurn(self)
         self._lock = threading.Lock()

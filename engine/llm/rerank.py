@@ -13,13 +13,20 @@ import ctypes
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import llama_cpp
 
 from engine.errors import ModelError
+from engine.memory.cross_encoder import BUDGET_S, CrossEncoder
 
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+log = logging.getLogger("mnemo.rerank")
 PAIR_TOKENS = 512  # a query and one text; longer texts are cut to fit
 
 
@@ -109,3 +116,41 @@ class Reranker:
             return float(ctypes.cast(scored, ctypes.POINTER(ctypes.c_float))[0])
         finally:
             llama_cpp.llama_batch_free(batch)
+
+
+def attach(mnemo: Mnemo, path: str | None = None, budget_s: float = BUDGET_S) -> Reranker | None:
+    """Put the re-ranker at ``path`` (default: the ``models.reranker`` setting) on the
+    assistant's conversation and archival searches; None, and none on them, when none is set.
+    Its cost per text is measured first, so that no search waits for it past ``budget_s``."""
+    chosen = path if path is not None else str(mnemo.settings.get("models.reranker") or "")
+    if not chosen:
+        mnemo.recall.use_cross_encoder(None)
+        mnemo.archival.cross_encoder = None
+        return None
+    reranker = Reranker(Path(chosen).expanduser())
+    encoder = CrossEncoder(reranker.scores, budget_s=budget_s)
+    encoder.measure()
+    mnemo.recall.use_cross_encoder(encoder)
+    mnemo.archival.cross_encoder = encoder
+    return reranker
+
+
+_ATTACHED: weakref.WeakKeyDictionary[Mnemo, tuple[str, Reranker | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def attach_configured(mnemo: Mnemo) -> None:
+    """The re-ranker the settings name, on the assistant's searches, loaded once per path; one
+    that cannot be loaded is logged and the searches go on without it."""
+    chosen = str(mnemo.settings.get("models.reranker") or "")
+    loaded = _ATTACHED.get(mnemo)
+    if loaded is not None and loaded[0] == chosen:
+        return
+    if loaded is not None and loaded[1] is not None:
+        loaded[1].close()
+    try:
+        _ATTACHED[mnemo] = (chosen, attach(mnemo, chosen))
+    except ModelError as error:
+        log.warning("the re-ranker is not used: %s", error)
+        _ATTACHED[mnemo] = (chosen, attach(mnemo, ""))

@@ -21,6 +21,7 @@ import pyarrow as pa
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError, redact
 from engine.memory import trace, word_match
+from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.search import (
     EXPIRED_GRACE_S,
     KEYWORD_SEARCHES,
@@ -188,6 +189,7 @@ class ArchivalStore:
         # need no expiry filter, which makes every search a filtered one and, at a million
         # passages, much slower (archival_search.py).
         self._any_expiry: bool | None = None
+        self.cross_encoder: CrossEncoder | None = None  # a re-ranker, when one is attached
 
     def _expires(self) -> bool:
         """Whether any passage carries an expiry (counted once, then kept by the writes)."""
@@ -515,6 +517,8 @@ class ArchivalStore:
         keyword_rows = keyword_future.result() if keyword_future else []
         texts.update((row["id"], row["text"]) for row in keyword_rows)
         keyword, ranked = _rank(query, mode, keyword_rows, semantic, texts, self._vectors.embedder)
+        if mode == "hybrid" and self.cross_encoder is not None:
+            ranked = self.cross_encoder.reorder(ranked, texts, query)
         chosen = ranked[(page - 1) * limit : page * limit]
         rows = self._rows_by_id([passage_id for passage_id, _ in chosen])
         hits = [

@@ -48,6 +48,7 @@ from longmemeval_recall import bm25_top
 
 from engine import Mnemo
 from engine.functions import search_conversation
+from engine.llm.rerank import attach
 from engine.memory.recall import NewMessage
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -137,6 +138,7 @@ def main() -> None:
     parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
     parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
     parser.add_argument("--in-person", action="store_true", help="questions in the first person")
+    parser.add_argument("--reranker", metavar="PATH", help="a re-ranker GGUF on the searches")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -168,6 +170,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             with retrieval_folds.build_without(args.build_without):
                 dia_of = load_conversation(mnemo, sample)
                 mnemo.wait_for_background_work()
+            if args.reranker:  # no time limit here: its gain is what is measured
+                attach(mnemo, args.reranker, budget_s=float("inf"))
             speakers = sample["conversation"]["speaker_a"], sample["conversation"]["speaker_b"]
             for qa in sample["qa"]:
                 category = qa.get("category")

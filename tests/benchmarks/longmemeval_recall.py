@@ -49,6 +49,7 @@ from vector_cache import DEFAULT_CACHE, CachedEmbedder
 from engine import Mnemo
 from engine.embed import default_embedder
 from engine.functions import search_conversation
+from engine.llm.rerank import attach
 from engine.memory.recall import NewMessage
 from engine.memory.recall.vectors import sentence_parts
 
@@ -113,6 +114,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=0, help="held-fold tables (0: none)")
     parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
     parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
+    parser.add_argument("--reranker", metavar="PATH", help="a re-ranker GGUF on the searches")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -157,6 +159,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(folder, embedder=embedder, database_url=database_url) as m,
         ):
+            if args.reranker:  # no time limit here: its gain is what is measured
+                attach(m, args.reranker, budget_s=float("inf"))
             messages = [
                 NewMessage(
                     role=turn["role"],

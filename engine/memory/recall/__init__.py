@@ -20,6 +20,7 @@ from sqlmodel import Session
 from engine.db import on_postgres
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
+from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import (
     COLUMNS,
@@ -164,6 +165,10 @@ class RecallStore:
         self._tombstones = tombstones
         self._index = MessageVectors(engine, vectors)
         self._search = RecallSearch(engine, vectors, self._index.only_turns)
+
+    def use_cross_encoder(self, encoder: CrossEncoder | None) -> None:
+        """Order the head of hybrid searches by ``encoder`` (None: by the fused scores)."""
+        self._search.cross_encoder = encoder
 
     # -- writing -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 
 from engine.db import on_postgres
 from engine.memory import trace, word_match
+from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall.vectors import EMBEDDED_ROLES
@@ -55,6 +56,7 @@ class RecallSearch:
         # Set when the vectors are all of turn roles (``recall.vectors.MessageVectors``).
         self._only_turns = only_turns or threading.Event()
         self._postgres = on_postgres(engine)
+        self.cross_encoder: CrossEncoder | None = None  # a re-ranker, when one is attached
 
     def search_by_date(
         self,
@@ -143,10 +145,15 @@ class RecallSearch:
                 ranked = prefer_role(ranked, {i: row.role for i, row in of.items()}, role)
         rows: dict[int, Any] = {}  # the hits' rows, those of the re-ranked head read once
         piece_vectors = piece_vectors_of(self._vectors.embedder)
-        if mode == "hybrid" and piece_vectors is not None:
-            rows = self._rows_by_id([i for i, _ in ranked[:RERANK_DEPTH]])
+        cross = self.cross_encoder
+        if mode == "hybrid" and (piece_vectors is not None or cross is not None):
+            depth = max(RERANK_DEPTH, cross.depth if cross is not None else 0)
+            rows = self._rows_by_id([i for i, _ in ranked[:depth]])
             texts = {i: row.text for i, row in rows.items()}
-            ranked = word_match.rerank(ranked, texts, query, piece_vectors)
+            if piece_vectors is not None:
+                ranked = word_match.rerank(ranked, texts, query, piece_vectors)
+            if cross is not None:
+                ranked = cross.reorder(ranked, texts, query)
         elif mode != "hybrid":
             ranked = sorted(semantic.items(), key=lambda item: item[1], reverse=True)
         chosen = ranked[(page - 1) * limit : page * limit]
