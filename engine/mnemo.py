@@ -19,6 +19,7 @@ from engine.errors import ProfileError
 from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
+from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.knowledge import KnowledgeStore
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
@@ -181,6 +182,12 @@ class Mnemo:
     def embedder_mismatch(self) -> str | None:
         """Set when stored vectors come from another embedder; ``reembed()`` fixes it."""
         return self.archival.embedder_mismatch or self.recall.embedder_mismatch
+
+    def use_cross_encoder(self, encoder: CrossEncoder | None) -> None:
+        """Order the head of hybrid conversation and archival searches by ``encoder`` (a
+        re-ranker, ``engine.llm.rerank.attach``); None: by their fused scores."""
+        self.recall.use_cross_encoder(encoder)
+        self.archival.cross_encoder = encoder
 
     def snapshot_before(self, what: str) -> Snapshot | None:
         """An automatic snapshot before a risky operation ("re-embedding"), so that it can be

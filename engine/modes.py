@@ -53,13 +53,6 @@ class ModeChoice:
         return "assisted memory" if self.mode == "assisted" else "self-managed memory"
 
 
-def catalogued_mode(value: str | None) -> Mode | None:
-    """A catalogue entry's ``memory_mode``, typed (None: it gives none)."""
-    if value == "self":
-        return "self"
-    return "assisted" if value == "assisted" else None
-
-
 def parameters_text(count: int) -> str:
     """135M, 1.5B, 8B."""
     if count >= 10**9:

@@ -163,11 +163,9 @@ def configured_mode(settings: Settings) -> ModeChoice:
         from engine.llm.catalog import local_mode  # llama.cpp only when it is needed
 
         return local_mode(settings.memory_mode, settings.get("model.path") or None)
+    from engine.llm import model_settings
     from engine.llm.openai_api import server_on_this_computer
 
-    base_url = str(settings.get("model.base_url") or "")
-    asked = settings.get("model.backend") == "openai" and not settings.is_set(
-        "model.context_length"
-    )
-    here = asked and bool(base_url) and server_on_this_computer(base_url)
+    config = model_settings(settings)
+    here = config.asks_server and server_on_this_computer(config.base_url)
     return choose_mode(settings.memory_mode, None, server_on_this_computer=here)

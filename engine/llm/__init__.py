@@ -36,6 +36,12 @@ class ModelConfig:
     context_chosen: bool = True
 
     @property
+    def asks_server(self) -> bool:
+        """Whether an OpenAI-compatible server of one's own is asked about its model (its
+        context size, and what decides the memory mode)."""
+        return self.backend == "openai" and bool(self.base_url) and not self.context_chosen
+
+    @property
     def needs_api_key(self) -> bool:
         """Anthropic always; an OpenAI-compatible server only at the provider's own address (a
         local server usually takes none)."""
@@ -114,12 +120,11 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
     if backend == "openai":
         from engine.llm.openai_api import OPENAI_URL, OpenAIModel
 
-        ask_server = config.base_url and not config.context_chosen
         return OpenAIModel(
             config.name,
             base_url=config.base_url or OPENAI_URL,
             api_key=key,
-            context_length=None if ask_server else config.context_length,
+            context_length=None if config.asks_server else config.context_length,
         )
     from engine.llm.anthropic_api import ANTHROPIC_URL, AnthropicModel
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal
 
 from engine.errors import MnemoError, ModelError
 from engine.hardware import Hardware, gib
-from engine.modes import ModeChoice, catalogued_mode, choose_mode
+from engine.modes import Mode, ModeChoice, choose_mode
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
@@ -272,13 +272,21 @@ def entry_for_file(path: Path, catalog: list[CatalogEntry] | None = None) -> Cat
     )
 
 
+def catalogue_mode(file_name: str | None) -> Mode | None:
+    """The memory mode the catalogue gives the file ``file_name`` (None: it is not listed), which
+    wins over the size rule."""
+    entry = find_entry(file_name) if file_name else None
+    if entry is None or entry.memory_mode not in ("self", "assisted"):
+        return None
+    return "self" if entry.memory_mode == "self" else "assisted"
+
+
 def local_mode(setting: str, path: str | None) -> ModeChoice:
     """The mode the local model at ``path`` (None: the bundled one) will get under ``setting``,
     read from its catalogue entry and its header, without loading it."""
     from engine.llm.local import bundled_model_path, inspect_gguf
 
     file = Path(path) if path else bundled_model_path()
-    entry = find_entry(file.name)
     try:
         info: GgufInfo | None = inspect_gguf(file)
     except ModelError:
@@ -287,7 +295,7 @@ def local_mode(setting: str, path: str | None) -> ModeChoice:
         setting,
         info.parameters if info is not None else None,
         architecture=info.architecture if info is not None else None,
-        catalogued=catalogued_mode(entry.memory_mode) if entry is not None else None,
+        catalogued=catalogue_mode(file.name),
     )
 
 

@@ -40,7 +40,7 @@ from engine.llm.base import (
 )
 from engine.llm.grammar import functions_grammar, schema_grammar
 from engine.llm.prompt_tokens import PromptTokens
-from engine.modes import Mode, catalogued_mode
+from engine.modes import Mode
 from engine.settings import BUNDLED_MODEL
 
 log = logging.getLogger("mnemo.llm")
@@ -174,14 +174,6 @@ def inspect_gguf(path: Path) -> GgufInfo:
         weights.close()
 
 
-def parameter_count_of(path: str | os.PathLike[str] | None) -> int | None:
-    """A GGUF model's parameter count (fast, no weights); None when the file cannot be read."""
-    try:
-        return inspect_gguf(Path(path) if path else bundled_model_path()).parameters
-    except ModelError:
-        return None
-
-
 # A window this small fits every model Mnemo can load; a larger one is checked against the
 # model's own (a larger window only costs memory, and the model cannot use it).
 CONTEXT_WITHOUT_CHECK = 4096
@@ -264,11 +256,9 @@ class LlamaModel:
 
     @functools.cached_property
     def catalogued_mode(self) -> Mode | None:
-        """The memory mode the catalogue gives this file, which wins over the size rule."""
-        from engine.llm.catalog import find_entry  # the catalogue is read only when asked
+        from engine.llm.catalog import catalogue_mode  # the catalogue is read only when asked
 
-        entry = find_entry(self.path.name)
-        return catalogued_mode(entry.memory_mode) if entry is not None else None
+        return catalogue_mode(self.path.name)
 
     @property
     def gpu_offload_supported(self) -> bool:

@@ -7,6 +7,7 @@ answer without a tool) is taken as the reply; the final step of a turn forces ``
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import threading
@@ -37,7 +38,7 @@ from engine.llm.base import (
     TextCallback,
     message_text,
 )
-from engine.modes import Mode, catalogued_mode
+from engine.modes import Mode
 
 OPENAI_URL = "https://api.openai.com/v1"
 MAX_TOOL_CALLS = 16  # call indexes kept per step (only the first is run)
@@ -280,17 +281,15 @@ class OpenAIModel(ApiChatModel):
     def parameter_count(self) -> int | None:
         return self._served.parameters if self._served is not None else None
 
-    @property
+    @functools.cached_property
     def catalogued_mode(self) -> Mode | None:
-        from engine.llm.catalog import find_entry  # the catalogue is read only when asked
+        from engine.llm.catalog import catalogue_mode  # the catalogue is read only when asked
 
-        name = self._served.file_name if self._served is not None else None
-        entry = find_entry(name) if name else None
-        return catalogued_mode(entry.memory_mode) if entry is not None else None
+        return catalogue_mode(self._served.file_name if self._served is not None else None)
 
     @property
     def server_on_this_computer(self) -> bool:
-        """A server here that was asked about its model and did not say its size."""
+        """Whether the server is here and was asked about its model (what it said comes first)."""
         return self._served is not None and server_on_this_computer(self._client.base_url)
 
     def step(

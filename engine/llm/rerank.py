@@ -124,14 +124,12 @@ def attach(mnemo: Mnemo, path: str | None = None, budget_s: float = BUDGET_S) ->
     Its cost per text is measured first, so that no search waits for it past ``budget_s``."""
     chosen = path if path is not None else str(mnemo.settings.get("models.reranker") or "")
     if not chosen:
-        mnemo.recall.use_cross_encoder(None)
-        mnemo.archival.cross_encoder = None
+        mnemo.use_cross_encoder(None)
         return None
     reranker = Reranker(Path(chosen).expanduser())
     encoder = CrossEncoder(reranker.scores, budget_s=budget_s)
     encoder.measure()
-    mnemo.recall.use_cross_encoder(encoder)
-    mnemo.archival.cross_encoder = encoder
+    mnemo.use_cross_encoder(encoder)
     return reranker
 
 
