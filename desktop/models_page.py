@@ -1,5 +1,6 @@
 """Models: the catalogue judged for this computer, downloads with progress that pause, resume
-and cancel, and "Use this model" with the suggested context and GPU layers.
+and cancel, and "Use": a chat model with the suggested context and GPU layers, a re-ranker on the
+searches, an embedder in MiniLM's place (memory is re-embedded, after the person agrees).
 
 Downloads run one at a time on their own thread (``DownloadWorker``); the engine's
 ``engine.llm.download`` does the work and this page follows its progress. A download that was
@@ -29,19 +30,20 @@ from PySide6.QtWidgets import (
 )
 
 from desktop import ui
-from desktop.assistant_memory import AssistantMemory
+from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.threads import Tasks, describe_failure
 from desktop.ui import label
 from engine import hardware
+from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
 from engine.llm.catalog import (
-    DEFAULT_CONTEXT,
     CatalogEntry,
     Fit,
     assess,
     best_chat_entry,
     load_catalog,
     models_folder,
+    role_of_file,
     use_local_model,
 )
 from engine.llm.download import (
@@ -56,6 +58,16 @@ from engine.llm.download import (
 )
 from engine.modes import parameters_text
 
+USE_TEXT = {
+    "chat": "Use this model",
+    "reranker": "Use this re-ranker",
+    "embedding": "Use this embedder",
+}
+SETTING_OF_KIND = {
+    "chat": "model.path",
+    "reranker": "models.reranker",
+    "embedding": "models.embedder",
+}
 STATUS_TEXT = {"recommended": "Recommended", "slow": "Will run slowly", "too large": "Too large"}
 STATUS_STYLE = {"recommended": "title", "slow": "caution", "too large": "notice_error"}
 
@@ -115,15 +127,17 @@ class ModelCard(QFrame):
         layout.addLayout(top)
         mode = f" · {entry.memory_mode} memory" if entry.memory_mode else ""
         facts = (
-            f"{html.escape(entry.family)} ({entry.released}) · "
+            f"{entry.role.capitalize()} · {html.escape(entry.family)} ({entry.released}) · "
             f"{parameters_text(entry.parameters)} parameters · "
             f"{entry.quantization} · {entry.size_bytes / 1e9:.1f} GB download · "
-            f"{gib(entry.ram_bytes())} memory at {DEFAULT_CONTEXT:,} tokens · context up to "
+            f"{gib(entry.ram_bytes(entry.working_context))} memory at "
+            f"{entry.working_context:,} tokens · context up to "
             f"{entry.context_length:,} tokens{mode} · licence "
             f'<a href="{html.escape(entry.license_url)}">{html.escape(entry.license_name)}</a>'
         )
-        about = label(facts, "muted")
-        about.setToolTip(f"Memory under auto: {entry.memory_mode}. Evidence: {entry.evidence}.")
+        self.about = about = label(facts, "muted")
+        if entry.memory_mode:
+            about.setToolTip(f"Memory under auto: {entry.memory_mode}. Evidence: {entry.evidence}.")
         about.setTextFormat(Qt.TextFormat.RichText)
         about.setOpenExternalLinks(True)
         about.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
@@ -143,7 +157,8 @@ class ModelCard(QFrame):
         self.download_button = QPushButton("Download")
         self.pause_button = QPushButton("Pause")
         self.cancel_button = QPushButton("Cancel")
-        self.use_button = QPushButton("Use this model")
+        self.use_text = USE_TEXT[entry.kind]
+        self.use_button = QPushButton(self.use_text)
         self.remove_button = QPushButton("Remove")
         for button in (
             self.download_button,
@@ -180,7 +195,7 @@ class ModelCard(QFrame):
         self.cancel_button.setVisible(moving or state == "paused")
         self.use_button.setVisible(state == "downloaded")
         self.use_button.setEnabled(not in_use)
-        self.use_button.setText("In use" if in_use else "Use this model")
+        self.use_button.setText("In use" if in_use else self.use_text)
         self.remove_button.setVisible(state == "downloaded")
         self.remove_button.setEnabled(not in_use)
         self.progress.setVisible(moving or state == "paused")
@@ -208,7 +223,7 @@ class ModelsPage(QWidget):
         super().__init__()
         self._mnemo = mnemo
         self._tasks = tasks
-        self.catalog = [entry for entry in load_catalog() if entry.kind == "chat"]
+        self.catalog = load_catalog()  # chat models first, then the re-ranker and embedder
         self.hardware: Hardware | None = None
         self.jobs: dict[str, DownloadJob] = {}
         self.worker = DownloadWorker()
@@ -286,14 +301,16 @@ class ModelsPage(QWidget):
     def refresh(self) -> None:
         """Each card's state from the models folder, and (once) this computer's verdicts."""
         self.folder_label.setText(f"Downloaded models are kept in {self.folder}")
-        in_use = self._mnemo.settings.get("model.path")
+        settings = self._mnemo.settings
+        in_use = {kind: str(settings.get(key)) for kind, key in SETTING_OF_KIND.items()}
         for name, card in self.cards.items():
             path = self.folder / name
             if name in self.jobs:
                 card.show_state("downloading", False, card.progress_text.text() or "Waiting…")
                 continue
             if path.is_file():
-                card.show_state("downloaded", bool(in_use) and Path(in_use) == path)
+                used = in_use[card.entry.kind]
+                card.show_state("downloaded", bool(used) and Path(used) == path)
                 continue
             partial = partial_download(self.folder, name)
             if partial is not None:
@@ -382,10 +399,31 @@ class ModelsPage(QWidget):
     # -- using and removing ----------------------------------------------------------------------
 
     def use(self, path: Path) -> None:
-        """Make ``path`` the model in use with this computer's suggested settings, and load it.
-
-        The suggestion may read the file's header and this computer, so it runs as a task."""
+        """Put ``path`` to use in its role. A chat model becomes the model in use with this
+        computer's suggested settings, and is loaded; the suggestion may read the file's header
+        and this computer, so it runs as a task."""
         folder, settings, known = self.folder, self._mnemo.settings, self.hardware
+        try:
+            role = role_of_file(path)  # the catalogue's, or the file header's
+        except MnemoError as error:
+            self.message.setText(str(error))
+            return
+        if role == "re-ranker":
+            from engine.llm.rerank import choose_reranker  # llama.cpp's low-level API: now
+
+            self.message.setText(f"Trying {path.name}…")
+            self._tasks.submit(
+                lambda: choose_reranker(settings, path),
+                lambda _: self._helper_chosen(
+                    f"Search hits are ordered again by {path.name} from the next message on; "
+                    "a search waits at most a second for it."
+                ),
+                self.message.setText,
+            )
+            return
+        if role == "embedder":
+            self._use_embedder(path)
+            return
 
         def choose() -> Fit:
             return use_local_model(settings, path, known or hardware.detect(folder))
@@ -405,6 +443,35 @@ class ModelsPage(QWidget):
         if card is not None:
             self.card_area.ensureWidgetVisible(card)
         self.model_chosen.emit()
+
+    def _use_embedder(self, path: Path) -> None:
+        """Re-embed memory with the embedder at ``path``, once the person agrees."""
+        try:
+            mnemo = on_this_computer(self._mnemo, "Changing the embedder")
+        except MnemoError as error:
+            self.message.setText(str(error))
+            return
+        total = mnemo.archival.count() + mnemo.recall.count()
+        if not ui.confirm(
+            self,
+            "Use this embedder",
+            f"Search by meaning will use {path.name}. Mnemo re-embeds up to {total:,} passages "
+            "and messages with it now, which can take a while; a snapshot is taken first, so that "
+            "it can be undone. Continue?",
+        ):
+            return
+        self.message.setText(f"Re-embedding memory with {path.name}…")
+        self._tasks.submit(
+            lambda: mnemo.reembed(embedder_path=str(path)),
+            lambda count: self._helper_chosen(
+                f"Re-embedded {count:,} items: search by meaning now uses {path.name}."
+            ),
+            self.message.setText,
+        )
+
+    def _helper_chosen(self, text: str) -> None:
+        self.message.setText(text)
+        self.refresh()
 
     def remove(self, file_name: str) -> None:
         path = self.folder / file_name

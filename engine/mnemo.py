@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from engine.db import on_postgres, open_database, postgres
 from engine.db.schema import DocumentRow
-from engine.embed import Embedder, default_embedder
+from engine.embed import Embedder, embedder_for
 from engine.errors import ProfileError
 from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
@@ -70,15 +70,17 @@ class Mnemo:
     def __init__(
         self,
         profile: Profile,
-        embedder: Embedder,
+        embedder: Embedder | None,
         on_settings: Callable[[Settings], object] | None = None,
         archival_url: str | None = None,
         database_url: str | None = None,
     ) -> None:
         self.profile = profile
-        self.embedder = embedder
         self._engine, self.read_only = _open_tables(profile, database_url)
         self.settings = Settings(self._engine)
+        embedder = self.embedder = embedder or embedder_for(
+            str(self.settings.get("models.embedder"))
+        )
         if archival_url and not self.settings.is_set("storage.archival_url"):
             if profile.archival_path.exists():
                 self._engine.dispose()
@@ -116,7 +118,7 @@ class Mnemo:
         self.tombstones = Tombstones(profile.root)  # what the person asked to forget
         self.core = CoreMemory(self._engine)
         self.recall = RecallStore(self._engine, self._message_vectors, self.tombstones)
-        self.archival = ArchivalStore(self._passage_vectors, embedder, self.tombstones)
+        self.archival = ArchivalStore(self._passage_vectors, self.tombstones)
         self.knowledge = KnowledgeStore(self._engine, self.tombstones)
         self.conversations = Conversations(self._engine, self.settings)
         self.proposals = ProposalStore(
@@ -172,7 +174,7 @@ class Mnemo:
         other tables; an existing profile keeps its own."""
         return cls(
             Profile.resolve(path),
-            embedder or default_embedder(),
+            embedder,
             on_settings,
             archival_url,
             database_url,
@@ -196,14 +198,28 @@ class Mnemo:
             return None
         return self.snapshots.create(f"before {what}", automatic=True)
 
-    def reembed(self, progress: Callable[[str, int, int], None] | None = None) -> int:
-        """Re-embed archival passages and messages with the current embedder; return the count.
+    def reembed(
+        self,
+        progress: Callable[[str, int, int], None] | None = None,
+        *,
+        embedder_path: str | None = None,
+    ) -> int:
+        """Re-embed archival passages and messages with the current embedder, or first make the
+        GGUF at ``embedder_path`` the embedder ("": the bundled one); return the count.
 
         It can take minutes on a large profile, so callers ask the user before calling it. A
-        snapshot taken first brings the old vectors back.
+        snapshot taken first brings the old vectors back (and the old setting with them). The
+        setting changes before the vectors do: if the work is cut short, the searches say so and
+        the next re-embed finishes it.
         """
-        if self.embedder_mismatch:
+        chosen = None if embedder_path is None else embedder_for(embedder_path, strict=True)
+        if self.embedder_mismatch or (chosen is not None and chosen is not self.embedder):
             self.snapshot_before("re-embedding")
+        if chosen is not None:
+            self.settings.set("models.embedder", embedder_path)
+            self.embedder = chosen
+            for table in (self._message_vectors, self._passage_vectors):
+                table.use_embedder(chosen)
         count = 0
         for name, store in (("archival", self.archival), ("recall", self.recall)):
             if store.embedder_mismatch:

@@ -62,6 +62,10 @@ DEFAULTS: dict[str, Any] = {
     # hits of conversation and archival search again (engine.memory.cross_encoder); empty: none.
     # A file on the machine: on a server, its operator's.
     "models.reranker": "",
+    # An embedding GGUF (EmbeddingGemma, Qwen3-Embedding, a BERT-style one) that makes the vectors
+    # of messages and passages in place of the bundled MiniLM; empty: MiniLM. Changed only by
+    # `mnemo reembed --embedder` or the Models page, which re-embed what is stored.
+    "models.embedder": "",
     # Larger files are refused with a message (a log dump or disk image is rarely a document).
     "ingest.max_file_mb": 100,
     # A file may take a minute plus this many seconds per MB to read and embed; longer, it is

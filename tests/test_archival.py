@@ -175,6 +175,7 @@ class OtherEmbedder:
 
     name = "other-embedder"
     dim = 16
+    query_prefix = document_prefix = ""
 
     def embed(self, texts):
         rng = [np.random.default_rng(abs(hash(t)) % 2**32).normal(size=16) for t in texts]

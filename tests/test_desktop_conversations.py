@@ -198,11 +198,15 @@ def test_history_shows_what_each_version_changed_word_by_word(qtbot, mnemo):
     assert "line-through" in shown and "Porto" in shown and "Lyon" in shown
 
 
-def test_the_models_page_offers_only_chat_models(qtbot, mnemo):
+def test_the_models_page_offers_each_role_mnemo_uses_with_its_own_button(qtbot, mnemo):
     window = open_window(qtbot, mnemo, ScriptedModel())
     try:
-        kinds = {card.entry.kind for card in window.models.cards.values()}
-        assert kinds == {"chat"}
+        buttons = {card.entry.kind: card.use_button.text() for card in window.models.cards.values()}
+        assert buttons == {
+            "chat": "Use this model",
+            "reranker": "Use this re-ranker",
+            "embedding": "Use this embedder",
+        }
     finally:
         window.shutdown()
 

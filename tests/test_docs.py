@@ -134,6 +134,7 @@ ANSWERS = {
     "forget --entity Jordan": "knows no one and nothing called 'Jordan'",
     "chat --model": "does not exist",
     "models use qwen3-4b-instruct-2507": "is not downloaded yet",
+    "models use embeddinggemma-300m": "EmbeddingGemma 300M is not downloaded yet",
     "models use ~/models/other.gguf": "does not exist",
     "models remove qwen3-4b-instruct-2507": "There is no downloaded model named",
     "watch remove PATH": "is not a watched folder",

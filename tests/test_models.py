@@ -84,8 +84,15 @@ def test_the_catalogue_offers_current_pinned_models_that_this_llama_cpp_loads():
     sizes = [entry.parameters for entry in current]
     assert min(sizes) <= 0.6e9 and 7e9 <= max(sizes) <= 9e9
     assert len(chat) - len(current) <= 2  # the 2024 models that still win a size
-    # Only what Mnemo uses is offered: it runs no embedder or re-ranker from the catalogue yet.
-    assert {entry.kind for entry in catalog} == {"chat"}
+    # One of each role Mnemo puts to use (models.reranker, models.embedder), in llama.cpp's own
+    # conversions: its notes warn that community conversions of current re-rankers score wrong.
+    helpers = [entry for entry in catalog if entry.kind != "chat"]
+    assert sorted(entry.role for entry in helpers) == ["embedder", "re-ranker"]
+    for entry in helpers:
+        assert entry.url.startswith("https://huggingface.co/ggml-org/")
+        assert entry.memory_mode is None and not entry.evidence
+        laptop = Hardware(total_ram=8 * GiB, available_ram=6 * GiB, cpu_cores=2, disk_free=None)
+        assert assess(entry, laptop).status == "recommended"
     library = llama_cpp_architectures()
     for entry in catalog:
         # A commit, not a branch: the pinned SHA-256 stays true of the file at that address.
@@ -95,17 +102,20 @@ def test_the_catalogue_offers_current_pinned_models_that_this_llama_cpp_loads():
         assert re.fullmatch(r"[0-9a-f]{64}", entry.sha256)
         assert entry.license_name and entry.license_url.startswith("https://")
         assert entry.description and entry.size_bytes > 0 and entry.layers > 0
-        assert entry.context_length >= 8192
+        assert entry.context_length >= entry.working_context
         assert find_entry(entry.id) == entry == find_entry(entry.file_name.upper())
         assert re.fullmatch(r"20\d\d-\d\d", entry.released)
         assert b"\x00" + entry.architecture.encode() + b"\x00" in library, entry.architecture
+        assert entry.ram_bytes(8192) > entry.ram_bytes(4096) > entry.size_bytes
+        if entry.kind != "chat":
+            continue
+        assert entry.context_length >= 8192
         # The mode written in the data is the one `auto` gives it, and says why.
         assert (
             entry.memory_mode
             == choose_mode("auto", entry.parameters, architecture=entry.architecture).mode
         )
         assert "BFCL" in entry.evidence or entry.evidence.startswith("none known")
-        assert entry.ram_bytes(8192) > entry.ram_bytes(4096) > entry.size_bytes
     assert len({entry.id for entry in catalog}) == len(catalog)
 
 
@@ -186,6 +196,9 @@ def test_catalog_command_lists_every_entry_with_its_fit(profile_dir, capsys):
     out = capsys.readouterr().out
     assert out.startswith("This computer: ") and "try this one first" in out
     assert out.count("\n  Here: ") == len(rows)
+    assert "qwen3-reranker-0.6b [re-ranker]: " in out and "[embedder]: " in out
+    assert out.count(" [chat]: ") == len(rows) - 2
+    assert out.count("\n  Memory: ") == len(rows) - 2  # a mode and its evidence per chat model
 
 
 # -- what to download ------------------------------------------------------------------------
@@ -374,6 +387,47 @@ def test_cli_download_pauses_on_ctrl_c_resumes_lists_uses_and_removes(tmp_path, 
     subprocess.run([*command, "use", "default"], env=env, check=True, capture_output=True)
     removed = subprocess.run([*command, "remove", "tiny.gguf"], env=env, capture_output=True)
     assert removed.returncode == 0 and not (profile / "models" / "tiny.gguf").exists()
+
+
+def test_a_re_ranker_and_an_embedder_download_verified_and_are_put_to_use(
+    tmp_path, profile_dir, capsys
+):
+    """Each role from a local server, as from Hugging Face: verified, then "use" puts it to
+    work: the re-ranker on the searches from the next chat, the embedder after a re-embed."""
+    from tiny_gguf import bert_embedder, bert_reranker
+
+    from engine.llm import ScriptedModel
+    from engine.mnemo import Mnemo
+
+    with Mnemo.open(profile_dir) as mnemo:
+        mnemo.archival.insert("The boiler is serviced in October by Dana.")
+    folder = profile_dir / "models"
+    for built in (bert_reranker(tmp_path / "tiny-rerank.gguf"), bert_embedder(tmp_path / "e")):
+        with ModelFileServer(built.read_bytes(), f"{built.stem}-Q8_0.gguf") as server:
+            url = server.resolve_url()
+            assert main(["--profile", str(profile_dir), "models", "download", url]) == 0
+        assert sha256(folder / server.file_name) == server.sha256
+    capsys.readouterr()
+    use = ["--profile", str(profile_dir), "models", "use"]
+    assert main([*use, "tiny-rerank-Q8_0.gguf"]) == 0
+    assert "ordered again by tiny-rerank-Q8_0.gguf" in capsys.readouterr().out
+    assert main([*use, "e-Q8_0.gguf", "--yes"]) == 0
+    assert "Re-embedded 1 items with gguf:e-Q8_0" in capsys.readouterr().out
+    assert main(["--profile", str(profile_dir), "models", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "tiny-rerank-Q8_0.gguf  (0 MB) (in use as the re-ranker)" in listed
+    assert "e-Q8_0.gguf  (0 MB) (in use as the embedder)" in listed
+    with Mnemo.open(profile_dir) as mnemo:
+        assert mnemo.settings.get("models.reranker") == str(folder / "tiny-rerank-Q8_0.gguf")
+        assert mnemo.embedder.name == "gguf:e-Q8_0" and mnemo.embedder_mismatch is None
+        Agent(mnemo, ScriptedModel())  # a chat starts: the re-ranker is on the searches
+        assert mnemo.archival.cross_encoder is not None
+        assert mnemo.archival.search("boiler")[0].text.startswith("The boiler")
+        assert mnemo.settings.get("model.path") == ""  # the chat model did not change
+    broken = folder / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    assert main([*use, str(broken), "--yes"]) == 1
+    assert "broken.gguf" in capsys.readouterr().err
 
 
 def test_cli_names_an_unknown_model_in_one_sentence(profile_dir, capsys):

@@ -64,7 +64,8 @@ def test_download_pause_resume_use_and_chat(qtbot, mnemo, window, server):
     card = page.cards["Tiny-Q4_1.gguf"]
     assert card.verdict.text().startswith("Recommended")
     assert card.reason.text().startswith("On this computer: about")
-    real = page.cards[load_catalog()[-3].file_name]  # the 8B model: slow on a 2-core CPU
+    eight_b = next(entry for entry in load_catalog() if entry.id == "qwen3-8b")
+    real = page.cards[eight_b.file_name]  # slow on a 2-core CPU
     assert real.verdict.text() in ("Will run slowly", "Too large", "Recommended")
 
     qtbot.mouseClick(card.download_button, Qt.MouseButton.LeftButton)
@@ -138,3 +139,64 @@ def test_cancel_discards_and_a_paused_download_survives_a_restart(
     again.cancel_button.click()  # cancelling a download paused in an earlier session
     assert not part.exists() and again.download_button.text() == "Download"
     reopened.shutdown()
+
+
+def test_a_re_ranker_and_an_embedder_download_and_go_to_work_from_their_cards(
+    qtbot, mnemo, monkeypatch, tmp_path
+):
+    """The page lists each role; "Use" puts the re-ranker on the searches and, once the person
+    agrees, re-embeds memory with the embedder."""
+    from tiny_gguf import bert_embedder, bert_reranker
+
+    mnemo.archival.insert("The boiler is serviced in October by Dana.")
+    files = [bert_reranker(tmp_path / "tiny-rerank.gguf"), bert_embedder(tmp_path / "tiny-e.gguf")]
+    with (
+        ModelFileServer(files[0].read_bytes(), files[0].name) as rerank_server,
+        ModelFileServer(files[1].read_bytes(), files[1].name) as embed_server,
+    ):
+        real = load_catalog()
+        served = [
+            dataclasses.replace(
+                next(entry for entry in real if entry.kind == kind),
+                id=f"tiny-{kind}",
+                size_bytes=len(server.body),
+                url=server.resolve_url(),
+                sha256=server.sha256,
+            )
+            for kind, server in (("reranker", rerank_server), ("embedding", embed_server))
+        ]
+        monkeypatch.setattr("desktop.models_page.load_catalog", lambda: [*real, *served])
+        window = MainWindow(mnemo, loader=lambda _settings: ScriptedModel())
+        qtbot.addWidget(window)
+        window.show_page("Models")
+        page = window.models
+        roles = [card.use_button.text() for card in page.cards.values()]
+        assert roles.count("Use this re-ranker") == roles.count("Use this embedder") == 2
+        rerank_card, embed_card = page.cards["tiny-rerank.gguf"], page.cards["tiny-e.gguf"]
+        assert rerank_card.about.text().startswith("Re-ranker · ")
+        assert embed_card.about.text().startswith("Embedder · ")
+        for card in (rerank_card, embed_card):
+            qtbot.mouseClick(card.download_button, Qt.MouseButton.LeftButton)
+            qtbot.waitUntil(lambda card=card: not card.use_button.isHidden(), timeout=TIMEOUT_MS)
+    assert hashlib.sha256((page.folder / "tiny-e.gguf").read_bytes()).hexdigest() == (
+        embed_server.sha256
+    )
+
+    qtbot.mouseClick(rerank_card.use_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "ordered again by tiny-rerank.gguf" in page.message.text())
+    assert mnemo.settings.get("models.reranker") == str(page.folder / "tiny-rerank.gguf")
+    assert rerank_card.use_button.text() == "In use"
+
+    monkeypatch.setattr(ui, "confirm", lambda *_args: False)  # the person says no: no change
+    qtbot.mouseClick(embed_card.use_button, Qt.MouseButton.LeftButton)
+    assert mnemo.settings.get("models.embedder") == "" and not mnemo.snapshots.all()
+    monkeypatch.setattr(ui, "confirm", lambda *_args: True)
+    qtbot.mouseClick(embed_card.use_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(
+        lambda: page.message.text().startswith("Re-embedded 1 items"), timeout=TIMEOUT_MS
+    )
+    assert mnemo.embedder.name == "gguf:tiny-e" and mnemo.embedder_mismatch is None
+    assert embed_card.use_button.text() == "In use"
+    assert [snapshot.note for snapshot in mnemo.snapshots.all()] == ["before re-embedding"]
+    assert mnemo.archival.search("boiler")[0].text.startswith("The boiler")
+    window.shutdown()

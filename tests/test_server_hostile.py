@@ -51,6 +51,7 @@ TRY = {
     "model.seed": 1,
     "models.folder": "/",
     "models.reranker": "/etc/passwd",
+    "models.embedder": "/etc/shadow",
     "ingest.max_file_mb": 100000,
     "ingest.seconds_per_mb": 100000,
     "storage.archival_url": "s3://attacker/x",

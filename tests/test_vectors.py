@@ -15,6 +15,7 @@ from engine.memory.vectors import upkeep as lance_upkeep
 class SixteenDims:
     name = "test-16"
     dim = 16
+    query_prefix = document_prefix = ""
 
     def embed(self, texts):  # pragma: no cover - rows below carry their own vectors
         raise AssertionError("not used")

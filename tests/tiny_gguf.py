@@ -16,11 +16,21 @@ def bert_reranker(path: Path, *, seed: int = 7, width: int = 32, inner: int = 64
     """A one-layer BERT cross-encoder with rank pooling (one score per query and text), as
     llama.cpp's converter writes a BGE re-ranker: a WordPiece vocabulary whose words start
     with "▁", and the classifier head in ``cls`` and ``cls.output``."""
+    return _bert(path, gguf.PoolingType.RANK, seed=seed, width=width, inner=inner)
+
+
+def bert_embedder(path: Path, *, seed: int = 11, width: int = 24, inner: int = 48) -> Path:
+    """A one-layer BERT sentence embedder with mean pooling (one vector per text), as llama.cpp's
+    converter writes all-MiniLM or BGE-small: ``width`` dimensions."""
+    return _bert(path, gguf.PoolingType.MEAN, seed=seed, width=width, inner=inner)
+
+
+def _bert(path: Path, pooling: gguf.PoolingType, *, seed: int, width: int, inner: int) -> Path:
     rng = np.random.default_rng(seed)
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", *("▁" + word for word in WORDS)]
     context = 512
     writer = gguf.GGUFWriter(str(path), "bert")
-    writer.add_name("tiny test re-ranker")
+    writer.add_name(f"tiny test BERT ({pooling.name.lower()} pooling)")
     writer.add_context_length(context)
     writer.add_embedding_length(width)
     writer.add_feed_forward_length(inner)
@@ -29,7 +39,7 @@ def bert_reranker(path: Path, *, seed: int = 7, width: int = 32, inner: int = 64
     writer.add_layer_norm_eps(1e-12)
     writer.add_causal_attention(False)
     writer.add_token_type_count(2)
-    writer.add_pooling_type(gguf.PoolingType.RANK)
+    writer.add_pooling_type(pooling)
     writer.add_file_type(0)
     writer.add_tokenizer_model("bert")
     writer.add_token_list(tokens)
@@ -60,10 +70,11 @@ def bert_reranker(path: Path, *, seed: int = 7, width: int = 32, inner: int = 64
     random("blk.0.ffn_down.weight", width, inner)
     random("blk.0.ffn_down.bias", width)
     norm("blk.0.layer_output_norm")
-    random("cls.weight", width, width)
-    random("cls.bias", width)
-    random("cls.output.weight", 1, width)
-    random("cls.output.bias", 1)
+    if pooling == gguf.PoolingType.RANK:  # the classifier head
+        random("cls.weight", width, width)
+        random("cls.bias", width)
+        random("cls.output.weight", 1, width)
+        random("cls.output.bias", 1)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -12,17 +12,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import hardware
+from engine.cli.archival import switch_embedder
 from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
 from engine.llm import model_settings
 from engine.llm.catalog import (
-    DEFAULT_CONTEXT,
     assess,
     best_chat_entry,
     entry_as_dict,
     find_entry,
     load_catalog,
     models_folder,
+    role_of_file,
     use_local_model,
 )
 from engine.llm.download import (
@@ -82,6 +83,10 @@ def cmd_models_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
         size = f"{path.stat().st_size / 2**20:.0f} MB"
         shown = f"{entry.id}  ({path.name}, {size})" if entry else f"{path.name}  ({size})"
         in_use = " (in use)" if configured and Path(configured) == path else ""
+        for key, role in (("models.reranker", "re-ranker"), ("models.embedder", "embedder")):
+            chosen = str(mnemo.settings.get(key))
+            if chosen and Path(chosen).expanduser() == path:
+                in_use = f" (in use as the {role})"
         print(f"  {shown}{in_use}")
     if not files:
         print("  none yet: `mnemo models catalog` lists models to download")
@@ -118,15 +123,15 @@ def cmd_models_catalog(mnemo: Mnemo, args: argparse.Namespace) -> int:
     best = best_chat_entry(catalog, machine)
     for entry, fit in zip(catalog, fits, strict=True):
         star = "  <- try this one first" if entry is best else ""
-        kind = "" if entry.kind == "chat" else f" [{entry.kind}]"
         print(
-            f"\n{entry.id}{kind}: {entry.name}, {entry.family} ({entry.released}), "
+            f"\n{entry.id} [{entry.role}]: {entry.name}, {entry.family} ({entry.released}), "
             f"{parameters_text(entry.parameters)} parameters, {entry.quantization}{star}"
         )
         print(f"  {entry.description}")
         print(
-            f"  {entry.size_bytes / 1e9:.1f} GB download, {gib(entry.ram_bytes())} memory at "
-            f"{DEFAULT_CONTEXT} tokens, context up to {entry.context_length} tokens; "
+            f"  {entry.size_bytes / 1e9:.1f} GB download, "
+            f"{gib(entry.ram_bytes(entry.working_context))} memory at "
+            f"{entry.working_context} tokens, context up to {entry.context_length} tokens; "
             f"licence {entry.license_name} ({entry.license_url})"
         )
         if entry.memory_mode:
@@ -191,7 +196,7 @@ def cmd_models_download(mnemo: Mnemo, args: argparse.Namespace) -> int:
     return 0
 
 
-def _local_model_path(mnemo: Mnemo, spec: str) -> Path:
+def local_model_path(mnemo: Mnemo, spec: str) -> Path:
     """A catalogue id or file name in the models folder, or a path."""
     folder = models_folder_of(mnemo)
     entry = find_entry(spec)
@@ -208,8 +213,24 @@ def _local_model_path(mnemo: Mnemo, spec: str) -> Path:
     return Path(spec).expanduser().resolve()
 
 
-def _use_local(mnemo: Mnemo, path: Path, context: int | None, gpu_layers: int | None) -> int:
+def _use_local(
+    mnemo: Mnemo, path: Path, context: int | None, gpu_layers: int | None, *, yes: bool = False
+) -> int:
+    """A chat model becomes the model in use; a re-ranker orders search hits from the next chat
+    on; an embedder re-embeds memory (asked first, unless ``yes``)."""
     check_model_file(path)
+    role = role_of_file(path)
+    if role == "re-ranker":
+        from engine.llm.rerank import choose_reranker
+
+        choose_reranker(mnemo.settings, path)
+        print(
+            f"Search hits are ordered again by {path.name} from the next chat on; a search "
+            "waits at most a second for it. `mnemo settings models.reranker ''` turns it off."
+        )
+        return 0
+    if role == "embedder":
+        return switch_embedder(mnemo, str(path), yes=yes)
     fit = use_local_model(
         mnemo.settings, path, _hardware(mnemo), context=context, gpu_layers=gpu_layers
     )
@@ -232,7 +253,8 @@ def cmd_models_use(mnemo: Mnemo, args: argparse.Namespace) -> int:
     elif args.base_url:
         raise MnemoError("--base-url is for API models (openai:MODEL or anthropic:MODEL).")
     elif spec != "default":
-        return _use_local(mnemo, _local_model_path(mnemo, spec), args.context, args.gpu_layers)
+        path = local_model_path(mnemo, spec)
+        return _use_local(mnemo, path, args.context, args.gpu_layers, yes=args.yes)
     else:
         settings.set("model.backend", "local")
         settings.set("model.path", "")

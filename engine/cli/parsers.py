@@ -194,6 +194,9 @@ def _models(commands: Commands) -> None:
     )
     use.add_argument("--context", type=int, help="context size in tokens")
     use.add_argument("--gpu-layers", type=int, help="local models: layers to offload to the GPU")
+    use.add_argument(
+        "--yes", action="store_true", help="an embedder: re-embed memory without asking"
+    )
 
 
 def _keys(commands: Commands) -> None:
@@ -306,7 +309,15 @@ def _archival(commands: Commands) -> None:
     list_.add_argument("--source", help="list the passages of one file, in order")
 
     reembed = _command(
-        commands, "reembed", "archival:cmd_reembed", "re-embed archival memory after a model change"
+        commands,
+        "reembed",
+        "archival:cmd_reembed",
+        "re-embed memory after a change of embedder, or with another one",
+    )
+    reembed.add_argument(
+        "--embedder",
+        metavar="ID|FILE.gguf|PATH|default",
+        help="an embedding GGUF to use from now on (default: the bundled MiniLM)",
     )
     reembed.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 

@@ -28,6 +28,11 @@ Kind = Literal["chat", "embedding", "reranker"]
 Status = Literal["recommended", "slow", "too large"]
 
 DEFAULT_CONTEXT = 4096
+# What each role is called in words, and the tokens it works on at a time when it is not a chat
+# model: a re-ranker one query and hit (engine.llm.rerank.PAIR_TOKENS), an embedder a batch of
+# texts (engine.embed.gguf.BATCH_TOKENS).
+ROLE_WORDS = {"chat": "chat", "reranker": "re-ranker", "embedding": "embedder"}
+ROLE_CONTEXT = {"reranker": 512, "embedding": 2048}
 LARGER_CONTEXT = 8192
 # llama.cpp's working buffers beside the weights and the cache, at a few thousand tokens.
 COMPUTE_BUFFER_BYTES = 300 * 2**20
@@ -77,6 +82,16 @@ class CatalogEntry:
     @property
     def file_name(self) -> str:
         return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def role(self) -> str:
+        """ "chat", "re-ranker" or "embedder"."""
+        return ROLE_WORDS[self.kind]
+
+    @property
+    def working_context(self) -> int:
+        """The tokens it is run with at first: a chat's window, or a helper's batch."""
+        return ROLE_CONTEXT.get(self.kind, DEFAULT_CONTEXT)
 
     def ram_bytes(self, context: int = DEFAULT_CONTEXT) -> int:
         """Memory to run at ``context`` tokens: the weights, the f16 cache, llama.cpp's buffers."""
@@ -167,8 +182,10 @@ def assess(entry: CatalogEntry, hardware: Hardware) -> Fit:
             DEFAULT_CONTEXT,
             None,
         )
-    context = min(LARGER_CONTEXT, entry.context_length)
     ram_limit = None if hardware.total_ram is None else hardware.total_ram - RESERVED_BYTES
+    if entry.kind != "chat":
+        return _helper_fit(entry, ram_limit)
+    context = min(LARGER_CONTEXT, entry.context_length)
     if ram_limit is not None and entry.ram_bytes(context) > ram_limit:
         context = min(DEFAULT_CONTEXT, entry.context_length)
     need = entry.ram_bytes(context)
@@ -212,6 +229,25 @@ def assess(entry: CatalogEntry, hardware: Hardware) -> Fit:
     return fit
 
 
+def _helper_fit(entry: CatalogEntry, ram_limit: int | None) -> Fit:
+    """A re-ranker or embedder runs on the CPU beside the chat model, in short bursts: what
+    matters is that its memory fits."""
+    context = entry.working_context
+    if ram_limit is not None and entry.ram_bytes(context) > ram_limit:
+        return _too_large_for_memory(entry, context, ram_limit)
+    use = {
+        "reranker": "a search waits at most a second for it, or goes on without it",
+        "embedding": "re-embedding a large memory takes a while, once",
+    }[entry.kind]
+    return Fit(
+        "recommended",
+        f"{gib(entry.ram_bytes(context))} of memory beside the chat model; {use}",
+        0,
+        context,
+        None,
+    )
+
+
 def _too_large_for_memory(entry: CatalogEntry, context: int, ram_limit: int) -> Fit:
     return Fit(
         "too large",
@@ -237,7 +273,8 @@ def entry_as_dict(entry: CatalogEntry, fit: Fit | None = None) -> dict[str, obje
     """An entry (and its fit here) for `mnemo models catalog --json`."""
     values: dict[str, object] = asdict(entry)
     values["file_name"] = entry.file_name
-    values["ram_bytes_at_default_context"] = entry.ram_bytes(DEFAULT_CONTEXT)
+    values["role"] = entry.role
+    values["ram_bytes_at_default_context"] = entry.ram_bytes(entry.working_context)
     if fit is not None:
         values["fit"] = asdict(fit)
     return values
@@ -270,6 +307,17 @@ def entry_for_file(path: Path, catalog: list[CatalogEntry] | None = None) -> Cat
         sha256="",
         memory_mode=choose_mode("auto", info.parameters, architecture=info.architecture).mode,
     )
+
+
+def role_of_file(path: Path) -> str:
+    """ "chat", "re-ranker" or "embedder": the catalogue's word for a listed file, else what its
+    header says (a re-ranker or embedder names its pooling)."""
+    entry = find_entry(path.name)
+    if entry is not None:
+        return entry.role
+    from engine.llm.local import inspect_gguf
+
+    return inspect_gguf(path).role
 
 
 def catalogue_mode(file_name: str | None) -> Mode | None:

@@ -124,6 +124,14 @@ class GgufInfo:
     layers: int | None
     context_length: int | None
     kv_bytes_per_token: int | None  # the f16 cache's keys and values for one token
+    pooling: int | None = None  # llama.cpp's pooling type: set for embedders and re-rankers
+
+    @property
+    def role(self) -> str:
+        """ "chat", "re-ranker" (rank pooling) or "embedder" (one vector per text)."""
+        if self.pooling is None or self.pooling <= 0:  # none, or unspecified
+            return "chat"
+        return "re-ranker" if self.pooling == llama_cpp.LLAMA_POOLING_TYPE_RANK else "embedder"
 
 
 def inspect_gguf(path: Path) -> GgufInfo:
@@ -169,6 +177,7 @@ def inspect_gguf(path: Path) -> GgufInfo:
             layers=layers,
             context_length=number("context_length"),
             kv_bytes_per_token=kv_bytes,
+            pooling=number("pooling_type"),
         )
     finally:
         weights.close()

@@ -25,6 +25,7 @@ from engine.memory.cross_encoder import BUDGET_S, CrossEncoder
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
+    from engine.settings import Settings
 
 log = logging.getLogger("mnemo.rerank")
 PAIR_TOKENS = 512  # a query and one text; longer texts are cut to fit
@@ -116,6 +117,17 @@ class Reranker:
             return float(ctypes.cast(scored, ctypes.POINTER(ctypes.c_float))[0])
         finally:
             llama_cpp.llama_batch_free(batch)
+
+
+def choose_reranker(settings: Settings, path: Path) -> None:
+    """Make the re-ranker at ``path`` the one the searches use from the next chat on, once it
+    has loaded and scored a pair here (a file that cannot is refused in words)."""
+    reranker = Reranker(path)
+    try:
+        reranker.scores("a question", ["a passage"])
+    finally:
+        reranker.close()
+    settings.set("models.reranker", str(path))
 
 
 def attach(mnemo: Mnemo, path: str | None = None, budget_s: float = BUDGET_S) -> Reranker | None:

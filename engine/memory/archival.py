@@ -179,11 +179,8 @@ def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = Fa
 class ArchivalStore:
     """Passages in the ``passages`` LanceDB table."""
 
-    def __init__(
-        self, vectors: VectorTable, embedder: Embedder, tombstones: Tombstones | None = None
-    ) -> None:
+    def __init__(self, vectors: VectorTable, tombstones: Tombstones | None = None) -> None:
         self._vectors = vectors
-        self._embedder = embedder
         self._tombstones = tombstones
         # Whether any passage carries an expiry (None: not counted yet). Until one does, searches
         # need no expiry filter, which makes every search a filtered one and, at a million
@@ -267,8 +264,8 @@ class ArchivalStore:
                         "origin": item.origin,
                         "tags": list(item.tags),
                         "created_at": to_timestamp(item.created_at) or now,
-                        "embedder": self._embedder.name,
-                        "dim": self._embedder.dim,
+                        "embedder": self._vectors.embedder.name,
+                        "dim": self._vectors.embedder.dim,
                         "expires_at": _expiry(item.expires_at, item.origin),
                     }
                 )
@@ -362,7 +359,7 @@ class ArchivalStore:
             row["tags"] = list(tags)
         if text is not None and text != current.text:
             row["vector"] = self._vectors.embed([new_text])[0]
-            row["embedder"], row["dim"] = self._embedder.name, self._embedder.dim
+            row["embedder"], row["dim"] = self._vectors.embedder.name, self._vectors.embedder.dim
         self._vectors.upsert(
             pa.Table.from_pylist([row], schema=self._vectors.table.schema).to_pylist()
         )
@@ -401,7 +398,7 @@ class ArchivalStore:
                 progress(min((done + 1) * EMBED_CHUNK, len(rows)), len(rows))
         for row, vector in zip(rows, vectors, strict=True):
             row["vector"] = vector
-            row["embedder"], row["dim"] = self._embedder.name, self._embedder.dim
+            row["embedder"], row["dim"] = self._vectors.embedder.name, self._vectors.embedder.dim
         self._vectors.replace_all(rows)
         return len(rows)
 

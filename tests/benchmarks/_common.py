@@ -68,6 +68,7 @@ class ClusteredVectors:
 
     def __init__(self, name: str, dim: int, seed: int = 0, topics: int = 2000) -> None:
         self.name, self.dim = name, dim
+        self.query_prefix = self.document_prefix = ""
         self.rng = np.random.default_rng(seed)
         self.centres = self.rng.normal(size=(topics, dim)).astype(np.float32)
 

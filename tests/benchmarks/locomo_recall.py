@@ -47,6 +47,7 @@ from _common import REPO, emit, percentages, postgres_if
 from longmemeval_recall import bm25_top
 
 from engine import Mnemo
+from engine.embed import embedder_for
 from engine.functions import search_conversation
 from engine.llm.rerank import attach
 from engine.memory.recall import NewMessage
@@ -139,6 +140,7 @@ def main() -> None:
     parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
     parser.add_argument("--in-person", action="store_true", help="questions in the first person")
     parser.add_argument("--reranker", metavar="PATH", help="a re-ranker GGUF on the searches")
+    parser.add_argument("--embedder", metavar="PATH", help="an embedding GGUF in MiniLM's place")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -159,13 +161,14 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     by_config: dict[str, list] = defaultdict(list)
     bm25: list = []
     other_words: list[bool] = []  # the paraphrase set: evidence shares at most a word with it
+    embedder = embedder_for(args.embedder or "", strict=True)
     for sample in samples:
         fold = fold_of[sample["sample_id"]]
         turns = turns_of(sample)
         documents = [f"[{when:%d %B %Y}] {said}" for _, said, when in turns]
         with (
             tempfile.TemporaryDirectory() as folder,
-            Mnemo.open(folder, database_url=database_url) as mnemo,
+            Mnemo.open(folder, embedder=embedder, database_url=database_url) as mnemo,
         ):
             with retrieval_folds.build_without(args.build_without):
                 dia_of = load_conversation(mnemo, sample)
@@ -216,6 +219,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
         {
             "benchmark": "locomo_recall",
             "tables": "postgresql" if database_url else "sqlite",
+            "embedder": embedder.name,
+            "reranker": args.reranker,
             "conversations": min(args.conversations, len(samples)),
             "overall": summary(everything),
             **{name: summary(scores[name]) for name in CATEGORIES.values() if scores[name]},

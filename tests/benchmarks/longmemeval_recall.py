@@ -47,7 +47,7 @@ from _common import REPO, emit, percentages, postgres_if
 from vector_cache import DEFAULT_CACHE, CachedEmbedder
 
 from engine import Mnemo
-from engine.embed import default_embedder
+from engine.embed import embedder_for
 from engine.functions import search_conversation
 from engine.llm.rerank import attach
 from engine.memory.recall import NewMessage
@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--ablations-only", action="store_true", help="with --folds: no tunables")
     parser.add_argument("--build-without", choices=["neighbours"], help="an index-time ablation")
     parser.add_argument("--reranker", metavar="PATH", help="a re-ranker GGUF on the searches")
+    parser.add_argument("--embedder", metavar="PATH", help="an embedding GGUF in MiniLM's place")
     args = parser.parse_args()
     with postgres_if(args.postgres) as database_url:
         run(args, database_url)
@@ -130,10 +131,10 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
     if args.sample:  # every type in its share, for a shorter run (fewer turns to embed)
         chosen = retrieval_folds.sample([q["question_id"] for q in questions], args.sample)
         questions = [q for q in questions if q["question_id"] in chosen]
-    embedder = CachedEmbedder(default_embedder(), args.cache)
+    embedder = CachedEmbedder(embedder_for(args.embedder or "", strict=True), args.cache)
     embedder.fill(
         [
-            text
+            embedder.document_prefix + text
             for q in questions
             for _, _, turn in haystack(sessions, q)
             for text in [turn["content"], *sentence_parts(turn["role"], turn["content"])]
@@ -219,6 +220,8 @@ def run(args: argparse.Namespace, database_url: str | None) -> None:
         {
             "benchmark": "longmemeval_recall",
             "tables": "postgresql" if database_url else "sqlite",
+            "embedder": embedder.name,
+            "reranker": args.reranker,
             "questions": len(everything),
             "overall": summary(everything),
             **{name: summary(rows) for name, rows in sorted(scores.items())},

@@ -32,6 +32,9 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, folder: Path = DEFAULT_CACHE) -> None:
         self.inner = inner
         self.name, self.dim = inner.name, inner.dim
+        self.query_prefix, self.document_prefix = inner.query_prefix, inner.document_prefix
+        if hasattr(inner, "piece_vectors"):  # MiniLM's word pieces (the app's word matching)
+            self.piece_vectors = inner.piece_vectors
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / f"{inner.name.replace('/', '_')}-{inner.dim}.npz"
         self._index: dict[bytes, int] = {}
@@ -98,10 +101,6 @@ class CachedEmbedder:
         temporary = self.path.with_suffix(".tmp.npz")
         np.savez(temporary, keys=keys, vectors=self._vectors)
         temporary.replace(self.path)
-
-    def piece_vectors(self, texts: Sequence[str]) -> list:
-        """The inner embedder's word-piece vectors (the app's re-ranking; nothing kept)."""
-        return self.inner.piece_vectors(texts)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.save()

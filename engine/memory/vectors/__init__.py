@@ -52,7 +52,7 @@ def background_vectors(embedder: Embedder) -> np.ndarray:
         if key not in _background:
             lines = resource_path("search/background.txt").read_text("utf-8").splitlines()
             sentences = [line for line in lines if line.strip() and not line.startswith("#")]
-            _background[key] = embedder.embed(sentences)
+            _background[key] = embedder.embed([embedder.document_prefix + s for s in sentences])
         return _background[key]
 
 
@@ -74,7 +74,7 @@ def query_vector(embedder: Embedder, query: str) -> np.ndarray:
         if key in _query_vectors:
             _query_vectors.move_to_end(key)
             return _query_vectors[key]
-    vector = embedder.embed([query])[0]
+    vector = embedder.embed([embedder.query_prefix + query])[0]
     _keep_query_vector(embedder, query, vector)
     return vector
 
@@ -186,6 +186,13 @@ class VectorTable:
             "re-embed them (`mnemo reembed`) or switch back to the old embedder."
         )
 
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Make new vectors and queries with ``embedder`` (a person chose another one): until the
+        table is re-embedded, it says that its vectors are another embedder's."""
+        with self._write_lock:
+            self._embedder = embedder
+            self.mismatch = self._describe_mismatch()
+
     def require_current_embedder(self) -> None:
         if self.mismatch:
             raise EmbedderMismatchError(self.mismatch)
@@ -269,9 +276,11 @@ class VectorTable:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors to store. One text stored alone is usually the newest chat message, which the
-        assisted mode searches with next: its vector is kept as that query's too."""
-        vectors = self._embedder.embed(texts)
-        if len(texts) == 1:
+        assisted mode searches with next: its vector is kept as that query's too, where the
+        embedder reads a query as it reads a text."""
+        embedder = self._embedder
+        vectors = embedder.embed([embedder.document_prefix + text for text in texts])
+        if len(texts) == 1 and embedder.query_prefix == embedder.document_prefix:
             _keep_query_vector(self._embedder, texts[0], vectors[0].copy())
         return vectors
 
