@@ -272,8 +272,11 @@ def test_auto_reads_what_a_server_says_of_its_model_before_it_picks_a_mode(plain
     mode_for("auto", model)
     assert len(plain_server.received) == 6  # asked once per model, when it was made
     assert mode_for("self", model).mode == "self"
-    assert mode_for("auto", openai_at(plain_server.url)).mode == "self"  # a size chosen: not asked
-    assert len(plain_server.received) == 6
+    # A context size chosen: the server is still asked what it serves, for the mode only.
+    plain_server.replies += [Reply(404, "{}"), Reply(body=json.dumps({"data": []}))]
+    sized = openai_at(plain_server.url, context_length=8192, ask_server=True)
+    assert sized.context_length == 8192 and mode_for("auto", sized).mode == "assisted"
+    assert len(plain_server.received) == 8
     assert not server_on_this_computer("https://api.openai.com/v1")
     assert server_on_this_computer("http://192.168.1.20:11434/v1")
 

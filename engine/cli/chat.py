@@ -220,11 +220,12 @@ def chat(
     *,
     message: str | None = None,
     ask: Callable[[str], str] = input,
-    out: TextIO = sys.stdout,
-    err: TextIO = sys.stderr,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """The chat loop (or one turn with ``message``) in the current conversation; returns the
-    exit status."""
+    exit status. ``out`` and ``err``: standard output and error as they are when it runs."""
+    out, err = out or sys.stdout, err or sys.stderr
     agent = Agent(mnemo, model, conversation_id=mnemo.conversations.current())
     if message is not None and forget.requested(message):
         plan = forget.plan_topic(mnemo, forget.requested(message) or "")

@@ -37,9 +37,9 @@ class ModelConfig:
 
     @property
     def asks_server(self) -> bool:
-        """Whether an OpenAI-compatible server of one's own is asked about its model (its
-        context size, and what decides the memory mode)."""
-        return self.backend == "openai" and bool(self.base_url) and not self.context_chosen
+        """Whether an OpenAI-compatible server of one's own is asked about its model (what
+        decides the memory mode), and its context size too unless one was chosen."""
+        return self.backend == "openai" and bool(self.base_url)
 
     @property
     def needs_api_key(self) -> bool:
@@ -124,7 +124,10 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
             config.name,
             base_url=config.base_url or OPENAI_URL,
             api_key=key,
-            context_length=None if config.asks_server else config.context_length,
+            context_length=None
+            if config.asks_server and not config.context_chosen
+            else (config.context_length),
+            ask_server=config.asks_server,
         )
     from engine.llm.anthropic_api import ANTHROPIC_URL, AnthropicModel
 

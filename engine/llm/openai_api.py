@@ -167,21 +167,24 @@ class OpenAIModel(ApiChatModel):
         base_url: str = OPENAI_URL,
         api_key: str | None = None,
         context_length: int | None = ASSUMED_CONTEXT,
+        ask_server: bool = False,
         **options: Any,
     ) -> None:
         """``options``: max_step_tokens, timeout_s, retries, backoff_s (see ApiChatModel).
-        ``context_length`` None: the server is asked (``server_context``)."""
+        ``ask_server``: the server is asked what it serves (``ServedModel``), for the memory
+        mode; ``context_length`` None: for its context size too."""
         super().__init__(
             model, base_url=base_url, context_length=context_length or ASSUMED_CONTEXT, **options
         )
         register_secret(api_key)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._ask_for_usage = True  # dropped for servers that refuse stream_options
-        # What the server says of its model: asked once, when its context size is not chosen
-        # (as `model.context_length` left automatic), and then read for the memory mode too.
+        # What a server of one's own says of its model, asked once: read for the memory mode,
+        # and for the context size when none was chosen (`model.context_length` automatic).
         self._served: ServedModel | None = None
-        if context_length is None:
+        if ask_server or context_length is None:
             self._served = self._ask_server()
+        if context_length is None and self._served is not None:
             sizes = self._served.context_sizes
             self.context_length = min(sizes) if sizes else ASSUMED_CONTEXT
 
