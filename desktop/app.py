@@ -11,12 +11,12 @@ import argparse
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack, suppress
 from typing import TYPE_CHECKING
 
 from desktop.server_choice import ServerChoice
+from engine import moments
 from engine.errors import MnemoError
 from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
 
@@ -30,26 +30,16 @@ if TYPE_CHECKING:
     from engine.settings import Settings
 
 
-# Set by tests/benchmarks/startup.py and a test: the app writes "shown", "opened" and "ready"
-# with the wall-clock time to standard error when the first window is painted, when the profile
-# has opened, and when the chat can take a message.
-STARTUP_TRACE = "MNEMO_STARTUP_TRACE"
-
 NO_DISPLAY = (
     "Mnemo's window needs a desktop session, and none was found (DISPLAY and WAYLAND_DISPLAY "
     "are not set). In a terminal, use `mnemo chat`; `mnemo --help` lists everything else."
 )
 
 
-# A copy of standard error's descriptor: llama-cpp-python points the process's standard error at
-# /dev/null while it loads a model (on another thread, while the window opens), and a moment
-# written meanwhile would be lost.
-_TRACE_FD = os.dup(2) if os.environ.get(STARTUP_TRACE) else None
-
-
 def trace(moment: str) -> None:
-    if _TRACE_FD is not None:
-        os.write(_TRACE_FD, f"mnemo-startup {moment} {time.time():.4f}\n".encode())
+    """ "shown" (the first window painted), "opened" (the profile) and "ready" (the chat can
+    take a message), for tests/benchmarks/startup.py and a test."""
+    moments.mark(moment)
 
 
 def has_display() -> bool:
@@ -175,11 +165,12 @@ def open_behind(
             # chat is ready sooner, startup.py); a failure is reported by Mnemo.open, which asks
             # again.
             threading.Thread(target=_quietly(default_embedder), daemon=True).start()
-            from desktop.workers import loading_ahead
+            from desktop.workers import load_configured_model
+            from engine.llm import loading_ahead
             from engine.mnemo import Mnemo
 
             def load_model_ahead(settings: Settings) -> None:
-                outcome["loader"] = loading_ahead(settings)
+                outcome["loader"] = loading_ahead(settings, load_configured_model)
 
             outcome["mnemo"] = Mnemo.open(profile.root, on_settings=load_model_ahead)
             import desktop.main_window  # noqa: F401 (its modules load here, beside the model)

@@ -42,37 +42,6 @@ def load_configured_model(settings: Settings) -> ChatModel:
     return load_model(settings)
 
 
-def loading_ahead(settings: Settings, loader: ModelLoader = load_configured_model) -> ModelLoader:
-    """Start loading the configured model now, on a thread of its own, and return a loader whose
-    first call takes that model (or raises its error). The app calls this as soon as the profile
-    is open, so that the model loads while the window is being built instead of after it."""
-    outcome: dict[str, object] = {}
-    wanted = model_settings(settings)
-
-    def work() -> None:
-        try:
-            outcome["model"] = loader(settings)
-        except Exception as error:  # raised to the chat worker, which shows it
-            outcome["error"] = error
-
-    thread = threading.Thread(target=work, name="mnemo-model-ahead", daemon=True)
-    thread.start()
-
-    def load(current: Settings) -> ChatModel:  # called on the chat thread only
-        if outcome or thread.is_alive():  # the first call: take what was loaded ahead
-            thread.join()
-            model, error = outcome.pop("model", None), outcome.pop("error", None)
-            if model_settings(current) == wanted:
-                if error is not None:
-                    raise error  # type: ignore[misc]
-                return model  # type: ignore[return-value]
-            if model is not None and hasattr(model, "close"):
-                model.close()  # the settings changed meanwhile
-        return loader(current)
-
-    return load
-
-
 class ChatWorker(QObject):
     """Owns the model and the agent; its slots run on the chat thread.
 

@@ -1,8 +1,6 @@
 """The frozen app's entry point: the same ``mnemo`` command as ``uv run mnemo``."""
 
-import sys
-
-from desktop.launcher import main
+from desktop.launcher import run_and_exit
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_and_exit()

@@ -575,3 +575,21 @@ def test_only_reasoning_is_no_reply():
         "<b>bold</b>",
         " text",
     ]
+
+
+def test_a_new_assistant_is_not_searched_but_its_facts_are_found(mnemo):
+    """Every message in view and no notes: recall finds what facts say without searching (or
+    embedding the message for a search); once there is more, it searches."""
+    from engine.memory import vectors
+
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+    (first,) = mnemo.recall.add_many([{"role": "user", "text": "Where do I live now?"}])
+    vectors.clear_query_vectors()
+    found = assisted.recall_for(mnemo, "Where do I live now?", previous=None, visible={first})
+    assert [fact.object for fact in found.facts] == ["Porto"]
+    assert found.trace == [] and not vectors._query_vectors  # no search ran
+    mnemo.archival.insert("I moved to Porto, where I live now by the sea.")
+    found = assisted.recall_for(mnemo, "Where do I live now?", previous=None, visible={first})
+    assert found.trace and [p.text for p in found.passages] == [
+        "I moved to Porto, where I live now by the sea."
+    ]

@@ -139,7 +139,7 @@ def test_the_chat_keeps_watched_folders_in_sync(profile_dir, tmp_path, monkeypat
         return 0
 
     monkeypatch.setattr(cli_chat, "chat", fake_chat)
-    monkeypatch.setattr(cli_chat, "load_model", lambda *args, **kwargs: ScriptedModel())
+    monkeypatch.setattr("engine.llm.load_model", lambda *args, **kwargs: ScriptedModel())
     assert main(["--profile", str(profile_dir), "chat"]) == 0
     assert "document done:" in capsys.readouterr().err
 

@@ -114,3 +114,24 @@ def test_a_locked_database_is_one_clear_sentence_and_nothing_changes(run, profil
     assert code == 1
     assert err.startswith("mnemo: The profile database is busy") and err.count("\n") == 1
     assert "Name: Ada" in run("memory", "show")[1]
+
+
+def test_the_mnemo_command_ends_its_process_once_everything_is_kept(tmp_path):
+    """The console script ends a command's process without the interpreter's teardown: what it
+    wrote is on disk and on its output, and its exit status and errors are the command's (a
+    chat's too, whose model loads ahead on a thread)."""
+    mnemo = [str(Path(sys.executable).parent / "mnemo")]
+    env = {**os.environ, "MNEMO_HOME": str(tmp_path / "profile")}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*mnemo, *args], env=env, capture_output=True, text=True, timeout=300)
+
+    assert run("archival", "insert", "The spare key is under the blue pot").returncode == 0
+    listed = run("archival", "list")
+    assert listed.returncode == 0 and "The spare key is under the blue pot" in listed.stdout
+    refused = run("memory", "approve", "3")
+    assert refused.returncode == 1 and "There is no proposal 3." in refused.stderr
+    opened = run("chat", "--open", "nope", "-m", "Hello")
+    assert opened.returncode == 1 and "There is no conversation 'nope'" in opened.stderr
+    with Mnemo.open(tmp_path / "profile") as kept:
+        assert kept.archival.count() == 1

@@ -1244,7 +1244,7 @@ def test_the_first_window_opens_on_the_last_page_and_says_what_each_page_waits_f
 def test_the_model_loads_ahead_while_the_window_is_built(mnemo):
     """The first load takes the model started at once on another thread (or its error); a
     later load, or one for settings changed meanwhile, loads anew."""
-    from desktop.workers import loading_ahead
+    from engine.llm import loading_ahead
 
     threads: list[str] = []
     closed: list[ScriptedModel] = []

@@ -239,6 +239,11 @@ def recall_for(
     ``shown_facts``: those in the notes). Finding nothing returns an empty result."""
     recalled = Recalled(query=message)
     seen, shown = set(visible), set(shown_passages or ())
+    if mnemo.recall.count() <= len(seen) and not mnemo.archival.count():
+        # A new assistant: every message is in view and there are no notes, so only facts can
+        # be found (the searches, and embedding the message for them, are skipped).
+        recalled.facts = facts_for(mnemo, message, shown_facts or set())
+        return recalled
     queries = [message]
     if previous and len(query_terms(message)) < FOLLOW_UP_TERMS:
         # Too few words to stand alone ("How old is she?"): read it with the message before.

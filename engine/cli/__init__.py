@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from engine import moments
 from engine.cli.parsers import build_parser
 from engine.errors import user_message
 from engine.llm.base import safe_text
@@ -46,6 +47,7 @@ def handler_of(args: argparse.Namespace) -> Callable[[Mnemo, argparse.Namespace]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    moments.mark("started")
     args = build_parser().parse_args(argv)
     problem = undecodable_argument(args)
     if problem:
@@ -57,10 +59,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(handler_of(args)(None, args))  # type: ignore[arg-type]
         from engine.mnemo import Mnemo  # the stores load only once a command runs
 
-        with Mnemo.open(args.profile) as mnemo:
-            read_only = mnemo.read_only
-            log_to_profile(mnemo.profile)
-            return int(handler_of(args)(mnemo, args))
+        on_settings = None
+        if args.handler == "chat:cmd_chat":
+            from engine.cli.model_ahead import load_model_ahead
+
+            on_settings = load_model_ahead(args)
+        try:
+            with Mnemo.open(args.profile, on_settings=on_settings) as mnemo:
+                moments.mark("opened")
+                read_only = mnemo.read_only
+                log_to_profile(mnemo.profile)
+                try:
+                    return int(handler_of(args)(mnemo, args))
+                finally:
+                    moments.mark("closing")
+        finally:
+            ahead = getattr(args, "model_ahead", None)
+            if ahead is not None:  # what is said next must not go to its /dev/null
+                ahead.wait()
+            moments.mark("closed")
     except KeyboardInterrupt:
         print("mnemo: interrupted", file=sys.stderr)
         return 130

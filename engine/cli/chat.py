@@ -13,9 +13,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from engine import moments
 from engine.agent import Agent
 from engine.cli.forget import confirm_and_forget
-from engine.cli.keys import ask_key_for_this_run
+from engine.cli.model_ahead import load_chosen
 from engine.errors import MnemoError
 from engine.events import (
     ContextEvicted,
@@ -34,7 +35,7 @@ from engine.events import (
 from engine.ingest.ingestor import FileResult
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
-from engine.llm import ChatModel, load_model
+from engine.llm import ChatModel
 from engine.memory import forget
 from engine.memory.proposals import Proposal
 from engine.memory.recall.conversations import ConversationInfo
@@ -75,11 +76,13 @@ class TerminalView:
         match event:
             case TextStreamed(text=text):
                 if not self._streaming:
+                    moments.mark("first-token")
                     self.out.write(self.speaker)
                     self._streaming = True
                 self.out.write(text)
                 self.out.flush()
             case MessageSent(text=text, sources=sources):
+                moments.mark("replied")
                 if not self._streaming:
                     self.out.write(self.speaker + text)
                     self._streaming = True
@@ -110,6 +113,7 @@ class TerminalView:
                 self._end_stream()
                 self.side.write(f"  ! {text}\n")
             case TurnFinished():
+                moments.mark("turn-finished")
                 self._end_stream()
         self.side.flush()
 
@@ -320,14 +324,9 @@ def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def _chat_holding(mnemo: Mnemo, args: argparse.Namespace) -> int:
     started = time.perf_counter()
-    model = load_model(
-        mnemo.settings,
-        ask_key_for_this_run,
-        path=args.model,
-        context_length=args.context,
-        gpu_layers=args.gpu_layers,
-        threads=args.threads,
-    )
+    ahead = getattr(args, "model_ahead", None)
+    model = ahead(mnemo.settings) if ahead is not None else load_chosen(mnemo.settings, args)
+    moments.mark("loaded")
     if args.message is not None:
         return chat(mnemo, model, message=args.message)
     print(f"Loaded {model.name} in {time.perf_counter() - started:.1f} s.", file=sys.stderr)

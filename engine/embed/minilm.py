@@ -53,7 +53,12 @@ class MiniLMEmbedder:
         self._open_session = lambda: ort.InferenceSession(
             str(model_path), options, providers=["CPUExecutionProvider"]
         )
-        self._session = self._open_session()
+        # Its session is built on a thread (C++, 0.3 s) while the profile opens, and waited for by
+        # the first embedding: a turn on a new profile may need none before its reply.
+        self._session_ahead = threading.Thread(
+            target=self._build_session, name="mnemo-embedder-session", daemon=True
+        )
+        self._session_ahead.start()
         self._shrink = ort.RunOptions()
         self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
         self._tokenizer = Tokenizer.from_file(str(resource_path("embedder/minilm-tokenizer.json")))
@@ -66,6 +71,19 @@ class MiniLMEmbedder:
         self._pieces_lock = threading.Lock()
         self._pieces_filler: threading.Thread | None = None
 
+    def _build_session(self) -> None:
+        try:
+            self._built = self._open_session()
+        except Exception as error:  # raised by the first embedding, which needs it
+            self._failed = error
+
+    @property
+    def _session(self) -> Any:
+        self._session_ahead.join()
+        if not hasattr(self, "_built"):
+            raise self._failed
+        return self._built
+
     def release_memory(self) -> None:
         """Give back the working memory of large batches (after an ingestion).
 
@@ -75,7 +93,8 @@ class MiniLMEmbedder:
         opened again instead (a fraction of a second), and a search running meanwhile finishes on
         the old one.
         """
-        self._session = self._open_session()
+        self._session_ahead.join()
+        self._built = self._open_session()
         return_freed_memory()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

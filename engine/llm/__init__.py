@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -139,6 +140,46 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
     )
 
 
+class loading_ahead:  # noqa: N801 (used as a function: it starts the load)
+    """Start loading the configured model now, on a thread of its own; calling the result takes
+    that model (or raises its error). The window and `mnemo chat` start this as soon as the
+    profile's settings can be read, so that llama.cpp's load (native code, without the GIL) runs
+    while the rest of the profile opens instead of after it.
+
+    llama-cpp-python points the process's standard output and error at /dev/null while it loads,
+    so whoever prints meanwhile calls ``wait`` first (an error said while it loads is lost)."""
+
+    def __init__(self, settings: Settings, loader: Callable[[Settings], ChatModel]) -> None:
+        self._loader = loader
+        self._outcome: dict[str, object] = {}
+        self._wanted = model_settings(settings)
+        self._thread = threading.Thread(
+            target=self._work, args=(settings,), name="mnemo-model-ahead", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, settings: Settings) -> None:
+        try:
+            self._outcome["model"] = self._loader(settings)
+        except Exception as error:  # raised to whoever takes the model
+            self._outcome["error"] = error
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def __call__(self, current: Settings) -> ChatModel:
+        if self._outcome or self._thread.is_alive():  # the first call: take what was loaded
+            self._thread.join()
+            model, error = self._outcome.pop("model", None), self._outcome.pop("error", None)
+            if model_settings(current) == self._wanted:
+                if error is not None:
+                    raise error  # type: ignore[misc]
+                return model  # type: ignore[return-value]
+            if model is not None and hasattr(model, "close"):
+                model.close()  # the settings changed meanwhile
+        return self._loader(current)
+
+
 __all__ = [
     "ChatMessage",
     "ChatModel",
@@ -150,6 +191,7 @@ __all__ = [
     "ToolCall",
     "load_config",
     "load_model",
+    "loading_ahead",
     "ModelConfig",
     "model_settings",
 ]

@@ -24,6 +24,7 @@ from typing import Any
 import llama_cpp
 from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from engine import moments
 from engine.errors import ContextOverflowError, GenerationCancelled, ModelError
 from engine.llm.base import (
     FunctionSchema,
@@ -392,6 +393,7 @@ class LlamaModel:
         cancel: threading.Event | None = None,
     ) -> Step:
         with self._lock:
+            moments.mark("step")
             tokens = self._render(self._chat(prompt))
             if not prompt.functions:  # a plain-text reply, streamed whole
                 grammar = self._schema_grammar(prompt.reply_schema)

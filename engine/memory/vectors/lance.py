@@ -11,12 +11,13 @@ imports ``lancedb`` at module level: it is asked for here.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from engine import keys
@@ -31,11 +32,31 @@ REST_CLIENT = "lance_namespace_urllib3_client"
 @cache
 def lancedb() -> ModuleType:
     _defer_rest_client_init()
+    _plain_override_decorator()
     import lancedb
     import lancedb.index
     import lancedb.query
 
     return lancedb
+
+
+def _plain_override_decorator() -> None:
+    """On Python 3.12+ LanceDB marks its overriding methods with ``typing.override``, which only
+    sets a flag; on 3.11 with the ``overrides`` package's decorator, which reads each base class's
+    bytecode to check the signatures as the module loads: 0.3 s of every start, for a check of
+    LanceDB's own code. Before LanceDB is imported, that decorator becomes 3.12's."""
+    if sys.version_info >= (3, 12):
+        return
+    import overrides
+
+    def override(method: Any = None, **_options: Any) -> Any:
+        if method is None:  # @override(check_signature=...)
+            return lambda decorated: override(decorated)
+        with contextlib.suppress(AttributeError, TypeError):
+            method.__override__ = True
+        return method
+
+    overrides.override = override
 
 
 def _defer_rest_client_init() -> None:

@@ -1,0 +1,233 @@
+"""Speed as a person feels it, against llama.cpp alone, in one run.
+
+Run by run, alternating:
+- ``mnemo chat -m "Hello! What's a good name for a cat?"`` on a fresh profile, and on a profile
+  with 10,000 messages and 10,000 passages (built once with stand-in vectors of the real
+  embedder's name and size, kept in ``~/.cache/mnemo-benchmarks``, copied for each run);
+- the raw process: a Python that imports llama-cpp-python, loads the bundled model and writes one
+  reply to the same prompt Mnemo's first turn sends (captured from a real turn before the runs:
+  its system prompt, memory and message) with the same token limit, greedy as Mnemo's local
+  model is;
+- the window's launch to "chat ready" (``startup.py``'s measure), and the raw model load.
+
+Each ``mnemo`` writes its moments (``engine.moments``), which give where the time goes: imports,
+profile open, the model's load (beside the open), the turn up to the model's step (recall, the
+window), prompt evaluation, generation, the memory step after the reply, closing, and exit.
+
+Targets (issue "speed as felt"): ``mnemo chat -m`` <= 1.5x the raw process on both profiles;
+chat ready <= 1.5x the raw load, window <= 0.5 s.
+
+    uv run python tests/benchmarks/felt_speed.py [--runs 5] [--tree OTHER_CHECKOUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ClusteredVectors, TextGenerator, emit
+from startup import one_start
+
+MESSAGE = "Hello! What's a good name for a cat?"
+CACHE = Path.home() / ".cache" / "mnemo-benchmarks" / "felt-speed"
+BIG = 10_000
+# Moments in the order a one-shot turn passes them, and the name of the time up to each.
+PHASES = [
+    ("started", "imports"),
+    ("opened", "profile open (the model loading beside it)"),
+    ("loaded", "model load left to wait for"),
+    ("step", "turn before the model (recall, the window)"),
+    ("first-token", "prompt evaluation"),
+    ("replied", "generation"),
+    ("turn-finished", "memory step and the turn's end"),
+    ("closing", "after the turn"),
+]
+
+RAW = """
+import json, sys, time
+started = time.perf_counter()
+import llama_cpp
+imported = time.perf_counter()
+prompt = json.load(open(sys.argv[1]))
+llm = llama_cpp.Llama(prompt["model"], n_ctx=prompt["context"], n_threads=prompt["threads"],
+                      flash_attn=True, verbose=False)
+loaded = time.perf_counter()
+if prompt.get("load_only"):
+    sys.exit(0)
+out = llm.create_chat_completion(messages=prompt["messages"], max_tokens=prompt["max_tokens"],
+                                 temperature=0.0)
+done = time.perf_counter()
+print(json.dumps({"import_s": imported - started, "load_s": loaded - imported,
+                  "reply_s": done - loaded, "tokens": out["usage"]}))
+"""
+
+
+def big_profile() -> Path:
+    """A profile with 10,000 messages (in 100 conversations) and 10,000 passages, built once."""
+    folder = CACHE / f"profile-{BIG}"
+    if (folder / "done").exists():
+        return folder
+    from engine.embed.minilm import MiniLMEmbedder
+    from engine.memory.recall import NewMessage
+    from engine.mnemo import Mnemo
+
+    shutil.rmtree(folder, ignore_errors=True)
+    texts = TextGenerator(seed=3)
+    vectors = ClusteredVectors(MiniLMEmbedder.name, MiniLMEmbedder.dim)
+    with Mnemo.open(folder / "profile", embedder=vectors) as mnemo:  # type: ignore[arg-type]
+        for _ in range(100):
+            conversation = mnemo.conversations.start()
+            said = texts.sentences(BIG // 100)
+            mnemo.recall.add_many(
+                [
+                    NewMessage(
+                        "user" if i % 2 == 0 else "assistant", text, conversation_id=conversation
+                    )
+                    for i, text in enumerate(said)
+                ]
+            )
+        mnemo.archival.insert_many([{"text": text} for text in texts.sentences(BIG)])
+        mnemo.conversations.start()  # the one-shot turn starts in an empty conversation
+        mnemo.wait_for_background_work()
+    (folder / "done").write_text("built\n")
+    return folder
+
+
+def captured_prompt(folder: Path) -> dict[str, object]:
+    """What Mnemo's model is given on a fresh profile's first turn, for the raw process."""
+    from engine.agent import Agent
+    from engine.llm.local import LlamaModel, bundled_model_path
+    from engine.mnemo import Mnemo
+
+    seen: list[list[dict[str, str]]] = []
+    model = LlamaModel()
+    original = model._chat
+    model._chat = lambda prompt: seen.append(original(prompt)) or seen[-1]  # type: ignore[method-assign]
+    with Mnemo.open(folder) as mnemo:
+        Agent(mnemo, model).send(MESSAGE)
+    return {
+        "model": str(bundled_model_path()),
+        "context": model.context_length,
+        "threads": os.cpu_count() or 1,
+        "max_tokens": model.max_step_tokens,
+        "messages": seen[0],
+    }
+
+
+def mnemo_turn(command: list[str], home: Path, tree: str | None) -> dict[str, float]:
+    """One ``mnemo chat -m``: its wall time and its moments, in seconds from its start."""
+    env = {
+        **os.environ,
+        "MNEMO_HOME": str(home),
+        "MNEMO_STARTUP_TRACE": "1",
+        **({"PYTHONPATH": tree} if tree else {}),
+    }
+    started = time.time()
+    done = subprocess.run(
+        [*command, "chat", "-m", MESSAGE], env=env, capture_output=True, text=True, cwd=tree
+    )
+    ended = time.time()
+    if done.returncode != 0:
+        raise SystemExit(f"mnemo chat failed: {done.stderr[-2000:]}")
+    moments = {"exit": ended - started}
+    for line in done.stderr.splitlines():
+        if line.startswith("mnemo-startup "):
+            _, moment, when = line.split()
+            moments.setdefault(moment, float(when) - started)  # the first "step" counts
+    return moments
+
+
+def raw(prompt_file: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", RAW, str(prompt_file)], check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def breakdown(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Median seconds of each phase (from the previous moment that run reached)."""
+    phases: dict[str, list[float]] = {}
+    for run in runs:
+        previous = 0.0
+        for moment, name in [*PHASES, ("exit", "exit")]:
+            if moment in run:
+                phases.setdefault(name, []).append(run[moment] - previous)
+                previous = run[moment]
+    return {name: round(statistics.median(values), 2) for name, values in phases.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tree", help="another checkout to measure the same way")
+    parser.add_argument("--no-window", action="store_true", help="leave the window out")
+    args = parser.parse_args()
+    command = (
+        [sys.executable, "-m", "engine.cli"]
+        if args.tree
+        else [str(Path(sys.executable).parent / "mnemo")]
+    )
+    template = big_profile()
+    work = Path(tempfile.mkdtemp(prefix="mnemo-felt-speed-"))
+    try:
+        prompt = captured_prompt(work / "capture")
+        prompt_file = work / "prompt.json"
+        prompt_file.write_text(json.dumps(prompt))
+        load_file = work / "load.json"
+        load_file.write_text(json.dumps({**prompt, "load_only": True}))
+        display = {"QT_QPA_PLATFORM": "offscreen"}
+        fresh, big, raws, windows, loads = [], [], [], [], []
+        for run in range(args.runs):
+            fresh.append(mnemo_turn(command, work / f"fresh-{run}", args.tree))
+            copy = work / f"big-{run}"
+            shutil.copytree(template / "profile", copy)
+            big.append(mnemo_turn(command, copy, args.tree))
+            shutil.rmtree(copy)
+            raws.append(raw(prompt_file))
+            if not args.no_window:
+                launcher = (
+                    [sys.executable, "-m", "desktop.launcher"]
+                    if args.tree
+                    else [str(Path(sys.executable).parent / "mnemo")]
+                )
+                windows.append(one_start(display, launcher, args.tree))
+            loads.append(raw(load_file))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    raw_s = statistics.median(raws)
+    fresh_s = statistics.median(run["exit"] for run in fresh)
+    big_s = statistics.median(run["exit"] for run in big)
+    load_s = statistics.median(loads)
+    result: dict[str, object] = {
+        "benchmark": "felt_speed",
+        "runs": args.runs,
+        "tree": args.tree or "this checkout",
+        "raw_turn_s_p50": round(raw_s, 2),
+        "chat_fresh_s_p50": round(fresh_s, 2),
+        "chat_10k_s_p50": round(big_s, 2),
+        "ratio_fresh": round(fresh_s / raw_s, 2),
+        "ratio_10k": round(big_s / raw_s, 2),
+        "breakdown_fresh_s": breakdown(fresh),
+        "breakdown_10k_s": breakdown(big),
+        "raw_load_s_p50": round(load_s, 2),
+    }
+    if windows:
+        ready = statistics.median(w[1] for w in windows)
+        result |= {
+            "window_shown_s_p50": round(statistics.median(w[0] for w in windows), 2),
+            "chat_ready_s_p50": round(ready, 2),
+            "ratio_ready": round(ready / load_s, 2),
+        }
+    result["targets"] = {"ratio": 1.5, "ratio_ready": 1.5, "window_shown_s": 0.5}
+    emit(result)
+
+
+if __name__ == "__main__":
+    main()
