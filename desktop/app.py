@@ -161,9 +161,9 @@ def open_behind(
                 return
             from engine.embed import default_embedder
 
-            # ONNX Runtime builds its session in C++ while LanceDB's Python is imported (the
-            # chat is ready sooner, startup.py); a failure is reported by Mnemo.open, which asks
-            # again.
+            # ONNX Runtime is imported and MiniLM's session starts building (C++, on a thread
+            # of its own) while LanceDB's Python is imported (the chat is ready sooner,
+            # startup.py); a failure is reported when Mnemo.open or the first embedding asks again.
             threading.Thread(target=_quietly(default_embedder), daemon=True).start()
             from desktop.workers import load_configured_model
             from engine.llm import loading_ahead

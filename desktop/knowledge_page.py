@@ -39,7 +39,7 @@ from engine.ingest.facts import propose_facts_from
 from engine.memory import forget
 from engine.memory.knowledge import USER, Conflict, Fact, relation_words
 from engine.memory.proposals import Proposal
-from engine.server.client import RemoteMnemo
+from engine.mnemo import Mnemo
 
 COMMON_RELATIONS = ["lives_in", "works_at", "birthday", "job_title", "sister", "brother", "likes"]
 
@@ -116,7 +116,7 @@ class KnowledgePage(QWidget):
             "Read a document for facts about people, places and things; each waits for you"
         )
         from_file.clicked.connect(self._from_file)
-        if isinstance(mnemo, RemoteMnemo):  # the file is here, the model that reads it there
+        if not isinstance(mnemo, Mnemo):  # a server's: the file is here, its model there
             from_file.setEnabled(False)
             from_file.setToolTip("Drop the file on the window instead: the server reads it")
         self.notice = label("", "muted")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QThread, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -39,7 +40,6 @@ from desktop.handed_turns import HandedTurns
 from desktop.knowledge_page import KnowledgePage
 from desktop.models_page import ModelsPage
 from desktop.proposals import ProposalPanel
-from desktop.remote import ConnectionWatch, RemoteChatWorker, RemoteIngestWorker
 from desktop.settings_page import SettingsPage
 from desktop.snapshots_view import SnapshotsView
 from desktop.threads import (
@@ -72,8 +72,11 @@ from engine.ingest.ingestor import FileResult, IngestProgress
 from engine.memory import forget
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
+
+if TYPE_CHECKING:
+    from desktop.remote import ConnectionWatch
+    from engine.server.client import RemoteMnemo
 from engine.modes import choose_mode
-from engine.server.client import UNREACHABLE, RemoteMnemo
 from engine.text import one_line
 
 SWITCH_INTERVAL_S = 0.001
@@ -115,15 +118,18 @@ class MainWindow(QMainWindow):
         # The profile the app opens once this window has closed: another assistant, or this
         # one again after a snapshot was restored; None: the app ends.
         self.next_profile: Path | str | None = None
-        self.mnemo_on_server = opened if isinstance(opened, RemoteMnemo) else None
-        where = opened.where if isinstance(opened, RemoteMnemo) else opened.profile.root
+        # An assistant on a Mnemo server: its client (httpx) is imported only for one.
+        self.mnemo_on_server = None if isinstance(opened, Mnemo) else opened
+        where = opened.profile.root if isinstance(opened, Mnemo) else opened.where
         self.setWindowTitle(f"Mnemo — {where}")
         self.resize(1180, 760)
         self.setStyleSheet(STYLE)
         self.setAcceptDrops(True)
         self.bridge = EngineBridge()
         self.tasks = Tasks(self)
-        if isinstance(opened, RemoteMnemo):
+        if not isinstance(opened, Mnemo):
+            from desktop.remote import ConnectionWatch, RemoteChatWorker, RemoteIngestWorker
+
             self.chat_worker: ChatWorker = RemoteChatWorker(opened, self.bridge)
             self.ingest_worker: IngestWorker = RemoteIngestWorker(opened)
             self.connection_watch: ConnectionWatch | None = ConnectionWatch(
@@ -343,7 +349,10 @@ class MainWindow(QMainWindow):
         self.about_action = help_menu.addAction("About Mnemo")
         self.about_action.triggered.connect(self.show_about)
 
-        if isinstance(self.chat_worker, RemoteChatWorker) and self.connection_watch:
+        if self.connection_watch is not None:  # on a server: its worker is a RemoteChatWorker
+            from desktop.remote import RemoteChatWorker
+
+            assert isinstance(self.chat_worker, RemoteChatWorker)
             self.chat_worker.connection_lost.connect(self._connection_lost)
             self.connection_watch.back.connect(self._connection_back)
             for action in (self.exchange.export_action, self.exchange.import_action):
@@ -613,10 +622,13 @@ class MainWindow(QMainWindow):
         self._maybe_connection_lost(why)
 
     def _task_failed(self, message: str) -> None:
-        if self.connection_watch is not None and message.startswith(UNREACHABLE):
-            self._maybe_connection_lost(message)
-        else:
-            self.show_error(message)
+        if self.connection_watch is not None:  # on a server: its client is loaded
+            from engine.server.client import UNREACHABLE
+
+            if message.startswith(UNREACHABLE):
+                self._maybe_connection_lost(message)
+                return
+        self.show_error(message)
 
     def _maybe_connection_lost(self, message: str) -> None:
         if self.connection_watch is None:

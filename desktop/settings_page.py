@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import TYPE_CHECKING, cast
 
 from PySide6.QtCore import QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
@@ -32,9 +33,12 @@ from desktop.snapshots_view import SnapshotsView
 from desktop.ui import PROFILE_SETTING, app_settings, label
 from engine import keys
 from engine.errors import MnemoError
+from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
-from engine.server.client import RemoteMnemo
 from engine.server.mcp_config import client_config
+
+if TYPE_CHECKING:
+    from engine.server.client import RemoteMnemo
 
 BACKENDS = {
     "local": "Local model (a GGUF file, runs on this computer)",
@@ -80,7 +84,7 @@ class SettingsPage(QWidget):
         content = QWidget()
         scroll.setWidget(content)
         layout = QVBoxLayout(content)
-        on_server = mnemo if isinstance(mnemo, RemoteMnemo) else None
+        on_server = None if isinstance(mnemo, Mnemo) else cast("RemoteMnemo", mnemo)
         if on_server is not None:
             layout.addWidget(self._server_group(on_server))
         model = self._model_group()

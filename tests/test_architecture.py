@@ -173,3 +173,21 @@ def test_the_postgresql_schema_matches_sqlites_column_by_column(tmp_path, postgr
         assert on_sqlite[table] == on_postgres[table], table
     sqlite.dispose()
     postgres.dispose()
+
+
+def test_the_window_and_a_chat_start_without_what_they_do_not_use():
+    """The window's modules and `mnemo chat`'s load no HTTP client (httpx pulls in its own
+    command line, click and rich: a third of a second) unless a server or a download needs it."""
+    code = (
+        "import sys, desktop.main_window, engine.cli.chat, engine.cli.model_ahead\n"
+        "print(sorted(m for m in ('httpx', 'click', 'rich') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -24,14 +24,17 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote, urlsplit
 
-import httpx
 from filelock import FileLock, Timeout
 
 from engine import __version__
 from engine.errors import MnemoError, ModelError
 from engine.llm.catalog import CatalogEntry, find_entry, hugging_face_endpoint
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("mnemo.download")
 
@@ -215,6 +218,8 @@ def http_client(url: str) -> httpx.Client:
     Windows and macOS, the system's own proxy settings; NO_PROXY and the system's exceptions are
     honoured through ``proxy_bypass``.
     """
+    import httpx  # only for a download: the Models page opens without it (and its CLI's imports)
+
     parts = urlsplit(url)
     proxies = urllib.request.getproxies()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
@@ -465,6 +470,8 @@ def _download_held(
     retry_wait_s: float,
 ) -> Path:
     """``download`` while holding the file's lock: two writers would interleave the part."""
+    import httpx
+
     if final.exists():
         return final  # the other holder finished it
     if _read_meta(folder, source.file_name).get("url") not in (None, source.url):
