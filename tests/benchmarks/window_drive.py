@@ -4,7 +4,9 @@ Twenty turns: ten in a first conversation (statements, a correction, questions),
 by Ctrl+N with five questions, a restart with five more, then the first conversation reopened
 from the list. Each turn's message, the reply as the window shows it and the time until the
 reply showed are written to ``log.json``; the screenshots (``01-first.png`` … ``06-reopened-
-first.png``) go beside it, to be looked at. Prints one JSON line: turns, reply-shown p50/p95.
+first.png``) go beside it, to be looked at. Prints one JSON line: turns, reply-shown p50/p95,
+and how long after the reply's last token the person could send again (Send enabled; target
+0.2 s, issue "speed as felt"), measured from the moment the window received that token.
 
 Needs a display: run it under Xvfb (``xvfb-run -a``), not offscreen, to see what a person sees.
 
@@ -94,12 +96,26 @@ class Driver:
             return [bubble for bubble in window.chat.bubbles() if bubble.role == "assistant"]
 
         before = len(replies())
+        tokens: list[float] = []
+
+        def token_arrived(_text: str) -> None:
+            tokens.append(time.monotonic())
+
+        window.bridge.text_streamed.connect(token_arrived)
         window.chat.input.setFocus()
         QTest.keyClicks(window.chat.input, text)
         QTest.keyClick(window.chat.input, Qt.Key.Key_Return)
         started = time.monotonic()
+        button = window.chat.send_button
+
+        def can_send() -> bool:
+            return button.isEnabled() and button.text() == "Send"
+
         self.wait(lambda: len(replies()) > before and not window.chat.can_stop)
         shown = time.monotonic() - started
+        self.wait(can_send)
+        send_after = time.monotonic() - tokens[-1] if tokens else None
+        window.bridge.text_streamed.disconnect(token_arrived)
         reply = replies()[-1].text
         self.wait(lambda: not window.chat.busy)
         self.log.append(
@@ -108,6 +124,9 @@ class Driver:
                 "you": text,
                 "mnemo": reply,
                 "reply_shown_s": round(shown, 2),
+                "send_enabled_after_last_token_s": (
+                    round(send_after, 3) if send_after is not None else None
+                ),
             }
         )
         print(f"> {text}\n< {reply}\n", file=sys.stderr, flush=True)
@@ -157,11 +176,21 @@ def main() -> None:
 
     (out / "log.json").write_text(json.dumps(drive.log, indent=1, ensure_ascii=False))
     shown = [float(turn["reply_shown_s"]) for turn in drive.log]  # type: ignore[arg-type]
+    send = [
+        float(turn["send_enabled_after_last_token_s"])  # type: ignore[arg-type]
+        for turn in drive.log
+        if turn["send_enabled_after_last_token_s"] is not None
+    ]
     emit(
         {
             "benchmark": "window_drive",
             "turns": len(drive.log),
             "reply_shown_s": {"p50": percentile(shown, 0.5), "p95": percentile(shown, 0.95)},
+            "send_enabled_after_last_token_s": {
+                "p50": percentile(send, 0.5),
+                "p95": percentile(send, 0.95),
+                "target": 0.2,
+            },
             "out": str(out),
         }
     )
