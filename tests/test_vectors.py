@@ -126,3 +126,35 @@ def test_rows_an_import_left_outside_the_index_are_indexed_when_the_table_next_o
     reopened.wait_for_maintenance()
     (index,) = [i for i in reopened.table.list_indices() if "vector" in i.columns]
     assert (index.num_indexed_rows, index.num_unindexed_rows) == (500, 0)
+
+
+def test_background_vectors_are_kept_once_per_computer_for_a_deterministic_embedder(
+    tmp_path, monkeypatch, embedder
+):
+    """The everyday sentences search by meaning compares against are embedded once and kept in
+    the cache folder; the next process reads them back, the same. A stand-in embedder (random
+    vectors under a real name) keeps nothing there."""
+    from engine.memory import vectors
+
+    monkeypatch.setattr(vectors.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    made = vectors._background_of(embedder)
+    (kept,) = tmp_path.glob("background-*.npy")
+    assert np.array_equal(np.load(kept), made) and made.shape[1] == embedder.dim
+
+    class Counting:
+        name, dim, deterministic = embedder.name, embedder.dim, True
+        query_prefix = document_prefix = ""
+        calls = 0
+
+        def embed(self, texts):
+            Counting.calls += 1
+            return embedder.embed(texts)
+
+    assert np.array_equal(vectors._background_of(Counting()), made) and Counting.calls == 0
+    assert vectors._background_of(RandomSixteen()).shape[1] == 16
+    assert list(tmp_path.glob("background-*.npy")) == [kept]
+
+
+class RandomSixteen(SixteenDims):
+    def embed(self, texts):
+        return np.random.default_rng().normal(size=(len(texts), 16)).astype(np.float32)

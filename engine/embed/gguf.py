@@ -66,6 +66,7 @@ class GgufEmbedder:
         self.dim = self._llama.n_embd()
         self.query_prefix, self.document_prefix = PREFIXES.get(architecture, ("", ""))
         self._lock = threading.Lock()
+        self.deterministic = True  # the same text always gets the same vector
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -37,6 +37,7 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2-int8"
     dim = 384
     query_prefix = document_prefix = ""  # it reads a query and a text alike
+    deterministic = True  # the same text always gets the same vector: vectors may be kept
 
     def __init__(self, model_path: Path | None = None, threads: int | None = None) -> None:
         from tokenizers import Tokenizer

@@ -7,15 +7,18 @@ index) is ``engine.memory.vectors.upkeep``'s.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import platformdirs
 import pyarrow as pa
 
 from engine.embed.base import Embedder
@@ -46,14 +49,42 @@ _background_lock = threading.Lock()
 
 
 def background_vectors(embedder: Embedder) -> np.ndarray:
-    """The embedder's vectors of everyday sentences on unrelated subjects (computed once)."""
+    """The embedder's vectors of everyday sentences on unrelated subjects: computed once per
+    computer for an embedder whose vectors are always the same (``deterministic``), kept in the
+    user's cache folder; a process's first search by meaning spent 0.3 s making them
+    (tests/benchmarks/felt_speed.py)."""
     key = (embedder.name, embedder.dim)
     with _background_lock:
         if key not in _background:
-            lines = resource_path("search/background.txt").read_text("utf-8").splitlines()
-            sentences = [line for line in lines if line.strip() and not line.startswith("#")]
-            _background[key] = embedder.embed([embedder.document_prefix + s for s in sentences])
+            _background[key] = _background_of(embedder)
         return _background[key]
+
+
+def _background_of(embedder: Embedder) -> np.ndarray:
+    text = resource_path("search/background.txt").read_text("utf-8")
+    sentences = [line for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    texts = [embedder.document_prefix + sentence for sentence in sentences]
+    if not getattr(embedder, "deterministic", False):  # a stand-in: nothing is kept
+        return embedder.embed(texts)
+    digest = hashlib.sha256("\n".join([embedder.name, *texts]).encode()).hexdigest()[:16]
+    path = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
+        f"background-{digest}-{embedder.dim}.npy"
+    )
+    try:
+        kept = np.load(path)
+        if kept.shape == (len(texts), embedder.dim):
+            return kept
+    except (OSError, ValueError):
+        pass  # not there yet, or damaged: made again
+    vectors = embedder.embed(texts)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".tmp.npy")
+        np.save(partial, vectors)
+        partial.replace(path)
+    except OSError:
+        log.warning("could not keep the background vectors in %s", path)
+    return vectors
 
 
 def quote_sql(value: str) -> str:
