@@ -4,7 +4,9 @@ Importing it cost about a second on this machine (``python -X importtime``: lanc
 which 0.55 s was the ``__init__`` of lance_namespace's generated REST client: it imports every
 API module of a remote catalogue service that Mnemo never uses. LanceDB imports only the client's
 models, so the package is registered without running its ``__init__``, which runs after all the
-first time anything asks the package itself for a name (``_defer_rest_client_init``).
+first time anything asks the package itself for a name (``_defer_rest_client_init``). The
+same is done for ``lancedb.embeddings`` (its embedding services), and on Python 3.11 LanceDB's
+override decorator is made the plain one 3.12 gives it (``_plain_override_decorator``).
 `mnemo --help`, most commands and the window's first paint need none of LanceDB, so nothing
 imports ``lancedb`` at module level: it is asked for here.
 """
@@ -12,6 +14,7 @@ imports ``lancedb`` at module level: it is asked for here.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import importlib.util
 import sys
 from functools import cache
@@ -29,9 +32,25 @@ if TYPE_CHECKING:
 REST_CLIENT = "lance_namespace_urllib3_client"
 
 
+# What LanceDB's own modules ask of ``lancedb.embeddings`` (the package's names, and the module
+# that defines each), so that its ``__init__`` need not run: it imports the classes of eighteen
+# embedding services (Bedrock, Cohere, OpenAI...) that Mnemo never uses, 0.2 s of every start.
+# Any other name asked of it runs the ``__init__`` after all.
+EMBEDDINGS = "lancedb.embeddings"
+EMBEDDING_NAMES = {
+    "EmbeddingFunctionConfig": "base",
+    "EmbeddingFunction": "base",
+    "TextEmbeddingFunction": "base",
+    "EmbeddingFunctionRegistry": "registry",
+    "get_registry": "registry",
+    "register": "registry",
+}
+
+
 @cache
 def lancedb() -> ModuleType:
     _defer_rest_client_init()
+    _defer_package_init(EMBEDDINGS, EMBEDDING_NAMES)
     _plain_override_decorator()
     import lancedb
     import lancedb.index
@@ -60,21 +79,37 @@ def _plain_override_decorator() -> None:
 
 
 def _defer_rest_client_init() -> None:
-    if REST_CLIENT in sys.modules:
+    _defer_package_init(REST_CLIENT, {})
+
+
+def _defer_package_init(name: str, known: dict[str, str]) -> None:
+    """Register the package ``name`` without running its ``__init__``: its submodules import as
+    usual, a name in ``known`` comes from the submodule it names, and the first other name asked
+    of the package runs the ``__init__`` after all."""
+    if name in sys.modules:
         return
-    spec = importlib.util.find_spec(REST_CLIENT)
+    parent, _, _ = name.rpartition(".")
+    if parent:  # found in its parent's folder without importing the parent (find_spec would)
+        parent_spec = importlib.util.find_spec(parent)
+        folders = parent_spec.submodule_search_locations if parent_spec is not None else None
+        spec = importlib.machinery.PathFinder.find_spec(name, list(folders or []))
+    else:
+        spec = importlib.util.find_spec(name)
     if spec is None or spec.loader is None:
         return
     loader = spec.loader
     package = importlib.util.module_from_spec(spec)  # __path__ set: its submodules import
 
-    def init_on_first_use(name: str) -> object:
+    def on_first_use(attribute: str) -> object:
+        if attribute in known:
+            module = importlib.import_module(f"{name}.{known[attribute]}")
+            return getattr(module, attribute)
         del package.__getattr__
         loader.exec_module(package)
-        return getattr(package, name)
+        return getattr(package, attribute)
 
-    package.__getattr__ = init_on_first_use  # type: ignore[method-assign]
-    sys.modules[REST_CLIENT] = package
+    package.__getattr__ = on_first_use  # type: ignore[method-assign]
+    sys.modules[name] = package
 
 
 def archival_location(folder: Path, settings: Settings) -> tuple[str, dict[str, str]]:
