@@ -166,11 +166,11 @@ def open_behind(
             # startup.py); a failure is reported when Mnemo.open or the first embedding asks again.
             threading.Thread(target=_quietly(default_embedder), daemon=True).start()
             from desktop.workers import load_configured_model
-            from engine.llm import loading_ahead
+            from engine.llm import LoadingAhead
             from engine.mnemo import Mnemo
 
             def load_model_ahead(settings: Settings) -> None:
-                outcome["loader"] = loading_ahead(settings, load_configured_model)
+                outcome["loader"] = LoadingAhead(settings, load_configured_model)
 
             outcome["mnemo"] = Mnemo.open(profile.root, on_settings=load_model_ahead)
             import desktop.main_window  # noqa: F401 (its modules load here, beside the model)

@@ -1244,7 +1244,7 @@ def test_the_first_window_opens_on_the_last_page_and_says_what_each_page_waits_f
 def test_the_model_loads_ahead_while_the_window_is_built(mnemo):
     """The first load takes the model started at once on another thread (or its error); a
     later load, or one for settings changed meanwhile, loads anew."""
-    from engine.llm import loading_ahead
+    from engine.llm import LoadingAhead
 
     threads: list[str] = []
     closed: list[ScriptedModel] = []
@@ -1259,19 +1259,19 @@ def test_the_model_loads_ahead_while_the_window_is_built(mnemo):
             raise MnemoError("That model file is damaged.")
         return Closing()
 
-    load = loading_ahead(mnemo.settings, loader)
+    load = LoadingAhead(mnemo.settings, loader)
     first = load(mnemo.settings)
     assert threads == ["mnemo-model-ahead"]  # loaded on its own thread, before it was asked
     second = load(mnemo.settings)
     assert second is not first and threads[-1] == threading.current_thread().name
 
-    load = loading_ahead(mnemo.settings, loader)
+    load = LoadingAhead(mnemo.settings, loader)
     mnemo.settings.set("model.context_length", 2048)  # changed before the window asked
     changed = load(mnemo.settings)
     assert len(closed) == 1 and closed[0] is not changed  # the stale one is closed
 
     mnemo.settings.set("model.context_length", 999)
-    load = loading_ahead(mnemo.settings, loader)
+    load = LoadingAhead(mnemo.settings, loader)
     with pytest.raises(MnemoError, match="damaged"):
         load(mnemo.settings)
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from engine.llm import loading_ahead, model_settings
+from engine.llm import LoadingAhead, model_settings
 
 if TYPE_CHECKING:
     from engine.llm import ChatModel
@@ -21,7 +21,7 @@ def load_model_ahead(args: argparse.Namespace) -> Callable[[Settings], None]:
 
     def start(settings: Settings) -> None:
         if not args.list and model_settings(settings, path=args.model).backend == "local":
-            args.model_ahead = loading_ahead(settings, partial(load_chosen, args=args))
+            args.model_ahead = LoadingAhead(settings, partial(load_chosen, args=args))
 
     return start
 

@@ -33,6 +33,8 @@ class GgufEmbedder:
     """Unit-length vectors from a GGUF embedding model; one call at a time (llama.cpp's context
     is not shared between threads)."""
 
+    deterministic = True  # the same text always gets the same vector: vectors may be kept
+
     def __init__(self, path: str | os.PathLike[str], *, threads: int | None = None) -> None:
         import llama_cpp
 
@@ -66,7 +68,6 @@ class GgufEmbedder:
         self.dim = self._llama.n_embd()
         self.query_prefix, self.document_prefix = PREFIXES.get(architecture, ("", ""))
         self._lock = threading.Lock()
-        self.deterministic = True  # the same text always gets the same vector
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -121,13 +121,12 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
     if backend == "openai":
         from engine.llm.openai_api import OPENAI_URL, OpenAIModel
 
+        asked_size = config.asks_server and not config.context_chosen  # else the chosen one
         return OpenAIModel(
             config.name,
             base_url=config.base_url or OPENAI_URL,
             api_key=key,
-            context_length=None
-            if config.asks_server and not config.context_chosen
-            else (config.context_length),
+            context_length=None if asked_size else config.context_length,
             ask_server=config.asks_server,
         )
     from engine.llm.anthropic_api import ANTHROPIC_URL, AnthropicModel
@@ -140,7 +139,7 @@ def load_config(config: ModelConfig, ask_key: KeyPrompt | None = None) -> ChatMo
     )
 
 
-class loading_ahead:  # noqa: N801 (used as a function: it starts the load)
+class LoadingAhead:
     """Start loading the configured model now, on a thread of its own; calling the result takes
     that model (or raises its error). The window and `mnemo chat` start this as soon as the
     profile's settings can be read, so that llama.cpp's load (native code, without the GIL) runs
@@ -191,7 +190,7 @@ __all__ = [
     "ToolCall",
     "load_config",
     "load_model",
-    "loading_ahead",
+    "LoadingAhead",
     "ModelConfig",
     "model_settings",
 ]
