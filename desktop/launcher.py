@@ -5,9 +5,6 @@ Qt is imported only when the window opens, so the command line starts as quickly
 
 from __future__ import annotations
 
-import contextlib
-import logging
-import os
 import sys
 from collections.abc import Sequence
 
@@ -40,19 +37,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_and_exit() -> None:
-    """The console script: a command ends its process as soon as it returns. By then it has
-    closed its assistant (everything is on disk), and the interpreter's teardown (collecting
-    modules, llama.cpp's and LanceDB's destructors) only kept a person waiting, about 0.3 s
-    after a `mnemo chat -m` reply (tests/benchmarks/felt_speed.py). The window exits as usual."""
+    """The console script: the window exits as usual; a command ends its process as soon as it
+    returns (``engine.cli.exit_now``)."""
     argv = sys.argv[1:]
     if wants_window(argv):
         sys.exit(main(argv))
-    code = main(argv)
-    logging.shutdown()  # the profile's log
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):  # a closed pipe: nothing more to say
-            stream.flush()
-    os._exit(code)
+    from engine.cli import exit_now
+
+    exit_now(main(argv))
 
 
 if __name__ == "__main__":

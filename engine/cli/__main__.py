@@ -1,8 +1,6 @@
 """`python -m engine.cli`: the command line without the window's launcher."""
 
-import sys
-
-from engine.cli import main
+from engine.cli import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -6,9 +6,11 @@ tokenizer from ``resources/embedder``.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,19 @@ class MiniLMEmbedder:
         self._pieces_known = np.zeros(self._tokenizer.get_vocab_size(), bool)
         self._pieces_lock = threading.Lock()
         self._pieces_filler: threading.Thread | None = None
+        # Its threads run ONNX Runtime's C++: one still inside it while the interpreter shuts
+        # down aborted the process ("terminate called without an active exception"), so they
+        # are stopped and waited for first.
+        self._stopping = threading.Event()
+        stop = weakref.WeakMethod(self._stop_threads)
+        atexit.register(lambda: (method := stop()) is not None and method())
+
+    def _stop_threads(self) -> None:
+        self._stopping.set()
+        self._session_ahead.join()
+        filler = self._pieces_filler
+        if filler is not None:
+            filler.join()
 
     def _build_session(self) -> None:
         try:
@@ -191,6 +206,8 @@ class MiniLMEmbedder:
         except (OSError, ValueError):
             pass  # not there yet, or damaged: computed again
         for start in range(0, len(self._pieces), 1024):
+            if self._stopping.is_set():  # the process is ending: the next one starts again
+                return
             self._compute_pieces(np.arange(start, min(start + 1024, len(self._pieces))))
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
