@@ -7,7 +7,6 @@ re-embeds what is stored; the ``models.embedder`` setting names it from then on.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import threading
@@ -83,26 +82,24 @@ class GgufEmbedder:
 
 
 def _read_header(path: Path) -> tuple[str, int | None]:
-    """The file's architecture and training context, from its header and vocabulary only."""
+    """The file's architecture and training context, read as ``engine.llm.local.inspect_gguf``
+    reads a chat model's: its header and vocabulary only."""
     import llama_cpp
+    from llama_cpp._internals import LlamaModel as LoadedWeights
 
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = True
-    model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
-    if not model:
-        raise _not_loaded(path)
-
-    def read(key: str) -> str:
-        value = ctypes.create_string_buffer(256)
-        found = llama_cpp.llama_model_meta_val_str(model, key.encode(), value, len(value))
-        return value.value.decode("utf-8", "replace") if found > 0 else ""
-
-    try:  # a vocabulary-only load reads no hyper-parameters: the context comes from the header
-        architecture = read("general.architecture")
-        trained = read(f"{architecture}.context_length")
-        return architecture, int(trained) if trained.isdigit() else None
+    try:
+        weights = LoadedWeights(path_model=str(path), params=params, verbose=False)
+    except (ValueError, RuntimeError) as error:
+        raise _not_loaded(path) from error
+    try:
+        metadata = weights.metadata()
     finally:
-        llama_cpp.llama_model_free(model)
+        weights.close()
+    architecture = metadata.get("general.architecture", "")
+    trained = metadata.get(f"{architecture}.context_length", "")
+    return architecture, int(trained) if trained.isdigit() else None
 
 
 def _not_loaded(path: Path) -> ModelError:

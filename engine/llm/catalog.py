@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from engine.embed.gguf import BATCH_TOKENS
 from engine.errors import MnemoError, ModelError
 from engine.hardware import Hardware, gib
 from engine.modes import Mode, ModeChoice, choose_mode
@@ -29,10 +30,10 @@ Status = Literal["recommended", "slow", "too large"]
 
 DEFAULT_CONTEXT = 4096
 # What each role is called in words, and the tokens it works on at a time when it is not a chat
-# model: a re-ranker one query and hit (engine.llm.rerank.PAIR_TOKENS), an embedder a batch of
-# texts (engine.embed.gguf.BATCH_TOKENS).
+# model: a re-ranker one query and hit (engine.llm.rerank.PAIR_TOKENS, a module that loads
+# llama.cpp), an embedder a batch of texts.
 ROLE_WORDS = {"chat": "chat", "reranker": "re-ranker", "embedding": "embedder"}
-ROLE_CONTEXT = {"reranker": 512, "embedding": 2048}
+ROLE_CONTEXT = {"reranker": 512, "embedding": BATCH_TOKENS}
 LARGER_CONTEXT = 8192
 # llama.cpp's working buffers beside the weights and the cache, at a few thousand tokens.
 COMPUTE_BUFFER_BYTES = 300 * 2**20

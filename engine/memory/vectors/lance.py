@@ -4,7 +4,7 @@ Importing it cost about a second on this machine (``python -X importtime``: lanc
 which 0.55 s was the ``__init__`` of lance_namespace's generated REST client: it imports every
 API module of a remote catalogue service that Mnemo never uses. LanceDB imports only the client's
 models, so the package is registered without running its ``__init__``, which runs after all the
-first time anything asks the package itself for a name (``_defer_rest_client_init``). The
+first time anything asks the package itself for a name (``_defer_package_init``). The
 same is done for ``lancedb.embeddings`` (its embedding services), and on Python 3.11 LanceDB's
 override decorator is made the plain one 3.12 gives it (``_plain_override_decorator``).
 `mnemo --help`, most commands and the window's first paint need none of LanceDB, so nothing
@@ -49,7 +49,7 @@ EMBEDDING_NAMES = {
 
 @cache
 def lancedb() -> ModuleType:
-    _defer_rest_client_init()
+    _defer_package_init(REST_CLIENT, {})
     _defer_package_init(EMBEDDINGS, EMBEDDING_NAMES)
     _plain_override_decorator()
     import lancedb
@@ -76,10 +76,6 @@ def _plain_override_decorator() -> None:
         return method
 
     overrides.override = override
-
-
-def _defer_rest_client_init() -> None:
-    _defer_package_init(REST_CLIENT, {})
 
 
 def _defer_package_init(name: str, known: dict[str, str]) -> None:
