@@ -1,3 +1,5 @@
+import time
+
 import numpy as np
 import pytest
 from tiny_gguf import bert_embedder, bert_reranker
@@ -55,13 +57,41 @@ def test_word_piece_vectors_are_computed_once_per_computer_and_read_back(tmp_pat
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-2)
     first._pieces_filler.join()
     assert first._pieces_known.all()
-    (table,) = tmp_path.glob("*-pieces-*.npy")
+    parts = list(tmp_path.glob("*-pieces-*/*.npy"))
     second = minilm.MiniLMEmbedder()
     second._start_filling_pieces()
     second._pieces_filler.join()
     assert second._pieces_known.all()
     assert np.array_equal(second.piece_vectors(["Weddings in June"])[0][1], vectors)
-    assert table.stat().st_size > 20_000_000
+    assert len(parts) == -(-len(first._pieces) // minilm.PIECES_PART)
+    assert sum(part.stat().st_size for part in parts) > 20_000_000
+
+
+def test_the_word_piece_table_waits_for_turns_and_keeps_each_part_it_makes(tmp_path, monkeypatch):
+    """A turn has the cores to itself; a process that ends before the table is finished (a
+    one-shot `mnemo chat -m`) leaves the parts it made, and the next process goes on from them."""
+    from engine.embed import minilm
+    from engine.foreground import turn_running
+
+    monkeypatch.setattr(minilm.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    first = minilm.MiniLMEmbedder()
+    with turn_running():
+        first.piece_vectors(["Weddings in June"])  # a search in the turn starts the filler
+        time.sleep(1.5)
+        assert first._pieces_known.sum() == 3  # only the pieces the search needed
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("*-pieces-*/*.npy")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first._stop_threads()  # as at the process's end
+    kept = sorted(tmp_path.glob("*-pieces-*/*.npy"))
+    assert 1 <= len(kept) < 30
+    assert not first._pieces_known.all()
+    second = minilm.MiniLMEmbedder()
+    second._start_filling_pieces()
+    second._pieces_filler.join()
+    assert second._pieces_known.all()
+    first_part = np.arange(minilm.PIECES_PART)
+    assert np.array_equal(second._pieces[first_part], first._pieces[first_part])
 
 
 # -- an embedding GGUF in MiniLM's place (a tiny one built here: tests cannot download) --------

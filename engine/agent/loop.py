@@ -44,6 +44,7 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
+from engine.foreground import turn_running
 from engine.functions import (
     SEND_MESSAGE,
     ToolContext,
@@ -174,6 +175,10 @@ class Agent:
     # -- the loop ------------------------------------------------------------------------------
 
     def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
+        with turn_running():  # work that can wait leaves the cores to the person's turn
+            return self._turn(emit, cancel)
+
+    def _turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
         turn = Turn()
         try:
             # Text the user did not write stays in the context after the turn that read it

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import platformdirs
 
+from engine.foreground import wait_until_idle
 from engine.hardware import return_freed_memory
 from engine.resources import resource_path
 
@@ -29,6 +30,10 @@ BATCH_CELLS = 8 * MAX_TOKENS**2  # the most rows x width^2 in one batch (see ``e
 # at its largest message's size (memory_at_rest.py). Bulk calls keep the arena for speed and give
 # it back through ``release_memory`` when they are done.
 FEW_TEXTS = 8
+# The word-piece table is filled and kept in parts of this many pieces (0.75 MB each), computed
+# a step at a time: a turn that starts waits at most one step (~0.1 s) for the cores.
+PIECES_PART = 1024
+PIECES_STEP = 256
 
 log = logging.getLogger("mnemo.embed")
 
@@ -168,22 +173,24 @@ class MiniLMEmbedder:
         ]
 
     def _compute_pieces(self, ids: np.ndarray) -> None:
-        """Fill the rows of the pieces ``ids`` not known yet (an ONNX run per 1,024)."""
+        """Fill the rows of the pieces ``ids`` not known yet (an ONNX run per 1,024). The lock is
+        held only to read and write rows: a search does not wait for the filler's run."""
         with self._pieces_lock:
             wanted = ids[~self._pieces_known[ids]]
-            for start in range(0, len(wanted), 1024):
-                chunk = wanted[start : start + 1024]
-                rows = np.stack([np.full(len(chunk), _CLS), chunk, np.full(len(chunk), _SEP)], 1)
-                hidden = self._last_hidden(rows, np.ones_like(rows), self._shrink)
-                states = hidden[:, 1]
-                states /= np.maximum(np.linalg.norm(states, axis=1, keepdims=True), 1e-12)
+        for start in range(0, len(wanted), 1024):
+            chunk = wanted[start : start + 1024]
+            rows = np.stack([np.full(len(chunk), _CLS), chunk, np.full(len(chunk), _SEP)], 1)
+            hidden = self._last_hidden(rows, np.ones_like(rows), self._shrink)
+            states = hidden[:, 1]
+            states /= np.maximum(np.linalg.norm(states, axis=1, keepdims=True), 1e-12)
+            with self._pieces_lock:
                 self._pieces[chunk] = states
                 self._pieces_known[chunk] = True
 
     def _start_filling_pieces(self) -> None:
-        """The whole table, once per computer: read from the cache folder, or computed there
-        on a thread of its own (~15 s on 2 cores) while searches compute the pieces they meet.
-        Computing only those cost a search ~30 ms for as long as new words kept coming."""
+        """The whole table, once per computer, on a thread of its own (~15 s on 2 cores) while
+        searches compute the pieces they meet (computing only those cost a search ~30 ms for as
+        long as new words kept coming)."""
         with self._pieces_lock:
             if self._pieces_filler is not None:
                 return
@@ -193,29 +200,36 @@ class MiniLMEmbedder:
         self._pieces_filler.start()
 
     def _fill_pieces(self) -> None:
-        path = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
-            f"{self.name}-pieces-{len(self._pieces)}.npy"
+        """Part by part, each kept in the cache folder as soon as it is made, and only while no
+        turn runs: a one-shot ``mnemo chat -m`` ends before the table could be finished, so each
+        process adds what it made to what the last ones kept instead of starting again."""
+        folder = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
+            f"{self.name}-pieces-{len(self._pieces)}"
         )
-        try:
-            table = np.load(path)
-            if table.shape == self._pieces.shape:
-                with self._pieces_lock:
-                    self._pieces[:] = table
-                    self._pieces_known[:] = True
-                return
-        except (OSError, ValueError):
-            pass  # not there yet, or damaged: computed again
-        for start in range(0, len(self._pieces), 1024):
-            if self._stopping.is_set():  # the process is ending: the next one starts again
-                return
-            self._compute_pieces(np.arange(start, min(start + 1024, len(self._pieces))))
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(".tmp.npy")
-            np.save(partial, self._pieces)
-            partial.replace(path)
-        except OSError:
-            log.warning("could not keep the word-piece vectors in %s", path)
+        for start in range(0, len(self._pieces), PIECES_PART):
+            part = np.arange(start, min(start + PIECES_PART, len(self._pieces)))
+            path = folder / f"{start:05d}.npy"
+            try:
+                kept = np.load(path)
+                if kept.shape == (len(part), self.dim):
+                    with self._pieces_lock:
+                        self._pieces[part] = kept
+                        self._pieces_known[part] = True
+                    continue
+            except (OSError, ValueError):
+                pass  # not made yet, or damaged: made again
+            for piece in range(0, len(part), PIECES_STEP):
+                wait_until_idle(self._stopping)
+                if self._stopping.is_set():  # the process is ending: the next one goes on
+                    return
+                self._compute_pieces(part[piece : piece + PIECES_STEP])
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(".tmp.npy")
+                np.save(partial, self._pieces[part])
+                partial.replace(path)
+            except OSError:
+                log.warning("could not keep word-piece vectors in %s", folder)
 
 
 _CLS, _SEP = 101, 102  # the tokenizer's [CLS] and [SEP] ids
