@@ -9,12 +9,13 @@ plaintext fallback. Keys in the usual environment variables (``OPENAI_API_KEY``.
 from __future__ import annotations
 
 import os
-
-import keyring
-import keyring.errors
-from keyring.backend import KeyringBackend
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from engine.errors import MnemoError, register_secret
+
+if TYPE_CHECKING:
+    from keyring.backend import KeyringBackend
 
 SERVICE = "mnemo"
 # The model providers, the credentials of S3-compatible storage for archival memory, and the
@@ -44,8 +45,17 @@ def _check_provider(provider: str) -> None:
         raise MnemoError(f"Unknown provider {provider!r}; use one of {', '.join(PROVIDERS)}.")
 
 
+def _keyring() -> ModuleType:
+    """The keyring package, imported when a key is first looked up (60 ms of every start that
+    needs no key: a local model's chat, the window's first paint)."""
+    import keyring
+    import keyring.errors
+
+    return keyring
+
+
 def _backend() -> KeyringBackend:
-    return keyring.get_keyring()
+    return _keyring().get_keyring()
 
 
 def keyring_status() -> tuple[str, bool]:
@@ -96,8 +106,8 @@ def _to_keyring(name: str, secret: str) -> None:
     if not keyring_status()[1]:
         raise KeyringUnavailableError(NO_KEYRING)
     try:
-        keyring.set_password(SERVICE, name, secret)
-    except keyring.errors.KeyringError as error:
+        _keyring().set_password(SERVICE, name, secret)
+    except _keyring().errors.KeyringError as error:
         raise KeyringUnavailableError(f"{NO_KEYRING} ({error})") from error
 
 
@@ -105,8 +115,8 @@ def _from_keyring(name: str) -> str | None:
     if not keyring_status()[1]:
         return None
     try:
-        return keyring.get_password(SERVICE, name)
-    except keyring.errors.KeyringError:
+        return _keyring().get_password(SERVICE, name)
+    except _keyring().errors.KeyringError:
         return None
 
 
@@ -124,9 +134,9 @@ def delete_key(provider: str) -> bool:
     removed = _session_keys.pop(provider, None) is not None
     if keyring_status()[1]:
         try:
-            keyring.delete_password(SERVICE, provider)
+            _keyring().delete_password(SERVICE, provider)
             removed = True
-        except keyring.errors.PasswordDeleteError:
+        except _keyring().errors.PasswordDeleteError:
             pass
     return removed
 
