@@ -19,6 +19,7 @@ from desktop.server_choice import ServerChoice
 from engine import moments
 from engine.errors import MnemoError
 from engine.profile import WINDOW, Profile, ProfileBusyError, log_to_profile
+from engine.startup import resume_collection
 
 if TYPE_CHECKING:
     from PySide6.QtCore import QCoreApplication
@@ -130,6 +131,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))
         window.show()
         opening.replace_with_full_window()
+        resume_collection()  # the start is over (paused by desktop.launcher)
         window.chat_ready.connect(lambda: trace("ready"))
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from engine.startup import pause_collection
+
 WINDOW_OPTIONS = ("--profile", "--server", "--assistant")  # desktop.app.run's own
 
 
@@ -26,6 +28,7 @@ def wants_window(argv: Sequence[str]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    pause_collection()  # until the profile is open (engine.cli) or the window ready (desktop.app)
     argv = sys.argv[1:] if argv is None else list(argv)
     if wants_window(argv):
         from desktop.app import run

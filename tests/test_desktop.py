@@ -1089,6 +1089,47 @@ def test_without_a_display_mnemo_says_what_to_do(tmp_path):
     assert "Core memory: 2 blocks" in status.stdout
 
 
+COLLECTING_AFTER_THE_START = """
+import gc, sys
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from desktop import launcher
+
+if sys.argv[1:]:  # a command
+    code = launcher.main(sys.argv[1:])
+    print("collecting", gc.isenabled(), flush=True)
+    sys.exit(code)
+app = QApplication([])
+
+def check():
+    shown = [w for w in app.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
+    if not shown:
+        QTimer.singleShot(50, check)
+        return
+    print("collecting", gc.isenabled(), flush=True)
+    app.quit()
+
+QTimer.singleShot(50, check)
+sys.exit(launcher.main([]))
+"""
+
+
+@pytest.mark.parametrize("command", [[], ["status"]], ids=["window", "command"])
+def test_the_garbage_collector_runs_again_once_mnemo_has_started(tmp_path, command):
+    """The launcher pauses it while the engine imports (desktop.launcher): the window and a
+    command each start it again, or a long chat would never free a cycle."""
+    env = {**os.environ, "MNEMO_HOME": str(tmp_path / "home"), "QT_QPA_PLATFORM": "offscreen"}
+    result = subprocess.run(
+        [sys.executable, "-c", COLLECTING_AFTER_THE_START, *command],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "collecting True" in result.stdout
+
+
 # -- real models -----------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from engine.cli.parsers import build_parser
 from engine.errors import user_message
 from engine.llm.base import safe_text
 from engine.profile import log_to_profile
+from engine.startup import resume_collection
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -59,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     read_only = None
     try:
         if getattr(args, "profileless", False):  # the server: it opens its users' profiles
+            resume_collection()
             return int(handler_of(args)(None, args))  # type: ignore[arg-type]
         from engine.mnemo import Mnemo  # the stores load only once a command runs
 
@@ -73,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 read_only = mnemo.read_only
                 log_to_profile(mnemo.profile)
                 try:
-                    return int(handler_of(args)(mnemo, args))
+                    handler = handler_of(args)
+                    resume_collection()  # the start is over
+                    return int(handler(mnemo, args))
                 finally:
                     moments.mark("closing")
         finally:
