@@ -94,6 +94,40 @@ def test_the_word_piece_table_waits_for_turns_and_keeps_each_part_it_makes(tmp_p
     assert np.array_equal(second._pieces[first_part], first._pieces[first_part])
 
 
+def test_the_word_pieces_a_search_met_are_kept_for_the_next_process(tmp_path, monkeypatch):
+    """A one-shot turn ends before the table is filled: the pieces its search computed are
+    kept, and the next process computes none of them again; many such files become one."""
+    from engine.embed import minilm
+    from engine.foreground import turn_running
+
+    monkeypatch.setattr(minilm.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    first = minilm.MiniLMEmbedder()
+    with turn_running():
+        _, vectors = first.piece_vectors(["Weddings in June"])[0]
+        first._stop_threads()  # the process ends within its turn
+
+    def nothing_computed(*args):
+        raise AssertionError("a kept piece was computed again")
+
+    second = minilm.MiniLMEmbedder()
+    second._last_hidden = nothing_computed
+    with turn_running():
+        _, again = second.piece_vectors(["Weddings in June"])[0]
+        second._stop_threads()
+    assert np.array_equal(again, vectors)
+
+    third = minilm.MiniLMEmbedder()
+    for word in range(minilm.MET_FILES_KEPT):
+        third._compute_pieces(np.array([2000 + word]))
+        third._keep_met(np.array([2000 + word]))
+    fourth = minilm.MiniLMEmbedder()
+    with turn_running():
+        fourth._start_filling_pieces()
+        fourth._stop_threads()
+    assert len(list(tmp_path.glob("*-pieces-*/met-*.npz"))) == 1
+    assert fourth._pieces_known[2000 : 2000 + minilm.MET_FILES_KEPT].all()
+
+
 # -- an embedding GGUF in MiniLM's place (a tiny one built here: tests cannot download) --------
 
 

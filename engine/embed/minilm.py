@@ -10,6 +10,7 @@ import atexit
 import logging
 import os
 import threading
+import uuid
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ FEW_TEXTS = 8
 # a step at a time: a turn that starts waits at most one step (~0.1 s) for the cores.
 PIECES_PART = 1024
 PIECES_STEP = 256
+MET_FILES_KEPT = 32  # more files of pieces searches met are merged into one
 
 log = logging.getLogger("mnemo.embed")
 
@@ -166,15 +168,16 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         pieces = [np.array(e.ids[1:-1], dtype=np.int64) for e in encodings]
         every = np.unique(np.concatenate(pieces)) if pieces else np.zeros(0, np.int64)
-        self._compute_pieces(every)
+        self._keep_met(self._compute_pieces(every))
         return [
             (e.tokens[1:-1], self._pieces[ids].astype(np.float32))
             for e, ids in zip(encodings, pieces, strict=True)
         ]
 
-    def _compute_pieces(self, ids: np.ndarray) -> None:
-        """Fill the rows of the pieces ``ids`` not known yet (an ONNX run per 1,024). The lock is
-        held only to read and write rows: a search does not wait for the filler's run."""
+    def _compute_pieces(self, ids: np.ndarray) -> np.ndarray:
+        """Fill the rows of the pieces ``ids`` not known yet (an ONNX run per 1,024) and return
+        those. The lock is held only to read and write rows: a search does not wait for the
+        filler's run."""
         with self._pieces_lock:
             wanted = ids[~self._pieces_known[ids]]
         for start in range(0, len(wanted), 1024):
@@ -186,6 +189,59 @@ class MiniLMEmbedder:
             with self._pieces_lock:
                 self._pieces[chunk] = states
                 self._pieces_known[chunk] = True
+        return wanted
+
+    # -- the table kept in the cache folder: whole parts (the filler's) and the pieces searches
+    # met (``met-*.npz``): a one-shot `mnemo chat -m` ends long before the filler could finish,
+    # and its searches computed the same pieces in every process (0.25 s of a turn on 10k
+    # messages, felt_speed.py) until they were kept.
+
+    @property
+    def _pieces_folder(self) -> Path:
+        return Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
+            f"{self.name}-pieces-{len(self._pieces)}"
+        )
+
+    def _read_kept_pieces(self) -> None:
+        """Every piece the cache folder holds, into the table (once, before the first search
+        uses it); many files of met pieces are merged into one."""
+        folder = self._pieces_folder
+        for start in range(0, len(self._pieces), PIECES_PART):
+            part = np.arange(start, min(start + PIECES_PART, len(self._pieces)))
+            try:
+                kept = np.load(folder / f"{start:05d}.npy")
+            except (OSError, ValueError):
+                continue  # not made yet, or damaged: made again
+            if kept.shape == (len(part), self.dim):
+                self._pieces[part] = kept
+                self._pieces_known[part] = True
+        met = sorted(folder.glob("met-*.npz"))
+        found = []
+        for path in met:
+            try:
+                with np.load(path) as kept:
+                    ids, vectors = kept["ids"].astype(np.int64), kept["vectors"]
+                self._pieces[ids] = vectors
+                self._pieces_known[ids] = True
+                found.append(ids)
+            except (OSError, ValueError, KeyError, IndexError):
+                continue  # damaged, or being merged by another process
+        if len(met) > MET_FILES_KEPT and found:
+            self._keep_met(np.unique(np.concatenate(found)))
+            for path in met:
+                path.unlink(missing_ok=True)
+
+    def _keep_met(self, ids: np.ndarray) -> None:
+        if not len(ids):
+            return
+        folder = self._pieces_folder
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = folder / f"met-{os.getpid()}-{threading.get_ident()}.tmp.npz"
+            np.savez(partial, ids=ids.astype(np.int32), vectors=self._pieces[ids])
+            partial.replace(folder / f"met-{uuid.uuid4().hex}.npz")
+        except OSError:
+            log.warning("could not keep word-piece vectors in %s", folder)
 
     def _start_filling_pieces(self) -> None:
         """The whole table, once per computer, on a thread of its own (~15 s on 2 cores) while
@@ -194,30 +250,21 @@ class MiniLMEmbedder:
         with self._pieces_lock:
             if self._pieces_filler is not None:
                 return
+            self._read_kept_pieces()
             self._pieces_filler = threading.Thread(
                 target=self._fill_pieces, name="mnemo-word-pieces", daemon=True
             )
         self._pieces_filler.start()
 
     def _fill_pieces(self) -> None:
-        """Part by part, each kept in the cache folder as soon as it is made, and only while no
-        turn runs: a one-shot ``mnemo chat -m`` ends before the table could be finished, so each
-        process adds what it made to what the last ones kept instead of starting again."""
-        folder = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
-            f"{self.name}-pieces-{len(self._pieces)}"
-        )
+        """Part by part, each kept as soon as it is made, and only while no turn runs; once the
+        table is whole, the files of met pieces are no longer needed."""
+        folder = self._pieces_folder
         for start in range(0, len(self._pieces), PIECES_PART):
             part = np.arange(start, min(start + PIECES_PART, len(self._pieces)))
             path = folder / f"{start:05d}.npy"
-            try:
-                kept = np.load(path)
-                if kept.shape == (len(part), self.dim):
-                    with self._pieces_lock:
-                        self._pieces[part] = kept
-                        self._pieces_known[part] = True
-                    continue
-            except (OSError, ValueError):
-                pass  # not made yet, or damaged: made again
+            if path.exists() and self._pieces_known[part].all():
+                continue
             for piece in range(0, len(part), PIECES_STEP):
                 wait_until_idle(self._stopping)
                 if self._stopping.is_set():  # the process is ending: the next one goes on
@@ -230,6 +277,9 @@ class MiniLMEmbedder:
                 partial.replace(path)
             except OSError:
                 log.warning("could not keep word-piece vectors in %s", folder)
+                return
+        for met in folder.glob("met-*.npz"):
+            met.unlink(missing_ok=True)
 
 
 _CLS, _SEP = 101, 102  # the tokenizer's [CLS] and [SEP] ids
