@@ -93,6 +93,17 @@ class ChatWorker(QObject):
             self._run(lambda agent, cancel: agent.resume(on_event=self._bridge, cancel=cancel))
         else:
             self.refresh_stats()
+        self._catch_up()
+
+    def _catch_up(self) -> None:
+        """The fold a one-shot `mnemo chat -m` left (``Agent.catch_up``), made on this thread
+        while the person types: Send stays enabled, and a message sent meanwhile waits in the
+        queue of this thread."""
+        try:
+            if self.agent is not None and self.agent.catch_up(on_event=self._bridge):
+                self.refresh_stats()
+        except Exception as error:  # the next turn folds if it must
+            log.warning("folding the window at the start failed: %s", error)
 
     @Slot(str)
     def open_conversation(self, conversation_id: str) -> None:
@@ -101,6 +112,7 @@ class ChatWorker(QObject):
         if self.agent is not None and self.agent.conversation_id != conversation_id:
             self.agent = Agent(self._mnemo, self.agent.model, conversation_id=conversation_id)
             self.refresh_stats()
+            self._catch_up()
 
     @Slot(str)
     def send(self, text: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime
 
 import pytest
@@ -14,6 +15,7 @@ from engine.agent import Agent
 from engine.agent import assisted_rules as assisted
 from engine.events import (
     Citation,
+    ContextEvicted,
     FunctionCalled,
     FunctionReturned,
     MessageSent,
@@ -313,6 +315,42 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
     assert evicted_after, "the window never filled"
     state_stats = agent.context_stats()
     assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
+
+
+def test_a_one_shot_turn_leaves_the_fold_to_the_next_start_with_the_same_result(tmp_path):
+    """`mnemo chat -m` ends its process with the reply (``fold_ahead=False``): the fold it
+    leaves is made at the next start (``Agent.catch_up``), into the same summary and window as
+    a chat that folds right after the reply."""
+    from engine.context.window import load_state
+    from engine.mnemo import Mnemo
+
+    long = "I keep notes about the garden, the roses and the tomatoes " * 3
+    outcomes = []
+    for folds_now in (True, False):
+        with Mnemo.open(tmp_path / f"folds-now-{folds_now}") as mnemo:
+            model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=SMALL)
+            for number in range(24):  # each turn a process of its own, as `mnemo chat -m` is
+                model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
+                events = Recorder()
+                agent = Agent(mnemo, model, fold_ahead=folds_now)
+                agent.send(f"{long} ({number})", on_event=events)
+                if agent.context_stats().fraction >= 0.7 or events.of(ContextEvicted):
+                    break
+            if folds_now:
+                assert events.of(ContextEvicted)
+            else:  # the reply came; the fold waits for the next start
+                assert not events.of(ContextEvicted) and not model.prefilled
+                assert agent.context_stats().fraction >= 0.7
+                started = Recorder()
+                assert Agent(mnemo, model).catch_up(on_event=started)
+                assert started.of(ContextEvicted) and model.prefilled
+            state = load_state(mnemo, "default")
+            stats = Agent(mnemo, model).context_stats()
+            # (the summary's lines carry the minute each message was written, which may differ)
+            summary = re.sub(r"\[\d{4}-\d\d-\d\d \d\d:\d\d\]", "[when]", state.summary)
+            outcomes.append((number, summary, stats.evicted_count, stats.message_count))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][2] > 0
 
 
 def test_a_reply_that_uses_a_document_cites_it(mnemo, model, boiler_manual):

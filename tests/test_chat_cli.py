@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Iterator
 
 import pytest
 from agent_helpers import call, say
 
+from engine.agent import Agent
 from engine.cli import main
 from engine.cli.chat import chat
 from engine.llm import ScriptedModel
@@ -203,3 +205,28 @@ def test_a_fact_proposal_is_said_to_the_person_as_you(mnemo):
     assert "noted from your message: 'You live in Lyon'" in text
     assert "facts about you now:   You live in Porto" in text
     assert "User lives" not in text  # the model's form never reaches the person
+
+
+def test_one_message_leaves_the_fold_and_the_chat_makes_it_at_its_start(mnemo):
+    """`mnemo chat -m` ends with its reply, however full the window is; `mnemo chat` folds what
+    was left while the person types, before their message is answered."""
+    model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=135_000_000)
+    long = "I keep notes about the garden, the roses and the tomatoes " * 3
+    for number in range(24):  # distinct replies: a copy of an earlier one would be written anew
+        model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
+        said = f"{long} ({number})"
+        assert chat(mnemo, model, message=said, out=io.StringIO(), err=io.StringIO()) == 0
+        if Agent(mnemo, model).context_stats().fraction >= 0.7:  # past the pressure line
+            break
+    assert not model.summary_requests, "a one-shot turn folded the window"
+    model.enqueue(["Hello again."])
+    folds_before_the_reply: list[int] = []
+    step = model.step
+    model.step = lambda *a, **k: (
+        folds_before_the_reply.append(len(model.summary_requests)) or step(*a, **k)
+    )
+    out = io.StringIO()
+    chat(mnemo, model, ask=answers("Hi", "/context", "/quit"), out=out)
+    assert folds_before_the_reply and folds_before_the_reply[0] > 0
+    assert "Hello again." in out.getvalue()
+    assert "0 summarised" not in out.getvalue()

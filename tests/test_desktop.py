@@ -21,6 +21,7 @@ from desktop import ui
 from desktop.chat import CallRow
 from desktop.main_window import MainWindow
 from engine import Mnemo
+from engine.agent import Agent
 from engine.errors import MnemoError
 from engine.llm import ScriptedModel, ScriptedStep
 from tests.agent_helpers import call, say, search
@@ -170,6 +171,30 @@ def test_stop_cancels_a_reply(qtbot, window, model):
     qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
     assert [b.role for b in window.chat.bubbles()] == ["user"]
     assert window.chat.send_button.text() == "Send"
+
+
+def test_the_window_folds_what_a_one_shot_turn_left_before_the_next_message(qtbot, mnemo):
+    """`mnemo chat -m` leaves a full window unfolded (its process ends with the reply); the
+    window folds it as soon as its model is loaded, before the person's next message."""
+    import hashlib
+
+    model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=135_000_000)
+    long = "I keep notes about the garden, the roses and the tomatoes " * 3
+    for number in range(24):  # one-shot turns, each as `mnemo chat -m` runs it
+        model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
+        agent = Agent(mnemo, model, fold_ahead=False)
+        agent.send(f"{long} ({number})")
+        if agent.context_stats().fraction >= 0.7:
+            break
+    assert not model.summary_requests
+    window = open_window(qtbot, mnemo, model)
+    try:
+        qtbot.waitUntil(lambda: bool(model.summary_requests), timeout=TIMEOUT_MS)
+        folded = lambda: Agent(mnemo, model).context_stats().fraction < 0.7  # noqa: E731
+        qtbot.waitUntil(folded, timeout=TIMEOUT_MS)
+        assert window.chat.send_button.isEnabled()
+    finally:
+        window.shutdown()
 
 
 def test_restart_restores_the_conversation(qtbot, mnemo, window, model):

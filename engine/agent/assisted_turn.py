@@ -177,12 +177,21 @@ class AssistedTurn:
         emit: EventCallback,
         cancel: threading.Event | None,
     ) -> None:
-        """While the user reads the reply: keep what their message said about them, then fold
-        the window if it is past the pressure line and evaluate the folded prompt, so that the
-        next turn finds it in the KV cache."""
+        """While the user reads the reply: keep what their message said about them, then (in a
+        chat that goes on, ``Agent.folds_ahead``) fold the window ahead."""
         self.agent.keeper.keep(user, emit)
-        if self._evict_ahead(state, emit, cancel):
-            self._prefill(self.window.build(state, assisted=True)[0])
+        if self.agent.folds_ahead:
+            self.fold_ahead(state, emit, cancel)
+
+    def fold_ahead(
+        self, state: AgentState, emit: EventCallback, cancel: threading.Event | None
+    ) -> bool:
+        """Fold the window if it is past the pressure line and evaluate the folded prompt, so
+        that the next turn finds it in the KV cache; whether anything was folded."""
+        if not self._evict_ahead(state, emit, cancel):
+            return False
+        self._prefill(self.window.build(state, assisted=True)[0])
+        return True
 
     def _evict_ahead(
         self, state: AgentState, emit: EventCallback, cancel: threading.Event | None

@@ -92,11 +92,22 @@ class Agent:
     """One conversation with one model. ``send`` runs a whole turn on the calling thread."""
 
     def __init__(
-        self, mnemo: Mnemo, model: ChatModel, *, conversation_id: str = DEFAULT_CONVERSATION
+        self,
+        mnemo: Mnemo,
+        model: ChatModel,
+        *,
+        conversation_id: str = DEFAULT_CONVERSATION,
+        fold_ahead: bool = True,
     ) -> None:
         self.mnemo = mnemo
         self.model = model
         self.conversation_id = conversation_id
+        # After a reply, a window past the pressure line is folded into the summary at once (the
+        # model summarises, ~20 s on the bundled one) and the folded prompt evaluated, for the
+        # next message of a chat that goes on. A one-shot turn (`mnemo chat -m`) ends its process
+        # with the reply: it leaves the fold to the next start (``catch_up``), or to the turn
+        # that needs it.
+        self.folds_ahead = fold_ahead
         self.window = ContextWindow(mnemo, model, conversation_id)
         # The re-ranker the settings name (llama.cpp's only when one is set, or was: a cleared
         # setting takes it off the searches).
@@ -166,6 +177,41 @@ class Agent:
             emit = _ignore if on_event is None else on_event
             emit(Notice("resumed", "Continuing the turn that was interrupted."))
             return self._run_turn(emit, cancel)
+
+    def catch_up(self, *, on_event: EventCallback | None = None) -> bool:
+        """At a start: the fold a one-shot turn left (see ``folds_ahead``), done while the person
+        reads and types; whether anything was folded. The same fold as after a reply."""
+        with self._lock:
+            return self._catch_up(on_event, None)
+
+    def catch_up_behind(self) -> Callable[[], None]:
+        """``catch_up`` on a thread of its own: a message sent meanwhile waits for it. Returns
+        ``stop``, which cancels the fold (nothing of it is kept) and waits for the thread."""
+        self._lock.acquire()  # taken here: a message sent at once must not go first
+        cancel = threading.Event()
+
+        def work() -> None:
+            try:
+                self._catch_up(None, cancel)
+            except Exception:  # the next turn folds if it must
+                log.exception("folding the window at the start failed")
+            finally:
+                self._lock.release()
+
+        thread = threading.Thread(target=work, name="mnemo-catch-up", daemon=True)
+        thread.start()
+
+        def stop() -> None:
+            cancel.set()
+            thread.join()
+
+        return stop
+
+    def _catch_up(self, on_event: EventCallback | None, cancel: threading.Event | None) -> bool:
+        if self.mode.mode != "assisted":
+            return False  # the self-managed loop folds inside its steps
+        state = load_state(self.mnemo, self.conversation_id)
+        return self.assisted.fold_ahead(state, _ignore if on_event is None else on_event, cancel)
 
     def context_stats(self) -> ContextStats:
         """Token use of the window as the next step would see it."""

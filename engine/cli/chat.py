@@ -230,7 +230,9 @@ def chat(
     """The chat loop (or one turn with ``message``) in the current conversation; returns the
     exit status. ``out`` and ``err``: standard output and error as they are when it runs."""
     out, err = out or sys.stdout, err or sys.stderr
-    agent = Agent(mnemo, model, conversation_id=mnemo.conversations.current())
+    agent = Agent(
+        mnemo, model, conversation_id=mnemo.conversations.current(), fold_ahead=message is None
+    )
     if message is not None and forget.requested(message):
         plan = forget.plan_topic(mnemo, forget.requested(message) or "")
         return 0 if confirm_and_forget(mnemo, plan, ask, out, yes=False) else 1
@@ -253,61 +255,68 @@ def chat(
     view = TerminalView(out, out, speaker="mnemo › ")
     if agent.interrupted:
         run_turn(agent, None, view, out)
+    stop_folding = agent.catch_up_behind()  # what a `mnemo chat -m` left, while they type
     pending = mnemo.proposals.pending(agent.conversation_id)
     if pending:
         out.write(f"{len(pending)} core-memory edits wait for your approval (/proposals).\n")
-    while True:
-        try:
-            text = ask("you › ").strip()
-        except (EOFError, KeyboardInterrupt):
-            out.write("\n")
-            return 0
-        if not text:
-            continue
-        if text in ("/quit", "/exit"):
-            return 0
-        if text == "/help":
-            out.write(HELP + "\n")
-        elif text == "/new":
-            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
-            out.write("New conversation. Mnemo still remembers what it knows about you.\n")
-        elif text == "/list":
-            list_conversations(mnemo, out)
-        elif text.startswith("/open"):
-            listed = mnemo.conversations.all()
-            number = text.removeprefix("/open").strip()
-            if not number.isdigit() or not 1 <= int(number) <= len(listed):
-                out.write("Say which: /open N, with N from /list.\n")
+    try:
+        while True:
+            try:
+                text = ask("you › ").strip()
+            except (EOFError, KeyboardInterrupt):
+                out.write("\n")
+                return 0
+            if not text:
                 continue
-            chosen = listed[int(number) - 1]
-            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.open(chosen.id))
-            out.write(f"Continuing: {chosen.label}\n")
-            _print_recent(mnemo, agent, out)
-        elif text == "/proposals":
-            pending = mnemo.proposals.pending(agent.conversation_id)
-            if not pending:
-                out.write("No core-memory edits are waiting.\n")
-            review_proposals(mnemo, pending, ask, out)
-        elif text == "/context":
-            _print_context(agent, out)
-        elif text == "/memory":
-            for block in mnemo.core.blocks():
-                out.write(f"[{block.label}] {block.value}\n")
-        elif text.startswith("/"):
-            out.write(f"Unknown command {text}; /help lists them.\n")
-        elif forget.requested(text):  # the person decides, in a preview: never the model
-            try:
-                plan = forget.plan_topic(mnemo, forget.requested(text) or "")
-                confirm_and_forget(mnemo, plan, ask, out, yes=False)
-            except MnemoError as error:
-                out.write(f"  ! {error}\n")
-        else:
-            view.proposals.clear()
-            try:
-                run_turn(agent, text, view, out)
-            except MnemoError as error:
-                out.write(f"  ! {error}\n")
-            review_proposals(mnemo, view.proposals, ask, out)
+            if text in ("/quit", "/exit"):
+                return 0
+            if text == "/help":
+                out.write(HELP + "\n")
+            elif text == "/new":
+                stop_folding()
+                agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+                out.write("New conversation. Mnemo still remembers what it knows about you.\n")
+            elif text == "/list":
+                list_conversations(mnemo, out)
+            elif text.startswith("/open"):
+                listed = mnemo.conversations.all()
+                number = text.removeprefix("/open").strip()
+                if not number.isdigit() or not 1 <= int(number) <= len(listed):
+                    out.write("Say which: /open N, with N from /list.\n")
+                    continue
+                chosen = listed[int(number) - 1]
+                stop_folding()
+                agent = Agent(mnemo, model, conversation_id=mnemo.conversations.open(chosen.id))
+                out.write(f"Continuing: {chosen.label}\n")
+                _print_recent(mnemo, agent, out)
+                stop_folding = agent.catch_up_behind()
+            elif text == "/proposals":
+                pending = mnemo.proposals.pending(agent.conversation_id)
+                if not pending:
+                    out.write("No core-memory edits are waiting.\n")
+                review_proposals(mnemo, pending, ask, out)
+            elif text == "/context":
+                _print_context(agent, out)
+            elif text == "/memory":
+                for block in mnemo.core.blocks():
+                    out.write(f"[{block.label}] {block.value}\n")
+            elif text.startswith("/"):
+                out.write(f"Unknown command {text}; /help lists them.\n")
+            elif forget.requested(text):  # the person decides, in a preview: never the model
+                try:
+                    plan = forget.plan_topic(mnemo, forget.requested(text) or "")
+                    confirm_and_forget(mnemo, plan, ask, out, yes=False)
+                except MnemoError as error:
+                    out.write(f"  ! {error}\n")
+            else:
+                view.proposals.clear()
+                try:
+                    run_turn(agent, text, view, out)
+                except MnemoError as error:
+                    out.write(f"  ! {error}\n")
+                review_proposals(mnemo, view.proposals, ask, out)
+    finally:
+        stop_folding()  # cancelled: nothing of it is kept
 
 
 def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:
