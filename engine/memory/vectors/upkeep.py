@@ -41,6 +41,13 @@ KEEP_VERSIONS_FOR = timedelta(minutes=5)
 _INDEX_PREFIX = "vector_ivf"
 
 
+def _unindexed_rows_max() -> int:
+    """Rows left outside an index are scanned by every search that uses it; upkeep falls due once
+    this many wait. With 10k passages outside the keyword index (one bulk import), a keyword
+    search took 75 ms instead of 4 (felt_speed.py's 10k profile)."""
+    return ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE
+
+
 class Upkeep:
     """One table's upkeep (``VectorTable.upkeep``). Each write tells it (``wrote``), and it
     starts when due (``schedule``)."""
@@ -57,10 +64,13 @@ class Upkeep:
         # a little early), and the row count at which the ANN index falls due.
         self._rows_seen = -1  # not counted yet
         self._due_at = 0
+        self._keyword_indexed = False  # whether it has a keyword or key index
+        self._rows_since_optimize = 0  # rows (perhaps) outside those indexes
         self.closed = False
 
     def wrote(self, rows: int) -> None:
         self._writes_since_optimize += 1
+        self._rows_since_optimize += rows
         if self._rows_seen >= 0:
             self._rows_seen += rows
 
@@ -91,6 +101,8 @@ class Upkeep:
             self._take_stock()
             if self._writes_since_optimize >= OPTIMIZE_EVERY_WRITES:
                 return True
+        if self._keyword_indexed and self._rows_since_optimize >= _unindexed_rows_max():
+            return True
         return self._rows_seen >= self._due_at
 
     def _take_stock(self) -> None:
@@ -111,8 +123,17 @@ class Upkeep:
         index = self._vector_index()
         index_stats = self._table.table.index_stats(index.name) if index is not None else None
         unindexed = index_stats.num_unindexed_rows if index_stats is not None else 0
-        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
+        if unindexed >= _unindexed_rows_max():
             self._writes_since_optimize = max(self._writes_since_optimize, OPTIMIZE_EVERY_WRITES)
+        # The same for the keyword and key indexes (a bulk import's rows wait outside them).
+        keyword = [i.name for i in self._table.table.list_indices() if "vector" not in i.columns]
+        self._keyword_indexed = bool(keyword)
+        for name in keyword:
+            waiting = self._table.table.index_stats(name)
+            if waiting is not None:
+                self._rows_since_optimize = max(
+                    self._rows_since_optimize, waiting.num_unindexed_rows
+                )
 
     def schedule(self) -> None:
         if self.closed or not self._needs_maintenance():
@@ -136,7 +157,7 @@ class Upkeep:
         # table (archival_search.py at 1M rows). Readers are never blocked.
         try:
             with self._table._write_lock:
-                self._writes_since_optimize = 0
+                self._writes_since_optimize = self._rows_since_optimize = 0
                 if self._vector_index() is None and not self._table.table.tags.list():
                     # lancedb's own upkeep does the same without an ANN index (compact, add new
                     # rows to the keyword and key indexes, prune), and needs no pylance, whose
@@ -169,7 +190,7 @@ class Upkeep:
         dataset = self._table.table.to_lance()
         stats = self._table.table.index_stats(vector[0]) if vector else None
         unindexed = stats.num_unindexed_rows if stats is not None else 0
-        if unindexed >= ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE:
+        if unindexed >= _unindexed_rows_max():
             dataset.optimize.optimize_indices(index_names=vector, num_indices_to_merge=0)
         if others:
             dataset.optimize.optimize_indices(index_names=others)
