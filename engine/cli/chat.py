@@ -32,8 +32,6 @@ from engine.events import (
     TextStreamed,
     TurnFinished,
 )
-from engine.ingest.ingestor import FileResult
-from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel
 from engine.memory import forget
@@ -44,6 +42,7 @@ from engine.text import one_line
 from engine.transcript import NOTICE
 
 if TYPE_CHECKING:
+    from engine.ingest.ingestor import FileResult
     from engine.mnemo import Mnemo
 
 HELP = """Commands:
@@ -339,6 +338,8 @@ def _chat_holding(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.message is not None:
         return chat(mnemo, model, message=args.message)
     print(f"Loaded {model.name} in {time.perf_counter() - started:.1f} s.", file=sys.stderr)
+    from engine.ingest.watch import FolderWatcher, WatchedFolders  # the chat loop's, not -m's
+
     watcher = None
     if WatchedFolders(mnemo).all():  # watched folders stay in sync while the chat is open
         watcher = FolderWatcher(mnemo, on_result=_show_document_change)
