@@ -66,6 +66,17 @@ def test_word_piece_vectors_are_computed_once_per_computer_and_read_back(tmp_pat
     assert len(parts) == -(-len(first._pieces) // minilm.PIECES_PART)
     assert sum(part.stat().st_size for part in parts) > 20_000_000
 
+    # The table kept whole in one file (before it was kept in parts) is read, then kept in parts.
+    (whole,) = [folder.with_name(folder.name + ".npy") for folder in tmp_path.glob("*-pieces-*")]
+    np.save(whole, second._pieces)
+    for part in parts:
+        part.unlink()
+    third = minilm.MiniLMEmbedder()
+    third._last_hidden = None  # nothing is computed: calling it would fail
+    third._start_filling_pieces()
+    third._pieces_filler.join()
+    assert not whole.exists() and len(list(tmp_path.glob("*-pieces-*/*.npy"))) == len(parts)
+
 
 def test_the_word_piece_table_waits_for_turns_and_keeps_each_part_it_makes(tmp_path, monkeypatch):
     """A turn has the cores to itself; a process that ends before the table is finished (a

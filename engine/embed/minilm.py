@@ -206,6 +206,13 @@ class MiniLMEmbedder:
         """Every piece the cache folder holds, into the table (once, before the first search
         uses it); many files of met pieces are merged into one."""
         folder = self._pieces_folder
+        try:  # the whole table in one file, as it was kept before it was kept in parts
+            kept = np.load(folder.with_name(folder.name + ".npy"))
+            if kept.shape == self._pieces.shape:
+                self._pieces[:] = kept
+                self._pieces_known[:] = True
+        except (OSError, ValueError):
+            pass
         for start in range(0, len(self._pieces), PIECES_PART):
             part = np.arange(start, min(start + PIECES_PART, len(self._pieces)))
             try:
@@ -280,6 +287,7 @@ class MiniLMEmbedder:
                 return
         for met in folder.glob("met-*.npz"):
             met.unlink(missing_ok=True)
+        folder.with_name(folder.name + ".npy").unlink(missing_ok=True)
 
 
 _CLS, _SEP = 101, 102  # the tokenizer's [CLS] and [SEP] ids
