@@ -182,7 +182,7 @@ def main() -> None:
     # environment tells it not to (PYTHONDONTWRITEBYTECODE=1), which a person's does not: then
     # every start compiles SQLAlchemy, LanceDB and the rest anew, about 1.6 s of each mnemo.
     # The runs are a person's unless asked otherwise, Mnemo and the raw process alike.
-    if args.no_bytecode_cache:
+    if args.no_bytecode_cache:  # none kept, and none read from where earlier runs kept them
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     else:
         os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -194,6 +194,8 @@ def main() -> None:
     )
     template = big_profile()
     work = Path(tempfile.mkdtemp(prefix="mnemo-felt-speed-"))
+    if args.no_bytecode_cache:
+        os.environ["PYTHONPYCACHEPREFIX"] = str(work / "no-bytecode")  # stays empty
     try:
         prompt = captured_prompt(work / "capture")
         prompt_file = work / "prompt.json"
