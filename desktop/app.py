@@ -37,12 +37,6 @@ NO_DISPLAY = (
 )
 
 
-def trace(moment: str) -> None:
-    """ "shown" (the first window painted), "opened" (the profile) and "ready" (the chat can
-    take a message), for tests/benchmarks/startup.py and a test."""
-    moments.mark(moment)
-
-
 def has_display() -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
         return True
@@ -108,7 +102,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
             return 1, None
         opening = OpeningWindow()
         opening.show()
-        QTimer.singleShot(0, lambda: trace("shown"))  # after the first paint
+        QTimer.singleShot(0, lambda: moments.mark("shown"))  # after the first paint
         try:
             mnemo, loader = open_behind(profile, server)
         except MnemoError as error:
@@ -116,7 +110,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
             QMessageBox.critical(None, "Mnemo cannot start", str(error))
             return 1, None
         stack.callback(mnemo.close)
-        trace("opened")
+        moments.mark("opened")
         if opening.closed_by_user:
             return 0, None
         from desktop.main_window import MainWindow  # loaded already, behind the first window
@@ -132,7 +126,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
         window.show()
         opening.replace_with_full_window()
         resume_collection()  # the start is over (paused by desktop.launcher)
-        window.chat_ready.connect(lambda: trace("ready"))
+        window.chat_ready.connect(lambda: moments.mark("ready"))  # it can take a message
         if mnemo.read_only:  # reading works; say at once why nothing can be changed
             window.show_error(mnemo.read_only)
         code = int(app.exec())
