@@ -78,9 +78,7 @@ class Mnemo:
         self.profile = profile
         self._engine, self.read_only = _open_tables(profile, database_url)
         self.settings = Settings(self._engine)
-        embedder = self.embedder = embedder or embedder_for(
-            str(self.settings.get("models.embedder"))
-        )
+        embedder = embedder or embedder_for(str(self.settings.get("models.embedder")))
         if archival_url and not self.settings.is_set("storage.archival_url"):
             if profile.archival_path.exists():
                 self._engine.dispose()
@@ -139,6 +137,11 @@ class Mnemo:
             except Exception:  # never a reason not to open; the next open purges
                 log.exception("could not purge expired passages and facts")
             forget.finish_forgets(self)  # one a crash cut short: nothing is half-forgotten
+
+    @property
+    def embedder(self) -> Embedder:
+        """What makes new vectors and queries (the tables', set by ``reembed``)."""
+        return self._passage_vectors.embedder
 
     @property
     def recall_vectors(self) -> VectorTable:
@@ -217,7 +220,6 @@ class Mnemo:
             self.snapshot_before("re-embedding")
         if chosen is not None:
             self.settings.set("models.embedder", embedder_path)
-            self.embedder = chosen
             for table in (self._message_vectors, self._passage_vectors):
                 table.use_embedder(chosen)
         count = 0
