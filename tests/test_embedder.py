@@ -50,7 +50,7 @@ def test_word_piece_vectors_are_computed_once_per_computer_and_read_back(tmp_pat
     the next one reads it, and both give the same vectors as computing a piece on its own."""
     from engine.embed import minilm
 
-    monkeypatch.setattr(minilm.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(minilm, "cache_folder", lambda: tmp_path)
     first = minilm.MiniLMEmbedder()
     pieces, vectors = first.piece_vectors(["Weddings in June"])[0]
     assert pieces == ["weddings", "in", "june"]
@@ -84,7 +84,7 @@ def test_the_word_piece_table_waits_for_turns_and_keeps_each_part_it_makes(tmp_p
     from engine.embed import minilm
     from engine.foreground import turn_running
 
-    monkeypatch.setattr(minilm.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(minilm, "cache_folder", lambda: tmp_path)
     first = minilm.MiniLMEmbedder()
     with turn_running():
         first.piece_vectors(["Weddings in June"])  # a search in the turn starts the filler
@@ -111,7 +111,7 @@ def test_the_word_pieces_a_search_met_are_kept_for_the_next_process(tmp_path, mo
     from engine.embed import minilm
     from engine.foreground import turn_running
 
-    monkeypatch.setattr(minilm.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(minilm, "cache_folder", lambda: tmp_path)
     first = minilm.MiniLMEmbedder()
     with turn_running():
         _, vectors = first.piece_vectors(["Weddings in June"])[0]

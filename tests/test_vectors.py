@@ -136,7 +136,7 @@ def test_background_vectors_are_kept_once_per_computer_for_a_deterministic_embed
     vectors under a real name) keeps nothing there."""
     from engine.memory import vectors
 
-    monkeypatch.setattr(vectors.platformdirs, "user_cache_dir", lambda *a, **k: str(tmp_path))
+    monkeypatch.setattr(vectors, "cache_folder", lambda: tmp_path)
     made = vectors._background_of(embedder)
     (kept,) = tmp_path.glob("background-*.npy")
     assert np.array_equal(np.load(kept), made) and made.shape[1] == embedder.dim

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import platformdirs
 
+from engine.embed.kept import cache_folder, keep
 from engine.foreground import wait_until_idle
 from engine.hardware import return_freed_memory
 from engine.resources import resource_path
@@ -198,9 +198,7 @@ class MiniLMEmbedder:
 
     @property
     def _pieces_folder(self) -> Path:
-        return Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
-            f"{self.name}-pieces-{len(self._pieces)}"
-        )
+        return cache_folder() / f"{self.name}-pieces-{len(self._pieces)}"
 
     def _read_kept_pieces(self) -> None:
         """Every piece the cache folder holds, into the table (once, before the first search
@@ -239,16 +237,9 @@ class MiniLMEmbedder:
                 path.unlink(missing_ok=True)
 
     def _keep_met(self, ids: np.ndarray) -> None:
-        if not len(ids):
-            return
-        folder = self._pieces_folder
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            partial = folder / f"met-{os.getpid()}-{threading.get_ident()}.tmp.npz"
-            np.savez(partial, ids=ids.astype(np.int32), vectors=self._pieces[ids])
-            partial.replace(folder / f"met-{uuid.uuid4().hex}.npz")
-        except OSError:
-            log.warning("could not keep word-piece vectors in %s", folder)
+        if len(ids):
+            path = self._pieces_folder / f"met-{uuid.uuid4().hex}.npz"
+            keep(path, ids=ids.astype(np.int32), vectors=self._pieces[ids])
 
     def _start_filling_pieces(self) -> None:
         """The whole table, once per computer, on a thread of its own (~15 s on 2 cores) while
@@ -277,13 +268,7 @@ class MiniLMEmbedder:
                 if self._stopping.is_set():  # the process is ending: the next one goes on
                     return
                 self._compute_pieces(part[piece : piece + PIECES_STEP])
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-                partial = path.with_suffix(".tmp.npy")
-                np.save(partial, self._pieces[part])
-                partial.replace(path)
-            except OSError:
-                log.warning("could not keep word-piece vectors in %s", folder)
+            if not keep(path, vectors=self._pieces[part]):
                 return
         for met in folder.glob("met-*.npz"):
             met.unlink(missing_ok=True)

@@ -14,14 +14,13 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import platformdirs
 import pyarrow as pa
 
 from engine.embed.base import Embedder
+from engine.embed.kept import cache_folder, keep
 from engine.errors import EmbedderMismatchError
 from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
 from engine.memory.vectors.lance import lancedb
@@ -67,9 +66,7 @@ def _background_of(embedder: Embedder) -> np.ndarray:
     if not getattr(embedder, "deterministic", False):  # a stand-in: nothing is kept
         return embedder.embed(texts)
     digest = hashlib.sha256("\n".join([embedder.name, *texts]).encode()).hexdigest()[:16]
-    path = Path(platformdirs.user_cache_dir("mnemo", appauthor=False)) / (
-        f"background-{digest}-{embedder.dim}.npy"
-    )
+    path = cache_folder() / f"background-{digest}-{embedder.dim}.npy"
     try:
         kept = np.load(path)
         if kept.shape == (len(texts), embedder.dim):
@@ -77,13 +74,7 @@ def _background_of(embedder: Embedder) -> np.ndarray:
     except (OSError, ValueError):
         pass  # not there yet, or damaged: made again
     vectors = embedder.embed(texts)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".tmp.npy")
-        np.save(partial, vectors)
-        partial.replace(path)
-    except OSError:
-        log.warning("could not keep the background vectors in %s", path)
+    keep(path, vectors=vectors)
     return vectors
 
 
