@@ -37,6 +37,7 @@ from engine import hardware
 from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
 from engine.llm.catalog import (
+    ROLE_SETTING,
     CatalogEntry,
     Fit,
     assess,
@@ -62,11 +63,6 @@ USE_TEXT = {
     "chat": "Use this model",
     "reranker": "Use this re-ranker",
     "embedding": "Use this embedder",
-}
-SETTING_OF_KIND = {
-    "chat": "model.path",
-    "reranker": "models.reranker",
-    "embedding": "models.embedder",
 }
 STATUS_TEXT = {"recommended": "Recommended", "slow": "Will run slowly", "too large": "Too large"}
 STATUS_STYLE = {"recommended": "title", "slow": "caution", "too large": "notice_error"}
@@ -302,7 +298,7 @@ class ModelsPage(QWidget):
         """Each card's state from the models folder, and (once) this computer's verdicts."""
         self.folder_label.setText(f"Downloaded models are kept in {self.folder}")
         settings = self._mnemo.settings
-        in_use = {kind: str(settings.get(key)) for kind, key in SETTING_OF_KIND.items()}
+        in_use = {kind: str(settings.get(key)) for kind, key in ROLE_SETTING.items()}
         for name, card in self.cards.items():
             path = self.folder / name
             if name in self.jobs:

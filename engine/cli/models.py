@@ -17,6 +17,8 @@ from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
 from engine.llm import model_settings
 from engine.llm.catalog import (
+    ROLE_SETTING,
+    ROLE_WORDS,
     assess,
     best_chat_entry,
     entry_as_dict,
@@ -77,17 +79,18 @@ def cmd_models_list(mnemo: Mnemo, _args: argparse.Namespace) -> int:
     configured = mnemo.settings.get("model.path")
     if configured and Path(configured).parent != folder and Path(configured).exists():
         files.append(Path(configured))
+    helpers = {  # the re-ranker's and the embedder's files: read once, not for every file
+        Path(chosen).expanduser(): f" (in use as the {ROLE_WORDS[kind]})"
+        for kind in ("reranker", "embedding")
+        if (chosen := str(mnemo.settings.get(ROLE_SETTING[kind])))
+    }
     print(f"Downloaded models in {folder} (`mnemo models use NAME`):")
     for path in files:
         entry = find_entry(path.name, catalog)
         size = f"{path.stat().st_size / 2**20:.0f} MB"
         shown = f"{entry.id}  ({path.name}, {size})" if entry else f"{path.name}  ({size})"
         in_use = " (in use)" if configured and Path(configured) == path else ""
-        for key, role in (("models.reranker", "re-ranker"), ("models.embedder", "embedder")):
-            chosen = str(mnemo.settings.get(key))
-            if chosen and Path(chosen).expanduser() == path:
-                in_use = f" (in use as the {role})"
-        print(f"  {shown}{in_use}")
+        print(f"  {shown}{helpers.get(path, in_use)}")
     if not files:
         print("  none yet: `mnemo models catalog` lists models to download")
     for part in sorted(folder.glob("*.gguf.part")) if folder.is_dir() else []:

@@ -33,6 +33,8 @@ DEFAULT_CONTEXT = 4096
 # model: a re-ranker one query and hit (engine.llm.rerank.PAIR_TOKENS, a module that loads
 # llama.cpp), an embedder a batch of texts.
 ROLE_WORDS = {"chat": "chat", "reranker": "re-ranker", "embedding": "embedder"}
+# The setting that names the file in use in each role.
+ROLE_SETTING = {"chat": "model.path", "reranker": "models.reranker", "embedding": "models.embedder"}
 ROLE_CONTEXT = {"reranker": 512, "embedding": BATCH_TOKENS}
 LARGER_CONTEXT = 8192
 # llama.cpp's working buffers beside the weights and the cache, at a few thousand tokens.
