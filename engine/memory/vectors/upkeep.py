@@ -120,13 +120,14 @@ class Upkeep:
         # Rows a large import left outside the ANN index (its last writes came too few to call
         # upkeep) are scanned by every search until upkeep gives them a segment: due now (with
         # half a large table left so, a search by meaning took several times as long).
-        index = self._vector_index()
+        indexes = self._table.table.list_indices()
+        index = next((i for i in indexes if "vector" in i.columns), None)
         index_stats = self._table.table.index_stats(index.name) if index is not None else None
         unindexed = index_stats.num_unindexed_rows if index_stats is not None else 0
         if unindexed >= _unindexed_rows_max():
             self._writes_since_optimize = max(self._writes_since_optimize, OPTIMIZE_EVERY_WRITES)
         # The same for the keyword and key indexes (a bulk import's rows wait outside them).
-        keyword = [i.name for i in self._table.table.list_indices() if "vector" not in i.columns]
+        keyword = [i.name for i in indexes if "vector" not in i.columns]
         self._keyword_indexed = bool(keyword)
         for name in keyword:
             waiting = self._table.table.index_stats(name)
