@@ -120,6 +120,7 @@ def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | N
         window = MainWindow(mnemo, loader)
         window.restore_layout()
         window.show_page(opening.page)  # where the person went while it opened
+        window.chat.carry_over(opening.sent, *opening.draft)  # and what they wrote meanwhile
         listen_for_second_starts(window, mnemo.profile)
         # A bug in a slot must not pass silently: log it and say so in the window.
         sys.excepthook = lambda kind, error, trace: window.show_error(describe_failure(error))

@@ -7,7 +7,6 @@ import json
 import time
 
 from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QApplication,
     QFrame,
@@ -15,7 +14,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMenu,
-    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QToolButton,
@@ -23,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from desktop.ui import label, remove_widgets, widgets_in
+from desktop.ui import MessageInput, label, remove_widgets, widgets_in
 from engine.events import FunctionCalled, FunctionReturned
 from engine.functions import describe_call
 from engine.memory import forget
@@ -174,23 +172,6 @@ class CallRow(QFrame):
         self.details.setVisible(shown and self.details_toggle.isChecked())
 
 
-class MessageInput(QPlainTextEdit):
-    """Enter sends; Shift+Enter starts a new line.
-
-    Signals:
-        submitted(): the user pressed Enter.
-    """
-
-    submitted = Signal()
-
-    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
-        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
-        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
-            self.submitted.emit()
-            return
-        super().keyPressEvent(event)
-
-
 class ChatView(QWidget):
     """Signals:
     send_requested(str): the user sent a message.
@@ -268,6 +249,9 @@ class ChatView(QWidget):
         self.busy = False  # a turn runs on the chat thread
         self.replied = False  # its reply is shown: the person may send the next message
         self.ready = False
+        # Sent before a model was loaded (or while the server was away): shown at once, and
+        # handed on when the chat is ready. One at a time, as while a reply is written.
+        self.queued: str | None = None
         self._streamed = 0
         self._stream_started = 0.0
         self._reply: MessageBubble | None = None
@@ -433,6 +417,8 @@ class ChatView(QWidget):
                 )
                 row.set_result(result_ok(hit.text), summary, hit.text)
                 row = None
+        if self.queued is not None:  # still waiting for the model: it stays last
+            self.add_message("user", self.queued)
 
     def bubbles(self) -> list[MessageBubble]:
         return [w for w in widgets_in(self.messages) if isinstance(w, MessageBubble)]
@@ -453,8 +439,13 @@ class ChatView(QWidget):
     # -- input ---------------------------------------------------------------------------------
 
     def set_ready(self, ready: bool) -> None:
-        """Whether a model is loaded, so that sending can work."""
+        """Whether a model is loaded, so that a message goes to it at once; a message sent
+        before then is sent now."""
         self.ready = ready
+        if ready and self.queued is not None:
+            text, self.queued = self.queued, None
+            self.set_waiting("")
+            self.send_requested.emit(text)
         self._update_button()
 
     def set_busy(self, busy: bool) -> None:
@@ -478,7 +469,7 @@ class ChatView(QWidget):
 
     def _update_button(self) -> None:
         self.send_button.setText("Stop" if self.can_stop else "Send")
-        self.send_button.setEnabled(self.can_stop or self.ready)
+        self.send_button.setEnabled(self.can_stop or self.queued is None)
 
     def _send_or_stop(self) -> None:
         if self.can_stop:
@@ -490,7 +481,7 @@ class ChatView(QWidget):
 
     def _send(self) -> None:
         text = self.input.toPlainText().strip()
-        if not text or self.can_stop or not self.ready:
+        if not text or self.can_stop or self.queued is not None:
             return  # while a reply is written, Enter does not send; once it shows, it does
         self.input.clear()
         if forget.requested(text):  # "forget my passport number": for the person, not the model
@@ -499,7 +490,25 @@ class ChatView(QWidget):
             return
         self.add_message("user", text)
         self._at_bottom = True
-        self.send_requested.emit(text)
+        if self.ready:
+            self.send_requested.emit(text)
+            return
+        self.queued = text  # the person need not wait for the model to start typing
+        self.set_waiting("Sent as soon as the model is ready…")
+        self._update_button()
+
+    def carry_over(self, sent: str | None, draft: str, cursor: int) -> None:
+        """Take what the person wrote in the window shown while memory opened: the message
+        they sent there (sent as if sent here) and what they were still typing."""
+        if sent:
+            self.input.setPlainText(sent)
+            self._send()
+        self.input.setPlainText(draft)
+        text_cursor = self.input.textCursor()
+        text_cursor.setPosition(min(cursor, len(draft)))
+        self.input.setTextCursor(text_cursor)
+        if sent or draft:  # the person was typing: they go on where they were
+            self.input.setFocus()
 
     def _search(self) -> None:
         query = self.search.text().strip()

@@ -7,8 +7,8 @@ import html
 import re
 from collections.abc import Callable, Collection
 
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt
-from PySide6.QtGui import QIcon
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, Signal
+from PySide6.QtGui import QIcon, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QAbstractSpinBox,
@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMessageBox,
+    QPlainTextEdit,
     QTableWidget,
     QTableWidgetItem,
     QWidget,
@@ -186,3 +187,20 @@ def remove_widgets(layout: QBoxLayout, keep: Collection[QWidget] = ()) -> None:
             continue
         layout.removeWidget(widget)
         widget.deleteLater()
+
+
+class MessageInput(QPlainTextEdit):
+    """Enter sends; Shift+Enter starts a new line.
+
+    Signals:
+        submitted(): the user pressed Enter.
+    """
+
+    submitted = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
+        enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
+        if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+            self.submitted.emit()
+            return
+        super().keyPressEvent(event)

@@ -252,7 +252,7 @@ def test_a_model_that_cannot_load_is_explained(qtbot, mnemo):
         qtbot.waitUntil(lambda: window.banner_row.isVisibleTo(window), timeout=TIMEOUT_MS)
         assert "does not exist" in window.banner.text()
         assert "does not exist" in window.settings.model_status.text()
-        assert not window.chat.send_button.isEnabled()
+        assert not window.chat.ready  # a message sent now waits for a model (test below)
     finally:
         window.shutdown()
     window = MainWindow(mnemo, loader=broken)
@@ -1305,6 +1305,98 @@ def test_the_first_window_opens_on_the_last_page_and_says_what_each_page_waits_f
         assert opening.message.text().startswith("Opening your memory… ")
     opening.nav.setCurrentRow(ui.PAGES.index("Core memory"))
     assert "your core memory" in opening.message.text()
+
+
+def test_a_message_written_while_memory_opens_is_answered_once_the_model_is_ready(qtbot, mnemo):
+    """The first window's chat takes a message at once. What was sent there goes on in the full
+    window and is answered as soon as the model has loaded; what was still being typed stays in
+    the input, the cursor where it was."""
+    from desktop.opening import OpeningWindow
+
+    ui.app_settings().setValue("window/page", "Chat")
+    opening = OpeningWindow()
+    qtbot.addWidget(opening)
+    assert opening.composer.isVisibleTo(opening)
+    qtbot.keyClicks(opening.input, "What is a good name for a <b>cat</b>?")
+    qtbot.keyClick(opening.input, Qt.Key.Key_Return)
+    assert opening.sent == "What is a good name for a <b>cat</b>?"
+    assert "You: What is a good name for a <b>cat</b>?" in opening.message.text()
+    qtbot.keyClicks(opening.input, "And a dog")
+    qtbot.keyClick(opening.input, Qt.Key.Key_Return)  # one message waits at a time
+    assert opening.sent == "What is a good name for a <b>cat</b>?"
+    qtbot.keyClick(opening.input, Qt.Key.Key_Left)
+    assert opening.draft == ("And a dog", 8)
+
+    model = ScriptedModel()
+    model.enqueue([say("Mara is a good name for a cat.")])
+    may_load = threading.Event()
+
+    def slow_loader(_settings):
+        may_load.wait(TIMEOUT_MS / 1000)
+        return model
+
+    window = MainWindow(mnemo, loader=slow_loader)
+    qtbot.addWidget(window)
+    try:
+        window.chat.carry_over(opening.sent, *opening.draft)
+        assert [(b.role, b.text) for b in window.chat.bubbles()] == [
+            ("user", "What is a good name for a <b>cat</b>?")
+        ]
+        assert window.chat.waiting.text() == "Sent as soon as the model is ready…"
+        assert not window.chat.send_button.isEnabled()  # the one waiting message
+        assert window.chat.input.toPlainText() == "And a dog"
+        assert window.chat.input.textCursor().position() == 8
+        assert not model.prompts  # nothing reached a model before one was loaded
+        with qtbot.waitSignal(
+            on_gui_thread(window, window.bridge.turn_finished), timeout=TIMEOUT_MS
+        ):
+            may_load.set()
+        qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+        assert [(b.role, b.text) for b in window.chat.bubbles()] == [
+            ("user", "What is a good name for a <b>cat</b>?"),
+            ("assistant", "Mara is a good name for a cat."),
+        ]
+        assert window.chat.send_button.isEnabled()
+        assert window.chat.input.toPlainText() == "And a dog"  # still the person's to send
+        stored = mnemo.recall.recent(10, window.conversation_id)
+        assert [hit.text for hit in stored if hit.role == "user"] == [
+            "What is a good name for a <b>cat</b>?"
+        ]
+    finally:
+        may_load.set()
+        window.shutdown()
+
+
+def test_a_message_sent_while_no_model_can_load_waits_for_one(qtbot, mnemo):
+    """When the model cannot load, a message sent stays shown and waiting (not lost, not
+    refused), and goes to the model chosen next."""
+    model = ScriptedModel()
+    model.enqueue([say("Now I can answer.")])
+    loads: list[str] = []
+
+    def loader(_settings):
+        loads.append("load")
+        if len(loads) == 1:
+            raise MnemoError("That model file is damaged.")
+        return model
+
+    window = MainWindow(mnemo, loader=loader)
+    qtbot.addWidget(window)
+    try:
+        qtbot.waitUntil(lambda: "could not be loaded" in window.banner.text(), timeout=TIMEOUT_MS)
+        window.chat.input.setPlainText("Are you there?")
+        qtbot.mouseClick(window.chat.send_button, Qt.MouseButton.LeftButton)
+        assert window.chat.queued == "Are you there?"
+        assert [b.text for b in window.chat.bubbles()] == ["Are you there?"]
+        with qtbot.waitSignal(
+            on_gui_thread(window, window.bridge.turn_finished), timeout=TIMEOUT_MS
+        ):
+            window.load_requested.emit()
+        qtbot.waitUntil(lambda: not window.chat.busy, timeout=TIMEOUT_MS)
+        assert [b.text for b in window.chat.bubbles()] == ["Are you there?", "Now I can answer."]
+        assert window.chat.queued is None
+    finally:
+        window.shutdown()
 
 
 def test_the_model_loads_ahead_while_the_window_is_built(mnemo):

@@ -8,7 +8,11 @@ Run by run, alternating:
   reply to the same prompt Mnemo's first turn sends (captured from a real turn before the runs:
   its system prompt, memory and message) with the same token limit, greedy as Mnemo's local
   model is;
-- the window's launch to "chat ready" (``startup.py``'s measure), and the raw model load.
+- the window's launch to "chat ready" (``startup.py``'s measure: the model loaded in the full
+  window), and the raw model load;
+- the window launched to ask one thing: the message is typed as soon as a chat input takes it
+  (the first window's), and the time from the launch to the whole reply is set against the raw
+  process's import, load and reply.
 
 Each ``mnemo`` writes its moments (``engine.moments``), which give where the time goes: imports,
 profile open, the model's load (beside the open), the turn up to the model's step (recall, the
@@ -72,6 +76,87 @@ done = time.perf_counter()
 print(json.dumps({"import_s": imported - started, "load_s": loaded - imported,
                   "reply_s": done - loaded, "tokens": out["usage"]}))
 """
+
+
+# The window as a person who opens it to ask one thing: the message is typed and sent as soon
+# as a chat input takes it (the first window's, or in older code the full window's once ready),
+# and the moment the whole reply has arrived is written.
+ASK_AT_LAUNCH = """
+import sys
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+from engine import moments
+
+message = sys.argv[1]
+state = {"sent": False, "watched": set()}
+
+
+def ask():
+    for widget in QApplication.topLevelWidgets():
+        chat = getattr(widget, "chat", None)
+        if chat is not None and id(widget) not in state["watched"]:
+            state["watched"].add(id(widget))
+            widget.bridge.message_sent.connect(lambda _event: moments.mark("answered"))
+        if state["sent"] or not widget.isVisible():
+            continue
+        typing = getattr(widget, "input", None)  # the first window's chat input
+        if typing is None and chat is not None and chat.ready:
+            typing = chat.input
+        if typing is not None:
+            QTest.keyClicks(typing, message)
+            QTest.keyClick(typing, Qt.Key.Key_Return)
+            state["sent"] = True
+            moments.mark("sent")
+
+
+app = QApplication([sys.argv[0]])
+poll = QTimer()
+poll.timeout.connect(ask)
+poll.start(5)
+sys.argv = ["mnemo"]
+from desktop.launcher import run_and_exit
+
+run_and_exit()
+"""
+
+
+def ask_at_launch(tree: str | None) -> dict[str, float]:
+    """Launch the window on a fresh profile and ask one thing at once: the moments, in seconds
+    from the launch, up to the whole reply."""
+    with tempfile.TemporaryDirectory() as home:
+        env = {
+            **os.environ,
+            "QT_QPA_PLATFORM": "offscreen",
+            "MNEMO_HOME": str(Path(home) / "profile"),
+            "XDG_CONFIG_HOME": str(Path(home) / "config"),
+            "MNEMO_STARTUP_TRACE": "1",
+            **({"PYTHONPATH": tree} if tree else {}),
+        }
+        started = time.time()
+        process = subprocess.Popen(
+            [sys.executable, "-c", ASK_AT_LAUNCH, MESSAGE],
+            env=env,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            cwd=tree,
+        )
+        moments: dict[str, float] = {}
+        assert process.stderr is not None
+        try:
+            for line in process.stderr:
+                if line.startswith("mnemo-startup "):
+                    _, moment, when = line.split()
+                    moments[moment] = float(when) - started
+                    if moment == "answered":
+                        break
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    if "answered" not in moments:
+        raise SystemExit("the window never answered the message sent at launch")
+    return moments
 
 
 def big_profile() -> Path:
@@ -205,7 +290,7 @@ def main() -> None:
         display = {"QT_QPA_PLATFORM": "offscreen"}
         mnemo_turn(command, work / "warm-up", args.tree)  # compiled modules kept, files cached
         raw(prompt_file)
-        fresh, big, raws, windows, loads = [], [], [], [], []
+        fresh, big, raws, windows, loads, asked = [], [], [], [], [], []
         for run in range(args.runs):
             fresh.append(mnemo_turn(command, work / f"fresh-{run}", args.tree))
             copy = work / f"big-{run}"
@@ -215,6 +300,7 @@ def main() -> None:
             raws.append(raw(prompt_file))
             if not args.no_window:
                 windows.append(one_start(display, command, args.tree))
+                asked.append(ask_at_launch(args.tree))
             loads.append(raw(load_file))
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -238,10 +324,14 @@ def main() -> None:
     }
     if windows:
         ready = statistics.median(w[1] for w in windows)
+        reply = statistics.median(a["answered"] for a in asked)
         result |= {
             "window_shown_s_p50": round(statistics.median(w[0] for w in windows), 2),
             "chat_ready_s_p50": round(ready, 2),
             "ratio_ready": round(ready / load_s, 2),
+            "message_sent_at_launch_s_p50": round(statistics.median(a["sent"] for a in asked), 2),
+            "reply_after_launch_s_p50": round(reply, 2),
+            "ratio_reply_after_launch": round(reply / raw_s, 2),
         }
     result["targets"] = {"ratio": 1.5, "ratio_ready": 1.5, "window_shown_s": 0.5}
     emit(result)
