@@ -53,6 +53,24 @@ def data_folder() -> Path:
     return Path(platformdirs.user_data_dir("mnemo", appauthor=False)) / "profiles"
 
 
+def cache_folder() -> Path:
+    """Where what Mnemo can always make again is kept between processes (word-piece vectors,
+    the model's state after the system prompt): the user's cache folder."""
+    return Path(platformdirs.user_cache_dir("mnemo", appauthor=False))
+
+
+def prompt_states_folder() -> Path:
+    """The local model's kept states after a system prompt (``engine.llm.prompt_states``)."""
+    return cache_folder() / "prompt-states"
+
+
+def forget_prompt_states() -> None:
+    """Remove every kept prompt state, and any being written: they hold core memory as tokens,
+    so forgetting removes them (the next process makes its own again)."""
+    for path in prompt_states_folder().glob("*"):
+        path.unlink(missing_ok=True)
+
+
 def current_assistant() -> str:
     """The assistant in use (``mnemo assistants use``), ``default`` until one is chosen."""
     try:

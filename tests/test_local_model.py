@@ -246,3 +246,53 @@ def test_a_context_past_what_the_model_was_trained_on_is_clamped_to_it():
     assert trained and trained < 65_537
     model = LlamaModel(context_length=65_537)  # a server user once asked for this, per assistant
     assert model.context_length == trained
+
+
+def test_a_new_process_starts_from_the_kept_state_after_the_system_prompt(tmp_path, monkeypatch):
+    """The first step of a freshly loaded model reads the state after the system prompt that an
+    earlier one kept, and evaluates only what follows; the reply is the same. Another system
+    prompt (core memory changed) misses; a damaged state is made again; forgetting removes
+    them all."""
+    import engine.profile
+
+    monkeypatch.setattr(engine.profile, "cache_folder", lambda: tmp_path)
+    states = tmp_path / "prompt-states"
+
+    def load() -> tuple[LlamaModel, list[int]]:
+        model = LlamaModel(context_length=2048, seed=7)
+        evaluated: list[int] = []
+        evaluate = model._llama.eval
+        model._llama.eval = lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1]
+        return model, evaluated
+
+    plain = prompt_for("What is the capital of France?")
+    plain = Prompt(plain.instructions, [], plain.memory, plain.messages)
+    first, first_evals = load()
+    made = first.step(plain)
+    assert made.text
+    assert [path.suffix for path in states.iterdir()] == [".state"]
+    prefix = first_evals[0]  # the system prompt alone, then the rest
+    assert prefix >= 32 and prefix + first_evals[1] == made.stats.prompt_tokens
+
+    second, second_evals = load()
+    read = second.step(plain)
+    assert read.text == made.text  # the same reply
+    assert second_evals[0] == made.stats.prompt_tokens - prefix  # only what follows was evaluated
+
+    changed = Prompt(plain.instructions, [], plain.memory.replace("Sam", "Ada"), plain.messages)
+    third, third_evals = load()
+    assert third.step(changed).text
+    assert third_evals[0] == prefix  # not kept for this system prompt: evaluated, then kept
+    assert len(list(states.iterdir())) == 2
+
+    for path in states.iterdir():
+        path.write_bytes(b"not a state" * 100)
+    fourth, fourth_evals = load()
+    assert fourth.step(plain).text == made.text  # evaluated again, the same reply
+    assert fourth_evals[0] == prefix
+    fifth, fifth_evals = load()
+    assert fifth.step(plain).text == made.text
+    assert fifth_evals[0] == made.stats.prompt_tokens - prefix  # kept anew, and read
+
+    engine.profile.forget_prompt_states()
+    assert list(states.iterdir()) == []

@@ -9,13 +9,8 @@ import uuid
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
 log = logging.getLogger("mnemo.embed")
-
-
-def cache_folder() -> Path:
-    return Path(platformdirs.user_cache_dir("mnemo", appauthor=False))
 
 
 def keep(path: Path, **arrays: np.ndarray) -> bool:

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from engine.embed.kept import cache_folder, keep
+from engine.embed.kept import keep
 from engine.foreground import wait_until_idle
 from engine.hardware import return_freed_memory
+from engine.profile import cache_folder
 from engine.resources import resource_path
 
 MAX_TOKENS = 256  # all-MiniLM-L6-v2 was trained on inputs of at most 256 word pieces.

@@ -40,6 +40,7 @@ from engine.llm.base import (
     render_functions,
 )
 from engine.llm.grammar import functions_grammar, schema_grammar
+from engine.llm.prompt_states import PromptStates
 from engine.llm.prompt_tokens import PromptTokens
 from engine.modes import Mode
 from engine.settings import BUNDLED_MODEL
@@ -57,6 +58,8 @@ CALL_FORMAT = (
     "using one of these functions."
 )
 REPEAT_PENALTY = 1.1
+# A system prompt shorter than this is evaluated as it comes, not kept (too little to gain).
+MIN_KEPT_PREFIX = 32
 # A free-text reply is decoded greedily unless its prompt asks for a temperature (a reply written
 # again because it copied an earlier one). On tests/benchmarks/conversation.py greedy answered
 # more memory questions than sampling at 0.3, and that more than at 0.7 (what GPT4All, LM Studio
@@ -253,6 +256,11 @@ class LlamaModel:
             lambda text: self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True),
             self._splitting_text,
         )
+        self._states = PromptStates(
+            self._llama,
+            self.path,
+            {"n_ctx": self.context_length, "n_batch": self._llama.n_batch, "gpu": gpu_layers},
+        )
 
     @property
     def parameter_count(self) -> int:
@@ -311,6 +319,31 @@ class LlamaModel:
         if not attributes & special or attributes & llama_cpp.LLAMA_TOKEN_ATTR_LSTRIP:
             return None
         return self._llama.detokenize([token], special=True).decode("utf-8", errors="replace")
+
+    def _step_tokens(self, prompt: Prompt) -> list[int]:
+        """The tokens of a step on ``prompt``. In a fresh context (a new process's first step)
+        the model first stands at the end of the system prompt, from its kept state when there
+        is one (``engine.llm.prompt_states``)."""
+        messages = self._chat(prompt)
+        tokens = self._render(messages)
+        if not self._llama.n_tokens:
+            self._states.start(self._system_prefix(messages[0], tokens))
+        return tokens
+
+    def _system_prefix(self, system: dict[str, str], tokens: list[int]) -> list[int]:
+        """The first tokens of ``tokens`` that the system message alone renders to (at least a
+        few, never all: the step evaluates at least its last token)."""
+        try:
+            text = self._formatter(messages=[system], enable_thinking=False).prompt  # type: ignore[list-item]
+        except Exception:  # noqa: BLE001 (a template that wants more than a system message)
+            return []
+        alone = self._prompt_tokens.tokens(text)
+        shared = 0
+        for ours, theirs in zip(alone, tokens[:-1], strict=False):
+            if ours != theirs:
+                break
+            shared += 1
+        return tokens[:shared] if shared >= MIN_KEPT_PREFIX else []
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
@@ -394,7 +427,7 @@ class LlamaModel:
     ) -> Step:
         with self._lock:
             moments.mark("step")
-            tokens = self._render(self._chat(prompt))
+            tokens = self._step_tokens(prompt)
             if not prompt.functions:  # a plain-text reply, streamed whole
                 grammar = self._schema_grammar(prompt.reply_schema)
                 output, stats = self._generate(
@@ -426,7 +459,7 @@ class LlamaModel:
         extends it) starts generating at once. The assisted mode runs it after a fold, and while it
         recalls when the model is on a GPU."""
         with self._lock:
-            tokens = self._render(self._chat(prompt))
+            tokens = self._step_tokens(prompt)
             if len(tokens) + self.max_step_tokens > self.context_length:
                 return  # the step reports it
             generation = self._llama.generate(tokens, temp=0.0, repeat_penalty=REPEAT_PENALTY)

@@ -45,6 +45,7 @@ from engine.memory.recall import keyword_text
 from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, Tombstone, words
 from engine.memory.vectors import clear_query_vectors, quote_sql
+from engine.profile import forget_prompt_states
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -649,6 +650,7 @@ def _scrub(mnemo: Mnemo) -> list[str]:
     notes = []
     trace.clear()
     clear_query_vectors()
+    forget_prompt_states()  # a model's state after a system prompt that may have held it
     mnemo.wait_for_background_work()
     for table in (mnemo.passage_vectors, mnemo.recall_vectors):
         table.scrub()

@@ -20,11 +20,12 @@ import numpy as np
 import pyarrow as pa
 
 from engine.embed.base import Embedder
-from engine.embed.kept import cache_folder, keep
+from engine.embed.kept import keep
 from engine.errors import EmbedderMismatchError
 from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
 from engine.memory.vectors.lance import lancedb
 from engine.memory.vectors.upkeep import COMPACT_TARGET_ROWS, Upkeep
+from engine.profile import cache_folder
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
