@@ -722,6 +722,8 @@ class MainWindow(QMainWindow):
         for thread in self._threads:
             thread.wait()
         self._threads = []
+        if (agent := self.chat_worker.agent) is not None:  # the next start's first reply
+            agent.model.keep_state()  # begins where this window's model stands
         self.ingest_worker.stop_watching()
         self.tasks.stop()
         self.collector.stop()

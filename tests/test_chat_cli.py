@@ -71,6 +71,7 @@ def test_one_message_prints_the_reply_and_lists_waiting_proposals(mnemo):
     assert out.getvalue() == "Nice to meet you, Sam.\n"
     assert "Proposal 1 waits for you" in err.getvalue()
     assert "mnemo memory approve 1" in err.getvalue()
+    assert model.states_kept == 1  # the next process in this conversation starts from here
 
 
 def test_chat_resumes_an_interrupted_turn_first(mnemo):
@@ -226,7 +227,9 @@ def test_one_message_leaves_the_fold_and_the_chat_makes_it_at_its_start(mnemo):
         folds_before_the_reply.append(len(model.summary_requests)) or step(*a, **k)
     )
     out = io.StringIO()
+    kept_before = model.states_kept
     chat(mnemo, model, ask=answers("Hi", "/context", "/quit"), out=out)
+    assert model.states_kept == kept_before + 1  # kept as the chat ended
     assert folds_before_the_reply and folds_before_the_reply[0] > 0
     assert "Hello again." in out.getvalue()
     assert "0 summarised" not in out.getvalue()

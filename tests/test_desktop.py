@@ -157,6 +157,16 @@ def test_a_reply_streams_into_the_chat(qtbot, window, model):
     assert window.context.stats is not None and window.context.stats.total > 0
 
 
+def test_the_model_keeps_its_state_as_the_window_closes(qtbot, mnemo, model):
+    """The next start's first reply begins where this window's model stands."""
+    window = open_window(qtbot, mnemo, model)
+    model.enqueue([say("Hello.")])
+    send(qtbot, window, "Hi")
+    assert model.states_kept == 0
+    window.shutdown()
+    assert model.states_kept == 1
+
+
 def test_stop_cancels_a_reply(qtbot, window, model):
     model.enqueue([ScriptedStep(say("This is never shown."), delay_s=30)])
     window.chat.input.setPlainText("Tell me a long story")

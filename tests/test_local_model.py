@@ -248,11 +248,12 @@ def test_a_context_past_what_the_model_was_trained_on_is_clamped_to_it():
     assert model.context_length == trained
 
 
-def test_a_new_process_starts_from_the_kept_state_after_the_system_prompt(tmp_path, monkeypatch):
-    """The first step of a freshly loaded model reads the state after the system prompt that an
-    earlier one kept, and evaluates only what follows; the reply is the same. Another system
-    prompt (core memory changed) misses; a damaged state is made again; forgetting removes
-    them all."""
+def test_a_new_process_starts_from_the_kept_state_of_an_earlier_one(tmp_path, monkeypatch):
+    """A freshly loaded model's first step reads the kept state sharing the longest beginning
+    with its prompt and evaluates only the rest: the system prompt kept by an earlier first
+    step (the same reply), or the whole conversation an earlier process kept as it ended.
+    A changed core memory reads the part before the change; a damaged state is made again;
+    forgetting removes them all."""
     import engine.profile
 
     monkeypatch.setattr(engine.profile, "cache_folder", lambda: tmp_path)
@@ -265,34 +266,46 @@ def test_a_new_process_starts_from_the_kept_state_after_the_system_prompt(tmp_pa
         model._llama.eval = lambda tokens: (evaluated.append(len(tokens)), evaluate(tokens))[1]
         return model, evaluated
 
-    plain = prompt_for("What is the capital of France?")
-    plain = Prompt(plain.instructions, [], plain.memory, plain.messages)
+    def plain(memory: str, *messages: ChatMessage) -> Prompt:
+        return Prompt("You are Mnemo, a helpful assistant with memory.", [], memory, [*messages])
+
+    memory = "### Core memory\n<human>\nName: Sam. Lives in Lyon. Likes long walks.\n</human>"
+    question = plain(memory, ChatMessage("user", "What is the capital of France?"))
     first, first_evals = load()
-    made = first.step(plain)
+    made = first.step(question)
     assert made.text
-    assert [path.suffix for path in states.iterdir()] == [".state"]
-    prefix = first_evals[0]  # the system prompt alone, then the rest
-    assert prefix >= 32 and prefix + first_evals[1] == made.stats.prompt_tokens
+    assert sorted(path.suffix for path in states.iterdir()) == [".state", ".tokens"]
+    system = first_evals[0]  # the system prompt alone, then the rest
+    assert system >= 32 and system + first_evals[1] == made.stats.prompt_tokens
 
     second, second_evals = load()
-    read = second.step(plain)
-    assert read.text == made.text  # the same reply
-    assert second_evals[0] == made.stats.prompt_tokens - prefix  # only what follows was evaluated
+    assert second.step(question).text == made.text  # the same reply
+    assert second_evals[0] == made.stats.prompt_tokens - system  # only what follows
 
-    changed = Prompt(plain.instructions, [], plain.memory.replace("Sam", "Ada"), plain.messages)
+    second.keep_state()  # as `mnemo chat -m` does after its reply
+    follow = plain(
+        memory,
+        ChatMessage("user", "What is the capital of France?"),
+        ChatMessage("assistant", made.text),
+        ChatMessage("user", "And of Italy?"),
+    )
     third, third_evals = load()
-    assert third.step(changed).text
-    assert third_evals[0] == prefix  # not kept for this system prompt: evaluated, then kept
-    assert len(list(states.iterdir())) == 2
+    assert third.step(follow).text
+    assert third_evals[0] < 40  # the new message (and the reply's tail), not the conversation
 
-    for path in states.iterdir():
-        path.write_bytes(b"not a state" * 100)
+    changed = plain(memory.replace("Likes long walks", "Likes chess"), *question.messages)
     fourth, fourth_evals = load()
-    assert fourth.step(plain).text == made.text  # evaluated again, the same reply
-    assert fourth_evals[0] == prefix
+    assert fourth.step(changed).text
+    assert 0 < fourth_evals[0] < system  # read up to the change, evaluated from there
+
+    for path in states.glob("*.state"):
+        path.write_bytes(b"not a state" * 100)
     fifth, fifth_evals = load()
-    assert fifth.step(plain).text == made.text
-    assert fifth_evals[0] == made.stats.prompt_tokens - prefix  # kept anew, and read
+    assert fifth.step(question).text == made.text  # evaluated again: the same reply
+    assert fifth_evals[0] == system
+    sixth, sixth_evals = load()
+    assert sixth.step(question).text == made.text
+    assert sixth_evals[0] == made.stats.prompt_tokens - system  # kept anew, and read
 
     engine.profile.forget_prompt_states()
     assert list(states.iterdir()) == []

@@ -240,6 +240,7 @@ def chat(
         if agent.interrupted:
             run_turn(agent, None, view, err)
         result = run_turn(agent, message, view, err)
+        model.keep_state()  # the next `mnemo chat` in this conversation starts from here
         for proposal in view.proposals:
             err.write(
                 f"Proposal {proposal.id} waits for you: {proposal.describe()} "
@@ -316,6 +317,7 @@ def chat(
                 review_proposals(mnemo, view.proposals, ask, out)
     finally:
         stop_folding()  # cancelled: nothing of it is kept
+        model.keep_state()  # the next start in this conversation begins where this one stands
 
 
 def cmd_chat(mnemo: Mnemo, args: argparse.Namespace) -> int:

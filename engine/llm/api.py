@@ -106,6 +106,9 @@ class ApiChatModel:
     def prefill(self, prompt: Prompt) -> None:
         pass  # a server caches prompts itself
 
+    def keep_state(self) -> None:
+        pass  # the same
+
     # -- counting ------------------------------------------------------------------------------
 
     def count_tokens(self, text: str) -> int:

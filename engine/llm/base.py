@@ -158,6 +158,12 @@ class ChatModel(Protocol):
         nothing for models that cannot."""
         ...
 
+    def keep_state(self) -> None:
+        """This process is done with the model: keep what it has evaluated for the next one to
+        start from (a local model's state, ``engine.llm.prompt_states``); nothing for models
+        that cannot."""
+        ...
+
     def complete(
         self,
         system: str,

@@ -58,8 +58,6 @@ CALL_FORMAT = (
     "using one of these functions."
 )
 REPEAT_PENALTY = 1.1
-# A system prompt shorter than this is evaluated as it comes, not kept (too little to gain).
-MIN_KEPT_PREFIX = 32
 # A free-text reply is decoded greedily unless its prompt asks for a temperature (a reply written
 # again because it copied an earlier one). On tests/benchmarks/conversation.py greedy answered
 # more memory questions than sampling at 0.3, and that more than at 0.7 (what GPT4All, LM Studio
@@ -322,17 +320,17 @@ class LlamaModel:
 
     def _step_tokens(self, prompt: Prompt) -> list[int]:
         """The tokens of a step on ``prompt``. In a fresh context (a new process's first step)
-        the model first stands at the end of the system prompt, from its kept state when there
-        is one (``engine.llm.prompt_states``)."""
+        the model first stands as far into them as a kept state goes, and at least at the end
+        of the system prompt (``engine.llm.prompt_states``)."""
         messages = self._chat(prompt)
         tokens = self._render(messages)
         if not self._llama.n_tokens:
-            self._states.start(self._system_prefix(messages[0], tokens))
+            self._states.start(tokens, self._system_prefix(messages[0], tokens))
         return tokens
 
     def _system_prefix(self, system: dict[str, str], tokens: list[int]) -> list[int]:
-        """The first tokens of ``tokens`` that the system message alone renders to (at least a
-        few, never all: the step evaluates at least its last token)."""
+        """The first tokens of ``tokens`` that the system message alone renders to (never all:
+        the step evaluates at least the last)."""
         try:
             text = self._formatter(messages=[system], enable_thinking=False).prompt  # type: ignore[list-item]
         except Exception:  # noqa: BLE001 (a template that wants more than a system message)
@@ -343,7 +341,12 @@ class LlamaModel:
             if ours != theirs:
                 break
             shared += 1
-        return tokens[:shared] if shared >= MIN_KEPT_PREFIX else []
+        return tokens[:shared]
+
+    def keep_state(self) -> None:
+        """Keep what the model has evaluated, for the next process to start from."""
+        with self._lock:
+            self._states.keep()
 
     def count_tokens(self, text: str) -> int:
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))

@@ -1,23 +1,27 @@
-"""The local model's state after the system prompt, kept on disk between processes.
+"""The local model's evaluated prompt, kept on disk between processes.
 
-A new process (`mnemo chat -m`, the window's first reply) evaluated Mnemo's whole system prompt
-(instructions and core memory, ~220 tokens with the bundled model) before its first token: about
-0.9 s of the 2 cores, the same every time. llama.cpp can write its state after those tokens to a
-file and read it back (its "session" files, what `llama-cli --prompt-cache` uses), so the next
-process evaluates only what follows the system prompt.
+A new process (`mnemo chat -m`, the window's first reply) evaluated Mnemo's whole prompt before
+its first token: the system prompt (instructions and core memory, ~220 tokens with the bundled
+model, about 0.9 s of the 2 cores, the same every time) and the conversation so far (seconds,
+once it is long). llama.cpp can write its state after some tokens to a file and read it back
+(its "session" files, what `llama-cli --prompt-cache` uses). So:
 
-Each file is named by a digest of everything its state depends on: the model file, the context
-and attention settings, the llama.cpp build, and the tokens themselves. A state is only ever
-read for exactly the tokens it was made from, so a changed core memory simply misses. The most
-recently used few are kept in the user's cache folder; forgetting removes them all (they hold
-core memory's text as tokens).
+- a process's first step starts from the kept state that shares the longest beginning with its
+  prompt (the state is cut back to that beginning), and evaluates only the rest;
+- when no kept state covers the whole system prompt, the system prompt is evaluated as a batch of
+  its own and kept, so a reply is the same whether it was read or evaluated;
+- a process done with the model keeps where it stands (`mnemo chat -m` after its reply, the chat
+  and the window as they close), and the next start in that conversation begins there.
 
-The system prompt is always evaluated as a batch of its own at a process's first step, whether
-its state is then read or made: a reply is the same either way.
+Each state is kept beside the tokens it holds, named by a digest of everything it depends on:
+the model file, the context settings, the llama.cpp build, and the tokens. The most recently used
+few are kept, in the user's cache folder; forgetting removes them all (they hold core memory and
+conversations as tokens).
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import hashlib
@@ -33,9 +37,10 @@ from engine.profile import prompt_states_folder
 
 log = logging.getLogger("mnemo.llm")
 
-KEPT = 4  # states kept (a few assistants, or a core memory just edited)...
+KEPT = 4  # states kept (a few assistants and conversations)...
 KEPT_BYTES = 512 * 2**20  # ...and no more than this in all (a large model's state is large)
-SUFFIX = ".state"
+MIN_SHARED = 32  # fewer tokens in common are evaluated rather than read
+STATE, TOKENS = ".state", ".tokens"
 
 
 class PromptStates:
@@ -47,74 +52,125 @@ class PromptStates:
             stat = model_path.stat()
         except OSError:
             stat = None
-        self._identity = repr(
+        identity = repr(
             (
                 str(model_path.resolve()),
                 stat and (stat.st_size, stat.st_mtime_ns),
                 sorted(settings.items()),
                 llama_cpp.__version__,
             )
-        ).encode()
-
-    def start(self, prefix: list[int]) -> None:
-        """Put the model at the end of ``prefix`` (a fresh context only): read from its kept
-        state, or evaluated and then kept."""
-        if self._llama.n_tokens or not prefix:
-            return
-        path = self._path(prefix)
-        if self._read(path, prefix):
-            return
-        self._llama.eval(prefix)
-        self._keep(path, prefix)
-
-    def _path(self, tokens: list[int]) -> Path:
-        digest = hashlib.sha256(self._identity)
-        digest.update(b"".join(token.to_bytes(4, "little", signed=True) for token in tokens))
-        return prompt_states_folder() / f"{digest.hexdigest()[:40]}{SUFFIX}"
-
-    def _read(self, path: Path, tokens: list[int]) -> bool:
-        if not path.is_file():
-            return False
-        found = (llama_cpp.llama_token * len(tokens))()
-        count = ctypes.c_size_t(0)
-        read = llama_cpp.llama_state_load_file(
-            self._llama.ctx, os.fsencode(path), found, len(tokens), ctypes.byref(count)
         )
-        if not read or found[: count.value] != tokens:  # damaged, or not what it is named for
-            log.warning("the kept prompt state %s could not be used; it is made again", path.name)
-            self._llama.reset()
-            self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # whatever was read goes
-            path.unlink(missing_ok=True)
-            return False
-        self._llama.input_ids[: len(tokens)] = tokens
-        self._llama.n_tokens = len(tokens)
-        self._llama._requires_eval = True  # the next step evaluates after it, which samples
+        self._model = hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+    def start(self, tokens: list[int], system: list[int]) -> None:
+        """In a fresh context, stand as far into ``tokens`` as a kept state goes, and at least
+        at the end of ``system`` (the system prompt's tokens: evaluated and kept when no state
+        covers them). The step then evaluates the rest."""
+        if self._llama.n_tokens:
+            return
+        standing = self._read_longest(tokens)
+        if len(system) >= MIN_SHARED and standing < len(system):
+            self._llama.eval(system[standing:])
+            self._keep(system)
+
+    def keep(self) -> None:
+        """Keep the state the model stands in now, for the next process to start from."""
+        count = self._llama.n_tokens
+        if count >= MIN_SHARED:
+            self._keep(self._llama.input_ids[:count].tolist())
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _read_longest(self, tokens: list[int]) -> int:
+        """Read the kept state sharing the longest beginning with ``tokens`` (never all of
+        them: the step evaluates at least the last) and cut it back to that; how many tokens
+        the model then stands at."""
+        candidates = []
+        for listed in prompt_states_folder().glob(f"{self._model}-*{TOKENS}"):
+            try:
+                kept = array.array("i", listed.read_bytes()).tolist()
+            except (OSError, ValueError):
+                continue
+            shared = _shared(kept, tokens[:-1])
+            if shared >= MIN_SHARED:
+                candidates.append((shared, -len(kept), listed.with_suffix(STATE), kept))
+        # the longest beginning in common, then the smallest file; a damaged one, the next
+        ranked = sorted(candidates, key=lambda candidate: candidate[:2], reverse=True)
+        loaded = next((c for c in ranked if self._load(c[2], c[3])), None)
+        if loaded is None:
+            return 0
+        shared, path = loaded[0], loaded[2]
+        self._llama._ctx.kv_cache_seq_rm(-1, shared, -1)  # the part not shared goes
+        self._llama.input_ids[:shared] = tokens[:shared]
+        self._llama.n_tokens = shared
+        self._llama._requires_eval = True  # the step evaluates after it, which samples
         with contextlib.suppress(OSError):  # recently used: kept longest
             os.utime(path)
-        return True
+        return shared
 
-    def _keep(self, path: Path, tokens: list[int]) -> None:
-        partial = path.with_name(f".{uuid.uuid4().hex}.partial")  # not a state until whole
+    def _load(self, path: Path, kept: list[int]) -> bool:
+        found = (llama_cpp.llama_token * len(kept))()
+        count = ctypes.c_size_t(0)
+        loaded = path.is_file() and llama_cpp.llama_state_load_file(
+            self._llama.ctx, os.fsencode(path), found, len(kept), ctypes.byref(count)
+        )
+        if loaded and found[: count.value] == kept:
+            return True
+        log.warning("the kept prompt state %s could not be used; it is made again", path.name)
+        self._llama.reset()
+        self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)  # whatever was read goes
+        _remove(path)
+        return False
+
+    # -- keeping -------------------------------------------------------------------------------
+
+    def _keep(self, tokens: list[int]) -> None:
+        digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:24]
+        path = prompt_states_folder() / f"{self._model}-{digest}{STATE}"
+        if path.with_suffix(TOKENS).is_file():  # kept already: now recently used
+            with contextlib.suppress(OSError):
+                os.utime(path)
+            return
+        # Each file is written under a name no reader looks for, then renamed; the tokens come
+        # last, so a state is listed only once it is whole.
+        partials = [path.with_name(f".{uuid.uuid4().hex}.partial") for _ in range(2)]
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            array = (llama_cpp.llama_token * len(tokens))(*tokens)
+            held = (llama_cpp.llama_token * len(tokens))(*tokens)
             if not llama_cpp.llama_state_save_file(
-                self._llama.ctx, os.fsencode(partial), array, len(tokens)
+                self._llama.ctx, os.fsencode(partials[0]), held, len(tokens)
             ):
                 raise OSError("llama.cpp could not write it")
-            partial.replace(path)
+            partials[0].replace(path)
+            partials[1].write_bytes(array.array("i", tokens).tobytes())
+            partials[1].replace(path.with_suffix(TOKENS))
         except OSError as error:
-            partial.unlink(missing_ok=True)
+            for partial in partials:
+                partial.unlink(missing_ok=True)
             log.warning("could not keep the prompt state in %s: %s", path.parent, error)
             return
         _prune(path.parent)
+
+
+def _shared(kept: list[int], tokens: list[int]) -> int:
+    shared = 0
+    for ours, theirs in zip(kept, tokens, strict=False):
+        if ours != theirs:
+            break
+        shared += 1
+    return shared
+
+
+def _remove(state: Path) -> None:
+    state.with_suffix(TOKENS).unlink(missing_ok=True)  # unlisted first
+    state.unlink(missing_ok=True)
 
 
 def _prune(folder: Path) -> None:
     """Keep the most recently used states, at most ``KEPT`` and ``KEPT_BYTES`` (the newest
     always)."""
     states = []
-    for path in folder.glob(f"*{SUFFIX}"):
+    for path in folder.glob(f"*{STATE}"):
         with contextlib.suppress(OSError):  # another process removed it meanwhile
             stat = path.stat()
             states.append((stat.st_mtime, stat.st_size, path))
@@ -122,4 +178,4 @@ def _prune(folder: Path) -> None:
     for rank, (_, size, path) in enumerate(sorted(states, key=lambda state: -state[0])):
         total += size
         if rank and (rank >= KEPT or total > KEPT_BYTES):
-            path.unlink(missing_ok=True)
+            _remove(path)

@@ -66,6 +66,7 @@ class ScriptedModel:
         self._default = default
         self.prompts: list[Prompt] = []
         self.prefilled: list[Prompt] = []
+        self.states_kept = 0
         self.summary_requests: list[tuple[str, str]] = []
 
     def enqueue(self, outputs: Iterable[str | dict[str, Any] | ScriptedStep]) -> None:
@@ -143,6 +144,9 @@ class ScriptedModel:
 
     def prefill(self, prompt: Prompt) -> None:
         self.prefilled.append(prompt)
+
+    def keep_state(self) -> None:
+        self.states_kept += 1
 
     def complete(
         self,

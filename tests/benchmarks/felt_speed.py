@@ -14,6 +14,12 @@ Run by run, alternating:
   (the first window's), and the time from the launch to the whole reply is set against the raw
   process's import, load and reply.
 
+A local model keeps its state after the system prompt between processes
+(``engine.llm.prompt_states``), so a ``mnemo chat -m`` after the first evaluates only the
+message. The first process after the system prompt changed (core memory, or the date) has none:
+each run also times a fresh profile's turn with every kept state removed first ("without kept
+state").
+
 Each ``mnemo`` writes its moments (``engine.moments``), which give where the time goes: imports,
 profile open, the model's load (beside the open), the turn up to the model's step (recall, the
 window), prompt evaluation, generation, the memory step after the reply, closing, and exit.
@@ -40,6 +46,8 @@ from pathlib import Path
 
 from _common import ClusteredVectors, TextGenerator, emit
 from startup import one_start
+
+from engine.profile import forget_prompt_states
 
 MESSAGE = "Hello! What's a good name for a cat?"
 CACHE = Path.home() / ".cache" / "mnemo-benchmarks" / "felt-speed"
@@ -290,8 +298,10 @@ def main() -> None:
         display = {"QT_QPA_PLATFORM": "offscreen"}
         mnemo_turn(command, work / "warm-up", args.tree)  # compiled modules kept, files cached
         raw(prompt_file)
-        fresh, big, raws, windows, loads, asked = [], [], [], [], [], []
+        fresh, cold, big, raws, windows, loads, asked = [], [], [], [], [], [], []
         for run in range(args.runs):
+            forget_prompt_states()  # as after core memory (or the date) changed
+            cold.append(mnemo_turn(command, work / f"cold-{run}", args.tree))
             fresh.append(mnemo_turn(command, work / f"fresh-{run}", args.tree))
             copy = work / f"big-{run}"
             shutil.copytree(template / "profile", copy)
@@ -306,6 +316,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     raw_s = statistics.median(raws)
     fresh_s = statistics.median(run["exit"] for run in fresh)
+    cold_s = statistics.median(run["exit"] for run in cold)
     big_s = statistics.median(run["exit"] for run in big)
     load_s = statistics.median(loads)
     result: dict[str, object] = {
@@ -317,8 +328,11 @@ def main() -> None:
         "chat_fresh_s_p50": round(fresh_s, 2),
         "chat_10k_s_p50": round(big_s, 2),
         "ratio_fresh": round(fresh_s / raw_s, 2),
+        "chat_fresh_without_kept_state_s_p50": round(cold_s, 2),
+        "ratio_fresh_without_kept_state": round(cold_s / raw_s, 2),
         "ratio_10k": round(big_s / raw_s, 2),
         "breakdown_fresh_s": breakdown(fresh),
+        "breakdown_fresh_without_kept_state_s": breakdown(cold),
         "breakdown_10k_s": breakdown(big),
         "raw_load_s_p50": round(load_s, 2),
     }
