@@ -11,14 +11,16 @@ Run by run, alternating:
 - the window's launch to "chat ready" (``startup.py``'s measure: the model loaded in the full
   window), and the raw model load;
 - the window launched to ask one thing: the message is typed as soon as a chat input takes it
-  (the first window's), and the time from the launch to the whole reply is set against the raw
-  process's import, load and reply.
+  (the first window's; before it had one, the full window's once ready): when the chat takes a
+  message, against the raw load, and the launch to the whole reply, against the raw process's
+  import, load and reply.
 
 A local model keeps its state after the system prompt between processes
 (``engine.llm.prompt_states``), so a ``mnemo chat -m`` after the first evaluates only the
 message. The first process after the system prompt changed (core memory, or the date) has none:
 each run also times a fresh profile's turn with every kept state removed first ("without kept
-state").
+state"). Before each other run only the system prompt's state is left: the state a run keeps
+after its reply would hold the next run's whole prompt, since every run asks the same.
 
 Each ``mnemo`` writes its moments (``engine.moments``), which give where the time goes: imports,
 profile open, the model's load (beside the open), the turn up to the model's step (recall, the
@@ -47,7 +49,7 @@ from pathlib import Path
 from _common import ClusteredVectors, TextGenerator, emit
 from startup import one_start
 
-from engine.profile import forget_prompt_states
+from engine.profile import forget_prompt_states, prompt_states_folder
 
 MESSAGE = "Hello! What's a good name for a cat?"
 CACHE = Path.home() / ".cache" / "mnemo-benchmarks" / "felt-speed"
@@ -165,6 +167,16 @@ def ask_at_launch(tree: str | None) -> dict[str, float]:
     if "answered" not in moments:
         raise SystemExit("the window never answered the message sent at launch")
     return moments
+
+
+def system_state_only() -> None:
+    """Leave only the kept state of the system prompt (the one holding the fewest tokens).
+    Every run asks the same message, and a state kept after an earlier run's reply would hold
+    this run's whole prompt: a person's next message is a new one."""
+    listed = sorted(prompt_states_folder().glob("*.tokens"), key=lambda path: path.stat().st_size)
+    for tokens in listed[1:]:
+        tokens.unlink()
+        tokens.with_suffix(".state").unlink(missing_ok=True)
 
 
 def big_profile() -> Path:
@@ -302,7 +314,9 @@ def main() -> None:
         for run in range(args.runs):
             forget_prompt_states()  # as after core memory (or the date) changed
             cold.append(mnemo_turn(command, work / f"cold-{run}", args.tree))
+            system_state_only()
             fresh.append(mnemo_turn(command, work / f"fresh-{run}", args.tree))
+            system_state_only()
             copy = work / f"big-{run}"
             shutil.copytree(template / "profile", copy)
             big.append(mnemo_turn(command, copy, args.tree))
@@ -310,6 +324,7 @@ def main() -> None:
             raws.append(raw(prompt_file))
             if not args.no_window:
                 windows.append(one_start(display, command, args.tree))
+                system_state_only()
                 asked.append(ask_at_launch(args.tree))
             loads.append(raw(load_file))
     finally:
@@ -339,11 +354,13 @@ def main() -> None:
     if windows:
         ready = statistics.median(w[1] for w in windows)
         reply = statistics.median(a["answered"] for a in asked)
+        takes = statistics.median(a["sent"] for a in asked)  # typed as soon as an input took it
         result |= {
             "window_shown_s_p50": round(statistics.median(w[0] for w in windows), 2),
             "chat_ready_s_p50": round(ready, 2),
             "ratio_ready": round(ready / load_s, 2),
-            "message_sent_at_launch_s_p50": round(statistics.median(a["sent"] for a in asked), 2),
+            "chat_takes_a_message_s_p50": round(takes, 2),
+            "ratio_takes_a_message": round(takes / load_s, 2),
             "reply_after_launch_s_p50": round(reply, 2),
             "ratio_reply_after_launch": round(reply / raw_s, 2),
         }
