@@ -237,8 +237,6 @@ class ChatView(QWidget):
 
         row = QHBoxLayout()
         self.input = MessageInput()
-        self.input.setPlaceholderText("Message Mnemo (Enter sends, Shift+Enter for a new line)")
-        self.input.setFixedHeight(64)
         self.input.submitted.connect(self._send)
         row.addWidget(self.input, 1)
         self.send_button = QPushButton("Send")

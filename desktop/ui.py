@@ -198,6 +198,11 @@ class MessageInput(QPlainTextEdit):
 
     submitted = Signal()
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.setPlaceholderText("Message Mnemo (Enter sends, Shift+Enter for a new line)")
+        self.setFixedHeight(64)
+
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt's name)
         enter = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter)
         if enter and not event.modifiers() & Qt.KeyboardModifier.ShiftModifier:

@@ -60,15 +60,31 @@ def cache_folder() -> Path:
 
 
 def prompt_states_folder() -> Path:
-    """The local model's kept states after a system prompt (``engine.llm.prompt_states``)."""
+    """The local model's kept prompt states (``engine.llm.prompt_states``)."""
     return cache_folder() / "prompt-states"
 
 
+FORGOTTEN = "forgotten"  # in the states' folder: touched by each forget
+
+
 def forget_prompt_states() -> None:
-    """Remove every kept prompt state, and any being written: they hold core memory as tokens,
-    so forgetting removes them (the next process makes its own again)."""
-    for path in prompt_states_folder().glob("*"):
+    """Remove every kept prompt state, and any being written: they hold core memory and
+    conversations as tokens. A model that evaluated its prompt before now keeps nothing more
+    (``last_forget``): its context may hold what was forgotten until its next step."""
+    folder = prompt_states_folder()
+    for path in folder.glob("*"):
         path.unlink(missing_ok=True)
+    with suppress(OSError):  # no cache folder can be made: nothing is kept in one either
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / FORGOTTEN).touch()
+
+
+def last_forget() -> float:
+    """When something was last forgotten (any process, any assistant), as a time stamp."""
+    try:
+        return (prompt_states_folder() / FORGOTTEN).stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def current_assistant() -> str:

@@ -308,4 +308,9 @@ def test_a_new_process_starts_from_the_kept_state_of_an_earlier_one(tmp_path, mo
     assert sixth_evals[0] == made.stats.prompt_tokens - system  # kept anew, and read
 
     engine.profile.forget_prompt_states()
-    assert list(states.iterdir()) == []
+    assert [path.name for path in states.iterdir()] == ["forgotten"]
+    sixth.keep_state()  # its context still holds what it evaluated before the forget
+    assert [path.name for path in states.iterdir()] == ["forgotten"]
+    sixth.step(question)  # evaluated anew (from the first token that changed)
+    sixth.keep_state()
+    assert len(list(states.glob("*.state"))) == 1

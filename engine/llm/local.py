@@ -324,8 +324,8 @@ class LlamaModel:
         of the system prompt (``engine.llm.prompt_states``)."""
         messages = self._chat(prompt)
         tokens = self._render(messages)
-        if not self._llama.n_tokens:
-            self._states.start(tokens, self._system_prefix(messages[0], tokens))
+        system = [] if self._llama.n_tokens else self._system_prefix(messages[0], tokens)
+        self._states.before_step(tokens, system)
         return tokens
 
     def _system_prefix(self, system: dict[str, str], tokens: list[int]) -> list[int]:

@@ -27,13 +27,14 @@ import ctypes
 import hashlib
 import logging
 import os
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import llama_cpp
 
-from engine.profile import prompt_states_folder
+from engine.profile import last_forget, prompt_states_folder
 
 log = logging.getLogger("mnemo.llm")
 
@@ -61,11 +62,13 @@ class PromptStates:
             )
         )
         self._model = hashlib.sha256(identity.encode()).hexdigest()[:16]
+        self._stepped_at = 0.0
 
-    def start(self, tokens: list[int], system: list[int]) -> None:
-        """In a fresh context, stand as far into ``tokens`` as a kept state goes, and at least
-        at the end of ``system`` (the system prompt's tokens: evaluated and kept when no state
-        covers them). The step then evaluates the rest."""
+    def before_step(self, tokens: list[int], system: list[int]) -> None:
+        """Before each step on ``tokens``. In a fresh context, stand as far into them as a kept
+        state goes, and at least at the end of ``system`` (the system prompt's tokens:
+        evaluated and kept when no state covers them). The step then evaluates the rest."""
+        self._stepped_at = time.time()
         if self._llama.n_tokens:
             return
         standing = self._read_longest(tokens)
@@ -74,9 +77,10 @@ class PromptStates:
             self._keep(system)
 
     def keep(self) -> None:
-        """Keep the state the model stands in now, for the next process to start from."""
+        """Keep the state the model stands in now, for the next process to start from; not
+        when something was forgotten since its last step (the context may still hold it)."""
         count = self._llama.n_tokens
-        if count >= MIN_SHARED:
+        if count >= MIN_SHARED and last_forget() < self._stepped_at:
             self._keep(self._llama.input_ids[:count].tolist())
 
     # -- reading -------------------------------------------------------------------------------
@@ -131,6 +135,8 @@ class PromptStates:
             with contextlib.suppress(OSError):
                 os.utime(path)
             return
+        if llama_cpp.llama_state_get_size(self._llama.ctx) > KEPT_BYTES // 2:
+            return  # a large model's long window: reading it would not repay writing it
         # Each file is written under a name no reader looks for, then renamed; the tokens come
         # last, so a state is listed only once it is whole.
         partials = [path.with_name(f".{uuid.uuid4().hex}.partial") for _ in range(2)]

@@ -650,7 +650,7 @@ def _scrub(mnemo: Mnemo) -> list[str]:
     notes = []
     trace.clear()
     clear_query_vectors()
-    forget_prompt_states()  # a model's state after a system prompt that may have held it
+    forget_prompt_states()  # the local model's kept prompts (core memory and conversations)
     mnemo.wait_for_background_work()
     for table in (mnemo.passage_vectors, mnemo.recall_vectors):
         table.scrub()

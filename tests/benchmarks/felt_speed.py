@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 
 from _common import ClusteredVectors, TextGenerator, emit
-from startup import one_start
+from startup import launched, one_start
 
 from engine.profile import forget_prompt_states, prompt_states_folder
 
@@ -134,39 +134,9 @@ run_and_exit()
 def ask_at_launch(tree: str | None) -> dict[str, float]:
     """Launch the window on a fresh profile and ask one thing at once: the moments, in seconds
     from the launch, up to the whole reply."""
-    with tempfile.TemporaryDirectory() as home:
-        env = {
-            **os.environ,
-            "QT_QPA_PLATFORM": "offscreen",
-            "MNEMO_HOME": str(Path(home) / "profile"),
-            "XDG_CONFIG_HOME": str(Path(home) / "config"),
-            "MNEMO_STARTUP_TRACE": "1",
-            **({"PYTHONPATH": tree} if tree else {}),
-        }
-        started = time.time()
-        process = subprocess.Popen(
-            [sys.executable, "-c", ASK_AT_LAUNCH, MESSAGE],
-            env=env,
-            stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            text=True,
-            cwd=tree,
-        )
-        moments: dict[str, float] = {}
-        assert process.stderr is not None
-        try:
-            for line in process.stderr:
-                if line.startswith("mnemo-startup "):
-                    _, moment, when = line.split()
-                    moments[moment] = float(when) - started
-                    if moment == "answered":
-                        break
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-    if "answered" not in moments:
-        raise SystemExit("the window never answered the message sent at launch")
-    return moments
+    asking = [sys.executable, "-c", ASK_AT_LAUNCH, MESSAGE]
+    with launched({"QT_QPA_PLATFORM": "offscreen"}, asking, tree, "answered") as (moments, _):
+        return moments
 
 
 def system_state_only() -> None:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from _common import emit
@@ -30,9 +32,12 @@ from _common import emit
 MNEMO = [str(Path(sys.executable).parent / "mnemo")]
 
 
-def one_start(
-    display_env: dict[str, str], command: list[str], tree: str | None
-) -> tuple[float, float, int]:
+@contextmanager
+def launched(
+    display_env: dict[str, str], command: list[str], tree: str | None, until: str
+) -> Iterator[tuple[dict[str, float], int]]:
+    """Start the window's ``command`` on a fresh profile and read its moments (seconds from the
+    start) up to ``until``; the moments and its process id while it still runs, then it ends."""
     with tempfile.TemporaryDirectory() as home:
         env = {
             **os.environ,
@@ -48,19 +53,30 @@ def one_start(
         )
         moments: dict[str, float] = {}
         assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith("mnemo-startup "):
-                _, moment, when = line.split()
-                moments[moment] = float(when) - started
-                if moment == "ready":
-                    break
+        try:
+            for line in process.stderr:
+                if line.startswith("mnemo-startup "):
+                    _, moment, when = line.split()
+                    moments[moment] = float(when) - started
+                    if moment == until:
+                        break
+            if until not in moments:
+                raise SystemExit(f"the window never reached {until!r}")
+            yield moments, process.pid
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def one_start(
+    display_env: dict[str, str], command: list[str], tree: str | None
+) -> tuple[float, float, int]:
+    with launched(display_env, command, tree, "ready") as (moments, pid):
         time.sleep(2.0)
         rss = 0
-        for line in Path(f"/proc/{process.pid}/status").read_text().splitlines():
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1]) * 1024
-        process.terminate()
-        process.wait(timeout=30)
     return moments["shown"], moments["ready"], rss
 
 
