@@ -23,6 +23,7 @@ from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402
 from engine.llm.local import bundled_model_path  # noqa: E402
 from engine.memory.archival import Source  # noqa: E402
+from engine.profile import forget_prompt_states  # noqa: E402
 from tests.s3_server import S3Server, running_s3_server  # noqa: E402
 
 
@@ -66,6 +67,13 @@ def mnemo_on_each_backend(profile_dir: Path, embedder, database_url) -> Iterator
     m = Mnemo.open(profile_dir, embedder=embedder, database_url=database_url)
     yield m
     m.close()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_prompt_states_from_before() -> None:
+    """The bundled model's replies in a run do not depend on states kept by earlier runs
+    (``engine.llm.prompt_states``): where a step starts from changes how its prompt is batched."""
+    forget_prompt_states()
 
 
 @pytest.fixture(autouse=True)
