@@ -59,6 +59,7 @@ def run(argv: Sequence[str]) -> int:
         return 1
     from PySide6.QtWidgets import QApplication  # Qt only for the window
 
+    lighten_pyside_import_check()
     from desktop.ui import PROFILE_SETTING, app_icon, app_settings
 
     app = QApplication.instance() or QApplication([sys.argv[0]])
@@ -77,6 +78,29 @@ def run(argv: Sequence[str]) -> int:
         code, chosen = _run_window(app, chosen)
         if chosen is None:
             return code
+
+
+def lighten_pyside_import_check() -> None:
+    """PySide6 replaces ``import`` with a hook that, for its opt-in ``__feature__``s, reads each
+    newly imported module's whole source through ``inspect`` to see whether it names PySide6:
+    ~0.15 s of the engine's imports before the chat is ready (tests/benchmarks/felt_speed.py).
+    The same answer, from the source file's bytes; PySide's own check stays if its internals
+    are not the ones this was written for."""
+    feature = sys.modules.get("shibokensupport.feature")
+    if not callable(getattr(feature, "_mod_uses_pyside", None)):
+        return
+
+    def uses_pyside(module: object) -> bool:
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            return False  # no source to read (built in, compiled, frozen): PySide's says False
+        try:
+            with open(path, "rb") as source:
+                return b"PySide6" in source.read()
+        except OSError:
+            return False
+
+    feature._mod_uses_pyside = uses_pyside  # type: ignore[union-attr]
 
 
 def _run_window(app: QCoreApplication, chosen: str | None) -> tuple[int, str | None]:

@@ -1165,6 +1165,25 @@ def test_the_garbage_collector_runs_again_once_mnemo_has_started(tmp_path, comma
     assert "collecting True" in result.stdout
 
 
+def test_the_lighter_pyside_import_check_answers_as_pyside_does(monkeypatch):
+    """desktop.app swaps PySide's per-import source check for a cheaper one; every module loaded
+    here (ours naming PySide6 or not, the standard library, compiled extensions) gets the
+    answer PySide's own gives."""
+    import shibokensupport.feature as feature  # loaded by PySide6
+
+    from desktop.app import lighten_pyside_import_check
+
+    pyside_check = feature._mod_uses_pyside
+    monkeypatch.setattr(feature, "_mod_uses_pyside", pyside_check)  # put back afterwards
+    lighten_pyside_import_check()
+    assert feature._mod_uses_pyside is not pyside_check
+    modules = [module for module in list(sys.modules.values()) if module is not None]
+    answers = {module.__name__: pyside_check(module) for module in modules}
+    assert answers["desktop.main_window"] and not answers["engine.mnemo"]
+    assert not answers["numpy._core._multiarray_umath"] and not answers["json"]
+    assert {module.__name__: feature._mod_uses_pyside(module) for module in modules} == answers
+
+
 # -- real models -----------------------------------------------------------------------------------
 
 
