@@ -187,6 +187,40 @@ def offload_supported() -> bool:
     return bool(llama_cpp.llama_supports_gpu_offload())
 
 
+def cpu_has_amx() -> bool:
+    """Whether the CPU has Intel's AMX matrix units (Sapphire Rapids and later Xeons), as Linux
+    reports them; False where it cannot tell."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return " amx_int8" in flags
+
+
+def keep_llama_off_amx() -> None:
+    """On a CPU with AMX, have llama.cpp load weights without its extra buffer types. ggml's
+    AMX kernels crash in their first matrix product on such CPUs (llama.cpp issue 20824, open;
+    here with the bundled model on every reply), and a build that detects the CPU compiles them
+    in. Without the AMX buffer, the same build computes with AVX-512 instead. Once per process,
+    before any model loads; the loaders call it."""
+    import llama_cpp
+    import llama_cpp.llama_cpp as llama_library
+
+    default = llama_library.llama_model_default_params
+    if getattr(default, "keeps_off_amx", False) or not cpu_has_amx():
+        return
+
+    def without_extra_buffers() -> llama_library.llama_model_params:
+        params = default()
+        params.use_extra_bufts = False
+        return params
+
+    without_extra_buffers.keeps_off_amx = True  # type: ignore[attr-defined]
+    # Llama reads it from the library's module, direct callers from the package.
+    llama_library.llama_model_default_params = without_extra_buffers
+    llama_cpp.llama_model_default_params = without_extra_buffers
+
+
 def memory_read_speed(size: int = 64 * 2**20) -> float | None:
     """Bytes per second one core reads from memory, best of three passes over ``size`` bytes.
 

@@ -129,6 +129,28 @@ def test_this_computer_is_detected():
     assert "CPU cores" in here.summary()
 
 
+def test_llama_cpp_is_kept_off_amx_where_the_cpu_has_it():
+    """ggml's AMX kernels crash on the first matrix product (llama.cpp issue 20824); on such a
+    CPU the loaders keep weights out of the AMX buffers, and the model still answers. Run in a
+    process of its own, since the switch holds for the whole process."""
+    script = """
+from engine import hardware
+from engine.llm.local import LlamaModel
+import llama_cpp, llama_cpp.llama_cpp as library
+before = library.llama_model_default_params().use_extra_bufts
+hardware.cpu_has_amx = lambda: True  # as on a Sapphire Rapids Xeon
+model = LlamaModel(None, context_length=512, seed=1)
+print(before, library.llama_model_default_params().use_extra_bufts,
+      llama_cpp.llama_model_default_params().use_extra_bufts)
+print(model.complete("You are brief.", "Say hello.", max_tokens=8) != "")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "False", "False", "True"]
+
+
 def test_nvidia_smi_output_is_read():
     gpus = hardware.parse_nvidia_smi("NVIDIA GeForce RTX 3060, 12288, 11000\nnot a gpu\n")
     assert gpus == (Gpu("NVIDIA GeForce RTX 3060", "nvidia", 12288 * 2**20, 11000 * 2**20),)

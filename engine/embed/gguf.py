@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.errors import ModelError
+from engine.hardware import keep_llama_off_amx
 
 log = logging.getLogger("mnemo.embed")
 
@@ -43,6 +44,7 @@ class GgufEmbedder:
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # as Llama(verbose=False)
         architecture, trained = _read_header(self.path)
         window = min(BATCH_TOKENS, trained or BATCH_TOKENS)  # BERT's positions end at 512
+        keep_llama_off_amx()
         try:
             self._llama = llama_cpp.Llama(
                 str(self.path),

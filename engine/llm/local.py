@@ -26,6 +26,7 @@ from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from engine import moments
 from engine.errors import ContextOverflowError, GenerationCancelled, ModelError
+from engine.hardware import keep_llama_off_amx
 from engine.llm.base import (
     FunctionSchema,
     MessageStream,
@@ -208,6 +209,7 @@ class LlamaModel:
         if context_length > CONTEXT_WITHOUT_CHECK:  # never more than the model was trained on
             trained = inspect_gguf(self.path).context_length
             context_length = min(context_length, trained or context_length)
+        keep_llama_off_amx()
         try:
             self._llama = llama_cpp.Llama(
                 model_path=str(self.path),

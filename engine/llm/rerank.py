@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import llama_cpp
 
 from engine.errors import ModelError
+from engine.hardware import keep_llama_off_amx
 from engine.memory.cross_encoder import BUDGET_S, CrossEncoder
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class Reranker:
             raise ModelError(f"There is no re-ranker file {self.path}.")
         llama_cpp.llama_backend_init()
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # as Llama(verbose=False)
+        keep_llama_off_amx()
         model_params = llama_cpp.llama_model_default_params()
         self._model = llama_cpp.llama_model_load_from_file(str(self.path).encode(), model_params)
         if not self._model:

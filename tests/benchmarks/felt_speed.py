@@ -74,6 +74,13 @@ import json, sys, time
 started = time.perf_counter()
 import llama_cpp
 imported = time.perf_counter()
+if " amx_int8" in open("/proc/cpuinfo").read():  # as engine.hardware.keep_llama_off_amx does
+    default = llama_cpp.llama_cpp.llama_model_default_params
+    def without_extra_buffers():
+        params = default()
+        params.use_extra_bufts = False
+        return params
+    llama_cpp.llama_cpp.llama_model_default_params = without_extra_buffers
 prompt = json.load(open(sys.argv[1]))
 llm = llama_cpp.Llama(prompt["model"], n_ctx=prompt["context"], n_threads=prompt["threads"],
                       flash_attn=True, verbose=False)
