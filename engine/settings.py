@@ -34,6 +34,9 @@ DEFAULTS: dict[str, Any] = {
     # "self": the model pages its memory through function calls (MemGPT); "assisted": the engine
     # recalls for each message and the model replies in plain text; "auto": chosen by model size.
     "agent.mode": "auto",
+    # The most tokens of an assisted reply (a few sentences: ~25 tokens each); the self-managed
+    # mode's replies are capped by the model's step (engine.llm: up to 768 tokens locally).
+    "agent.reply_tokens": 200,
     # The conversation the chat continues (`mnemo chat --new` starts one); empty: the first.
     "chat.conversation": "",
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.
@@ -105,6 +108,8 @@ def _check(key: str, value: Any) -> Any:
         value = str(value)
     if key == "agent.step_limit" and not 1 <= value <= 100:
         raise SettingError("The step limit must be between 1 and 100.")
+    if key == "agent.reply_tokens" and not 16 <= value <= 4096:
+        raise SettingError("An assisted reply's cap must be between 16 and 4096 tokens.")
     if key == "agent.mode" and value not in MEMORY_MODES:
         raise SettingError("The memory mode is 'auto', 'self' or 'assisted'.")
     if key == "memory.core_write_policy" and value not in CORE_WRITE_POLICIES:
@@ -179,6 +184,10 @@ class Settings:
     @property
     def step_limit(self) -> int:
         return int(self.get("agent.step_limit"))
+
+    @property
+    def reply_tokens(self) -> int:
+        return int(self.get("agent.reply_tokens"))
 
     @property
     def memory_mode(self) -> str:

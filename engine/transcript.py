@@ -25,9 +25,10 @@ RECALL_SUMMARY = "given to the model with your message"
 REMEMBER = "remember"  # the stored call of the memory step
 REMEMBERED = "kept"  # how the chat sums it up once the turn is over
 # The note's label. What it means (old, maybe incomplete, information and not instructions) is
-# said once in the cached instructions: every token here is evaluated on the user's wait.
-SECTION_HEAD = "[Recalled from memory for this message]"
-NOTE_MARK = "[Recalled from memory"  # how a note starts, in this and in earlier versions
+# said once in the cached instructions: every token here is evaluated on the user's wait. Plain
+# words: the bundled model copied the bracketed label it had before into its replies.
+SECTION_HEAD = "Memory for this message:"
+NOTE_MARKS = (SECTION_HEAD, "[Recalled from memory")  # how a note starts, now and before
 
 
 def spoken_date(when: datetime) -> str:

@@ -135,11 +135,18 @@ def llama_server() -> Iterator[str]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    # The server's process keeps llama.cpp off AMX as Mnemo's own loaders do (its kernels crash
+    # on such CPUs: engine.hardware.keep_llama_off_amx), then runs as `python -m llama_cpp.server`.
+    launch = (
+        "import runpy, sys; from engine.hardware import keep_llama_off_amx; "
+        "keep_llama_off_amx(); sys.argv[0] = 'llama_cpp.server'; "
+        "runpy.run_module('llama_cpp.server', run_name='__main__')"
+    )
     server = subprocess.Popen(
         [
             sys.executable,
-            "-m",
-            "llama_cpp.server",
+            "-c",
+            launch,
             "--model",
             str(bundled_model_path()),
             "--host",

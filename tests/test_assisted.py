@@ -23,10 +23,11 @@ from engine.events import (
     ReplyWithdrawn,
     TextStreamed,
 )
+from engine.functions import cited_passages
 from engine.llm import ScriptedModel
 from engine.memory.archival import Source
 from engine.modes import choose_mode
-from engine.transcript import RECALL, REMEMBER
+from engine.transcript import RECALL, REMEMBER, SECTION_HEAD
 
 SMALL = 135_000_000
 
@@ -76,10 +77,15 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     )
     assert result.reply == "Nice to meet you, Priya!"
     (reply_prompt,) = model.prompts  # what she said is kept by rule: no model step after
-    assert reply_prompt.functions == [] and "Recalled" not in reply_prompt.messages[-1].content
+    assert reply_prompt.functions == [] and SECTION_HEAD not in reply_prompt.messages[-1].content
     # Her name, home and allergy are facts for knowledge memory, kept by their form (and, as
-    # the first facts about her, stored at once); they say no more, so no note is added.
-    assert not first.of(ProposalCreated)
+    # the first facts about her, stored at once); they say no more, so no note is added. Each
+    # is proposed for the human block, short and in the second person, for her to approve.
+    assert [(e.proposal.label, e.proposal.new_content) for e in first.of(ProposalCreated)] == [
+        ("human", "You are allergic to peanuts."),
+        ("human", "Your name is Priya."),
+        ("human", "You live in Porto."),
+    ]
     user_message = mnemo.recall.recent(10)[0]
     assert sorted((f.sentence(), f.source_ref) for f in mnemo.knowledge.facts("user")) == [
         ("User is allergic to peanuts", str(user_message.id)),
@@ -93,12 +99,14 @@ def test_a_fact_told_in_one_conversation_is_recalled_in_another(mnemo, model):
     Agent(mnemo, model, conversation_id="later").send("What am I allergic to?", on_event=second)
     prompt = model.prompts[-1]
     note = prompt.messages[-1].content
-    assert "Recalled from memory" in note
-    # The fact the question asks about comes first: a small model answers with the first line.
-    assert note.splitlines()[1] == "- The user is allergic to peanuts."
-    assert "The user lives in Porto" not in note  # only the facts the question asks about
-    said = f"{datetime.now():%-d %B %Y}, the user said"  # "30 November 2026": as people say it
-    assert said in note and "I am allergic to peanuts" in note
+    assert note.startswith(SECTION_HEAD)
+    # The fact the question asks about comes first: a small model answers with the first line,
+    # and it is written as a reply says it to her, so that a copy is right.
+    assert note.splitlines()[1] == "- You are allergic to peanuts."
+    assert "live in Porto" not in note.splitlines()[1]  # only the facts the question asks about
+    said = f"On {datetime.now():%-d %B %Y} you said:"  # "30 November 2026": as people say it
+    assert said in note and "You are allergic to peanuts" in note.splitlines()[2]
+    assert "user" not in note.casefold()  # she is "you", in the note as in the reply
     (called,) = second.of(FunctionCalled)
     assert called.name == RECALL
     assert called.description == "recalled 1 fact and 1 message"
@@ -207,7 +215,7 @@ def test_a_document_that_orders_a_memory_update_gets_no_write(mnemo, model):
     before = mnemo.core.get("human")
     model.enqueue(["Noted."])
     Agent(mnemo, model).send("I got a letter from my bank about the PIN")
-    assert "Recalled" in model.prompts[0].messages[-1].content  # the document was recalled
+    assert SECTION_HEAD in model.prompts[0].messages[-1].content  # the document was recalled
     assert mnemo.core.get("human") == before
     assert mnemo.proposals.pending() == []
     # Only the user's own words are kept: nothing of the document's.
@@ -301,8 +309,9 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
     evicted_after: list[int] = []
     for number in range(24):
         events = Recorder()
-        # Distinct replies: one like an earlier reply would be written again (RepeatGuard).
-        model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
+        # Distinct replies: one like an earlier reply would be written again (ReplyStream);
+        # in letters, since a number the person never said would be an invented value.
+        model.enqueue([f"Noted {_letters(number)}."])
         agent.send(f"{long} ({number})", on_event=events)
         kinds = [type(event).__name__ for event in events]
         if "ContextEvicted" in kinds:
@@ -330,7 +339,7 @@ def test_a_one_shot_turn_leaves_the_fold_to_the_next_start_with_the_same_result(
         with Mnemo.open(tmp_path / f"folds-now-{folds_now}") as mnemo:
             model = ScriptedModel(context_length=1500, max_step_tokens=40, parameter_count=SMALL)
             for number in range(24):  # each turn a process of its own, as `mnemo chat -m` is
-                model.enqueue([f"Noted {hashlib.sha256(bytes([number])).hexdigest()}."])
+                model.enqueue([f"Noted {_letters(number)}."])
                 events = Recorder()
                 agent = Agent(mnemo, model, fold_ahead=folds_now)
                 agent.send(f"{long} ({number})", on_event=events)
@@ -434,7 +443,7 @@ def test_a_near_copy_that_shows_itself_late_is_taken_back(mnemo, model):
 
 def test_when_every_attempt_repeats_the_reply_says_so_plainly(mnemo, model):
     agent = Agent(mnemo, model)
-    copy = "The user's partner is Jordan, and they live in Bristol."
+    copy = "The user's partner is Jordan, and that is lovely."
     model.enqueue([copy, *[copy] * assisted.REPLY_ATTEMPTS])
     agent.send("My partner is Jordan.")
     assert agent.send("Any thoughts on that?").reply == assisted.NO_NEW_REPLY
@@ -475,14 +484,17 @@ def test_a_lone_digit_in_a_reply_proves_no_document_was_used(mnemo, model, tmp_p
         source=Source(path=str(lease), section="lines 1-1"),
         origin="document",
     )
-    model.enqueue(["It began on 1 January, I think.", "It runs for 12 months."])
+    (passage,) = mnemo.archival.recent(1)
+    # "1" is in the lease too, and in every other text.
+    assert cited_passages("It began on the 1st, I think.", [passage]) == []
+    # That answer leaves out what the lease says: it is written again, and the one that
+    # states the lease's value names it.
+    model.enqueue(["It began on the 1st, I think.", "It runs for 12 months."])
     events = Recorder()
-    agent = Agent(mnemo, model)
-    agent.send("When does my lease run until?", on_event=events)
-    agent.send("How long does my lease run?", on_event=events)
-    first, second = events.of(MessageSent)
-    assert first.sources == ()  # "1" is in the lease too, and in every other text
-    assert second.sources == (Citation(str(lease), "lines 1-1"),)
+    Agent(mnemo, model).send("How long does my lease run?", on_event=events)
+    (sent,) = events.of(MessageSent)
+    assert sent.text == "It runs for 12 months."
+    assert sent.sources == (Citation(str(lease), "lines 1-1"),)
 
 
 def test_a_date_in_a_reply_is_one_value_not_numbers_a_document_happens_to_hold(
@@ -518,7 +530,9 @@ def test_an_answer_about_the_user_that_ignores_what_memory_found_is_written_agai
     events = Recorder()
     result = Agent(mnemo, model).send("What am I allergic to?", on_event=events)
     assert result.reply == "You are allergic to peanuts."
-    assert len(events.of(ReplyWithdrawn)) == 1
+    # A reply about her is checked before it is shown: the first draft never was.
+    assert not events.of(ReplyWithdrawn)
+    assert "".join(e.text for e in events.of(TextStreamed)) == "You are allergic to peanuts."
     assert model.prompts[-1].temperature == assisted.RETRY_TEMPERATURE
 
 
@@ -631,3 +645,9 @@ def test_a_new_assistant_is_not_searched_but_its_facts_are_found(mnemo):
     assert found.trace and [p.text for p in found.passages] == [
         "I moved to Porto, where I live now by the sea."
     ]
+
+
+def _letters(number: int) -> str:
+    """A distinct word for ``number``, without digits."""
+    digest = hashlib.sha256(bytes([number])).hexdigest()
+    return digest.translate(str.maketrans("0123456789", "ghijklmnop"))

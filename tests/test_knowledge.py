@@ -355,16 +355,15 @@ def test_a_conversation_over_several_sessions_keeps_current_facts_history_and_pr
     events = say_in("friday", "I moved to Lyon last month. I just started a new job at Globex.")
     move = mnemo.recall.get(message_in("friday"))
 
+    # She says herself that they changed: the new facts replace the old ones at once (asking
+    # her to approve what she has just said would be asking twice), and the human block is
+    # offered the new lines for her to approve.
     proposals = [event.proposal for event in events.of(ProposalCreated)]
-    assert sorted((p.old_content, p.new_fact()) for p in proposals) == [
-        ("User lives in Porto", f"User lives in Lyon (since {_last_month()})"),
-        ("User works at Acme", "User works at Globex"),
+    assert all(p.kind == "core" and p.cause_ref == str(move.id) for p in proposals)
+    assert [p.new_content for p in proposals] == [
+        "You moved to Lyon last month.",
+        "You just started a new job at Globex.",
     ]
-    assert all(p.kind == "fact" and p.cause_ref == str(move.id) for p in proposals)
-    assert sorted(f.object for f in mnemo.knowledge.facts("user")) == ["Acme", "Ana", "Porto"]
-    for proposal in proposals:
-        mnemo.proposals.approve(proposal.id)
-
     current = {(f.predicate, f.object, f.source_ref) for f in mnemo.knowledge.facts("user")}
     assert current == {
         ("lives_in", "Lyon", str(move.id)),
@@ -381,8 +380,8 @@ def test_a_conversation_over_several_sessions_keeps_current_facts_history_and_pr
     model.enqueue(["You live in Lyon."])
     Agent(mnemo, model, conversation_id="later").send("Where do I live?")
     note = model.prompts[-1].messages[-1].content
-    assert f"- The user lives in Lyon (since 1 {_last_month_name()})." in note
-    assert "The user lives in Porto" not in note and note.endswith(assisted.ANSWER_FROM_FACTS)
+    assert "- You live in Lyon." in note
+    assert "Porto" not in note and note.endswith(assisted.ANSWER_FROM_FACTS)
 
 
 def test_a_pasted_text_that_states_a_fact_waits_for_the_user(mnemo):
@@ -466,7 +465,7 @@ def test_mnemo_kg_merge_and_retract(profile_dir, capsys):
     assert "#1" not in run("show", "Ana Souza") and "12 May" in run("show", "Ana Souza")
 
 
-def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
+def test_a_move_said_twice_is_kept_and_proposed_once(mnemo):
     mnemo.knowledge.add("user", "lives_in", "Porto")
     model = ScriptedModel(parameter_count=135_000_000)
     agent = Agent(mnemo, model)
@@ -474,7 +473,18 @@ def test_a_move_said_twice_before_approval_is_proposed_once(mnemo):
         model.enqueue([reply])
         agent.send("I moved to Lyon last month.")
     (proposal,) = mnemo.proposals.pending()
-    assert proposal.describe().startswith("You live in Lyon (since ")
+    assert proposal.describe() == "add to human: 'You moved to Lyon last month.'"
+    assert [f.object for f in mnemo.knowledge.facts("user", "lives_in")] == ["Lyon"]
+
+
+def test_a_contradiction_said_without_a_change_waits_for_the_user(mnemo):
+    mnemo.knowledge.add("user", "lives_in", "Porto")
+    model = ScriptedModel(parameter_count=135_000_000)
+    model.enqueue(["Noted."])
+    Agent(mnemo, model).send("I live in Lyon.")
+    (fact,) = [p for p in mnemo.proposals.pending() if p.kind == "fact"]
+    assert fact.describe() == "You live in Lyon, instead of: you live in Porto"
+    assert [f.object for f in mnemo.knowledge.facts("user", "lives_in")] == ["Porto"]
 
 
 def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):

@@ -20,11 +20,21 @@ import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
+from engine.agent.grounding import (
+    Grounds,
+    Record,
+    loop_start,
+    same_shape,
+    strip_frame,
+    to_second_person,
+)
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 from engine.memory.archival import Passage
-from engine.memory.knowledge import RELATIVES, USER, Fact
+from engine.memory.extract import MONTH
+from engine.memory.knowledge import RELATIVES, Fact, said_to_person
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
@@ -59,7 +69,9 @@ RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample
 NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
 # The prompt's own labels (``message_text``'s notes and results, core memory's block tags): a
 # reply that reaches one is reading its prompt back, as the bundled model now and then does.
-_PROMPT_ECHO = re.compile(r'\[system note\]|\[Recalled from memory|\[result of |<\w+ chars="')
+_PROMPT_ECHO = re.compile(
+    r'\[system note\]|\[Recalled from memory|Memory for this message:|\[result of |<\w+ chars="'
+)
 
 
 def without_prompt_echo(text: str) -> str | None:
@@ -78,6 +90,9 @@ class Recalled:
     facts: list[Fact] = field(default_factory=list)
     query: str = ""
     trace: list[str] = field(default_factory=list)  # how each search ranked (for people)
+    # What each recalled fact replaced, oldest first (by the fact's id): history, never the
+    # answer.
+    replaced: dict[int, list[Fact]] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.passages or self.facts)
@@ -114,42 +129,127 @@ class Recalled:
         return None
 
     def text(self) -> str:
-        """The section as the model reads it: each hit with its date and where it came from
-        (for a question about the user that found nothing, that memory holds nothing)."""
+        """The section as the model reads it: each hit as it would be said to the person
+        ("Your sister Ines lives in Antwerp", "On 4 December you said: …"), with no brackets,
+        paths or labels for a small model to copy into its reply (for a question about the
+        user that found nothing, that memory holds nothing)."""
         lines = [SECTION_HEAD]
         if not self:
             return "\n".join([*lines, NOTHING_FOUND])
-        for fact in self.facts:
-            since = f" (since {spoken_date(fact.valid_from)})" if fact.valid_from else ""
-            sentence = fact.sentence()
-            if fact.subject == USER:
-                sentence = "The user" + sentence.removeprefix(USER)
-            # Plainly, with no label: "Known fact: ..." made the bundled model answer "Where do I
-            # live?" 0 times in 4 against 4 in 4 without (var.py in the issue 18 note).
-            lines.append(f"- {sentence}{since}.")
-        for hit in self.messages:
-            who = "the user said" if hit.role == "user" else "you said"
-            cut = excerpt(hit.text, self.query, HIT_CHARS)
-            lines.append(f"- {spoken_date(hit.created_at)}, {who}: {cut}")
-        for passage in self.passages:
-            source = passage.source.describe() if passage.source.path else "a note"
-            lines.append(
-                f"- ({spoken_date(passage.created_at)}, from {source}) "
-                + excerpt(passage.text, self.query, HIT_CHARS)
-            )
+        lines += [f"- {line}" for line in self._lines()]
         if self.facts and self.query.rstrip().endswith("?"):
             lines.append(ANSWER_FROM_FACTS)
         return "\n".join(lines)
+
+    def _lines(self) -> list[str]:
+        lines = [_sentence(said_to_person(fact.sentence())) for fact in self.facts]
+        for hit in self.messages:
+            cut = excerpt(hit.text, self.query, HIT_CHARS)
+            if hit.role == "user":
+                lines.append(f"On {spoken_date(hit.created_at)} you said: {to_second_person(cut)}")
+            else:
+                lines.append(f"On {spoken_date(hit.created_at)} I said: {cut}")
+        for passage in self.passages:
+            cut = excerpt(passage.text, self.query, HIT_CHARS)
+            if passage.source.path:
+                lines.append(f"Your document {document_name(passage)} says: {cut}")
+            elif (words := own_words(passage.text)) is not None:
+                lines.append(f"You said: {_sentence(to_second_person(words))}")
+            else:
+                lines.append(f"A note: {cut}")
+        return lines
+
+    def grounds(self, message: str, context: str) -> Grounds:
+        """What a reply to ``message`` may state, the best record first (``grounding``)."""
+        records: list[Record] = []
+        superseded: set[str] = set()
+        for fact in self.facts:
+            replaced = self.replaced.get(fact.id, [])
+            superseded |= {word.casefold() for f in replaced for word in f.object.split()}
+            records.append(
+                Record(
+                    said_to_person(fact.sentence()),
+                    short_date(fact.learned_at),
+                    replaced[-1].object if replaced else None,
+                )
+            )
+        for passage in self.passages:
+            if passage.source.path:
+                records.append(
+                    Record(
+                        excerpt(passage.text, self.query, HIT_CHARS),
+                        document=document_name(passage),
+                    )
+                )
+            elif (words := own_words(passage.text)) is not None:
+                records.append(Record(to_second_person(words), short_date(passage.created_at)))
+        for hit in self.messages:
+            if hit.role == "user":
+                said = to_second_person(excerpt(hit.text, self.query, HIT_CHARS))
+                records.append(Record(said, short_date(hit.created_at)))
+        # The person's own words before a document's: "You told me…" answers a question about
+        # them; a document answers one about it.
+        records.sort(key=lambda record: record.document is not None)
+        return Grounds(message, records, context, superseded, message.rstrip().endswith("?"))
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:] + "."
+
+
+def short_date(when: datetime) -> str:
+    """ "4 December": the day, as a reply says when something was said."""
+    return f"{when.astimezone().day} {when.astimezone():%B}"
+
+
+def document_name(passage: Passage) -> str:
+    """A document as a person calls it: its file name without folders or extension."""
+    name = (passage.source.path or "").replace("\\", "/").rsplit("/", 1)[-1]
+    return name.rsplit(".", 1)[0] if "." in name else name
+
+
+_OWN_WORDS = re.compile(r'^The user said: "(?P<words>.*?)\.?"$', re.DOTALL)
+
+
+def own_words(note: str) -> str | None:
+    """What the person said, from a note kept of their own words (``fact_line``)."""
+    match = _OWN_WORDS.match(note.strip())
+    return match["words"] if match else None
+
+
+def grounds_for(message: str, about_user: bool, found: Recalled, context: str) -> Grounds | None:
+    """What a reply to ``message`` is checked against, when it speaks about the person: a
+    question about them that memory found something for, or a message that tells of their
+    life (its reply may restate it, and nothing more: "Ines is a famous artist in Belgium" was
+    the bundled model's reply to "My sister Ines lives in Ghent."). None for other messages:
+    a request for ideas may name what nobody said."""
+    if about_user or (message.rstrip().endswith("?") and found.facts):
+        # A question about them, or about the people in their life that memory knows.
+        return found.grounds(message, context) if found else None
+    told = [s for s in user_statements(message) if lasting(s)]
+    if not told or message.rstrip().endswith("?"):
+        return None
+    grounds = found.grounds(message, context)
+    noted = Record(to_second_person("; ".join(told)), noted=True)
+    grounds.records.insert(0, noted)
+    grounds.question = False
+    return grounds
 
 
 # A question about the person's own life ("What's my…", "Where do I…", "Who is my…"), not a
 # request for advice that happens to say "I" ("What should I cook?", "How do I…").
 _ABOUT_THE_USER = re.compile(
-    r"^(?:(?:what|where|when|who|whom|which|whose)\b(?!.*\b(?:should|could|can|would|might)"
-    r"\s+(?:i|we)\b).*\b(?:i|my|me|mine)\b"
-    r"|(?:do|does|did|am|have|had|is|are|was|were)\s+(?:i|my)\b"
-    r"|how\s+(?:old|many|much|long)\b.*\b(?:i|my|me)\b)",
+    r"^(?:(?:what|where|when|who|whom|which|whose)\b"
+    r"(?!(?:'s|\s+is|\s+are|\s+would be)\s+(?:a|an|some|good|the best|a good)\b)"
+    r"(?!.*\b(?:should|could|can|would|might)\s+(?:i|we)\b).*\b(?:i|my|me|mine|we|our|us)\b"
+    r"|(?:do|does|did|am|have|had|is|are|was|were)\s+(?:i|my|we|our)\b"
+    r"|how\s+(?:old|many|much|long)\b.*\b(?:i|my|me|we|our)\b)",
     re.IGNORECASE,
+)
+# What people put before a question about themselves: "Remind me, what's my landlord called?"
+_ASKING = re.compile(
+    r"^(?:(?:remind me|quick question|hey|so|and|oh|sorry|ok(?:ay)?)[,:]?\s+)+", re.IGNORECASE
 )
 
 
@@ -163,14 +263,14 @@ _MY_THING = re.compile(
 def not_told(question: str) -> str:
     """The reply to a question about the user that memory has nothing on, said by rule: the
     bundled model, told that memory held nothing, still invented an answer to 12 of 12."""
-    match = _MY_THING.match(question.strip())
+    match = _MY_THING.match(_ASKING.sub("", question.strip()))
     what = f"your {match['thing'].strip()}" if match else "that"
     return f"I don't know {what} — you haven't told me yet. Tell me, and I'll remember it."
 
 
 _SPOKEN_DATE = re.compile(r"\b\d{1,2} [A-Z][a-z]+ \d{4}\b")
 _NOTE_WORDS = frozenset(
-    query_terms(f"{SECTION_HEAD} {ANSWER_FROM_FACTS} the user said you said from a note since")
+    query_terms(f"{SECTION_HEAD} {ANSWER_FROM_FACTS} on you said I said your document says a note")
 )
 
 
@@ -221,7 +321,7 @@ def named_in(question: str) -> str | None:
 
 def asks_about_the_user(message: str) -> bool:
     """Whether ``message`` asks what memory should know about the person."""
-    text = message.strip()
+    text = _ASKING.sub("", message.strip())
     return text.endswith("?") and bool(_ABOUT_THE_USER.search(text))
 
 
@@ -243,6 +343,7 @@ def recall_for(
         # A new assistant: every message is in view and there are no notes, so only facts can
         # be found (the searches, and embedding the message for them, are skipped).
         recalled.facts = facts_for(mnemo, message, shown_facts or set())
+        recalled.replaced = replaced_facts(mnemo, recalled.facts)
         return recalled
     queries = [message]
     if previous and len(query_terms(message)) < FOLLOW_UP_TERMS:
@@ -293,12 +394,47 @@ def recall_for(
             ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
+    recalled.replaced = replaced_facts(mnemo, recalled.facts)
+    _leave_out_replaced(recalled)
     named = named_in(message)
     if named and not any(recalled.mentions(word) for word in (named, *SAME_THING.get(named, ()))):
         # "What is my sister's name?" is answered only by what mentions a sister: the dog's
         # name, found for "name", was given as the answer.
         return Recalled(query=message, trace=recalled.trace)
     return recalled
+
+
+def replaced_facts(mnemo: Mnemo, facts: list[Fact]) -> dict[int, list[Fact]]:
+    """What each of ``facts`` replaced, oldest first (Ines lived in Ghent before Antwerp)."""
+    replaced: dict[int, list[Fact]] = {}
+    for fact in facts:
+        earlier = [
+            old
+            for old in mnemo.knowledge.history(fact.subject)
+            if old.superseded_by == fact.id and old.predicate == fact.predicate
+        ]
+        if earlier:
+            replaced[fact.id] = earlier
+    return replaced
+
+
+def _leave_out_replaced(recalled: Recalled) -> None:
+    """Messages and notes that state a value a recalled fact has since replaced ("My sister
+    lives in Ghent", after "Ines moved to Antwerp") are history: shown beside the current fact,
+    the bundled model answered with them."""
+    old = {name_words(fact.object) for facts in recalled.replaced.values() for fact in facts}
+    current = {name_words(f.object) for f in recalled.facts if f.id in recalled.replaced}
+
+    def states_old(text: str) -> bool:
+        words = name_words(text)
+        return any(value <= words for value in old) and not any(value <= words for value in current)
+
+    recalled.messages = [hit for hit in recalled.messages if not states_old(hit.text)]
+    recalled.passages = [p for p in recalled.passages if not states_old(p.text)]
+
+
+def name_words(text: str) -> frozenset[str]:
+    return frozenset(word.casefold() for word in re.findall(r"[\w'-]+", text))
 
 
 # The words a question asks for a relation by, when the fact's own words are not among them
@@ -344,29 +480,65 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.casefold(), b.casefold(), autojunk=False).ratio()
 
 
-class RepeatGuard:
-    """Passes a streamed reply on, but holds it back while it reads like the start of one of
-    ``earlier`` (the conversation's replies), so that a copy of an earlier reply is never shown:
-    ``repeats`` then tells the turn to write another. A new reply diverges within a few words
-    and streams from there on. ``released`` says whether any of it was shown."""
+class ReplyStream:
+    """Passes a streamed reply on as the person should read it, sentence by sentence, without
+    the frame it copied (``grounding.strip_frame``) and only up to where it starts looping
+    (``grounding.loop_start``: ``on_loop`` is called then, to stop generating). It holds the
+    reply back while it reads like the start of one of ``earlier`` (the conversation's replies),
+    so that a copy of an earlier reply is never shown (``repeats`` then tells the turn to write
+    another), and all of it when ``hold`` (a reply checked against memory before it is shown).
+    ``released`` says whether any of it was shown."""
 
-    def __init__(self, earlier: list[str], forward: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        earlier: list[str],
+        forward: Callable[[str], None],
+        *,
+        hold: bool = False,
+        on_loop: Callable[[], None] | None = None,
+    ) -> None:
         # Short replies too: the bundled model answered ten messages in a row with "Hallo!".
         self._earlier = [reply.casefold() for reply in earlier if reply.strip()]
         self._forward = forward
-        self._text = ""
-        self.released = not self._earlier
+        self._hold = hold
+        self._on_loop = on_loop
+        self.text = ""  # as generated, up to a loop
+        self.looped = False
+        self._shown = ""
+        self._like_earlier = bool(self._earlier)
+
+    @property
+    def released(self) -> bool:
+        return bool(self._shown)
 
     def feed(self, piece: str) -> None:
-        self._text += piece
-        if self.released:
-            self._forward(piece)
-        elif not self._like_an_earlier_start():
-            self.released = True
-            self._forward(self._text)
+        if self.looped:
+            return
+        self.text += piece
+        cut = loop_start(self.text)
+        if cut is not None:
+            self.text = self.text[:cut]
+            self.looped = True
+            if self._on_loop is not None:
+                self._on_loop()
+            return
+        if self._hold:
+            return
+        if self._like_earlier:
+            self._like_earlier = self._like_an_earlier_start()
+            if self._like_earlier:
+                return
+        end = max(self.text.rfind(mark) for mark in (". ", "! ", "? ", "\n"))
+        if end > 0:
+            self._show(strip_frame(self.text[: end + 1]))
+
+    def _show(self, clean: str) -> None:
+        if clean.startswith(self._shown) and len(clean) > len(self._shown):
+            self._forward(clean[len(self._shown) :])
+            self._shown = clean
 
     def _like_an_earlier_start(self) -> bool:
-        text = self._text.casefold()
+        text = self.text.casefold()
         for reply in self._earlier:
             start = reply[: len(text)]
             matcher = difflib.SequenceMatcher(None, text, start, autojunk=False)
@@ -375,14 +547,21 @@ class RepeatGuard:
         return False
 
     def repeats(self, reply: str) -> bool:
-        """Whether the finished ``reply`` repeats an earlier one; if not, what was held back is
-        passed on now."""
-        if any(similarity(reply, earlier) >= REPEAT_SIMILARITY for earlier in self._earlier):
-            return True
-        if not self.released:
-            self.released = True
-            self._forward(self._text)
-        return False
+        """Whether the finished ``reply`` repeats an earlier one, or its shape with a phrase
+        changed (the bundled model answered five messages "I'm sorry, I'm not familiar with
+        the term "X" but…")."""
+        return any(
+            similarity(reply, earlier) >= REPEAT_SIMILARITY or same_shape(reply, earlier)
+            for earlier in self._earlier
+        )
+
+    def show(self, reply: str) -> bool:
+        """Show the rest of the finished ``reply``; False when what was shown so far is not its
+        start (then the caller withdraws it and shows the whole reply again)."""
+        if not reply.startswith(self._shown):
+            return False
+        self._show(reply)
+        return True
 
 
 # -- the memory step ---------------------------------------------------------------------------
@@ -406,12 +585,60 @@ def _sentences(text: str) -> list[str]:
 
 
 _CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|I'm|I've|my|My|we|We|our|Our)\b)")
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|my|mine|we|we're|our)\b", re.IGNORECASE)
+_FIRST_PERSON = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll|my|mine|me|myself|we|we're|we've|our|us)\b", re.IGNORECASE
+)
+# Words people open a sentence with that are not part of what they state ("Actually,", "Oh
+# wait, sorry,", "Scratch that,", "Quick update:"): "Actually Tunde moved to Bristol" is about
+# Tunde, not about someone called "Actually Tunde".
+_OPENER = re.compile(
+    r"^(?:(?:actually|oh|ah|well|so|sorry|ok(?:ay)?|also|and|but|btw|by the way|no wait|oh wait|"
+    r"wait|scratch that|quick update|update|fyi|correction|oops|hey|um+|uh+)\b[,:!.]?\s*)+",
+    re.IGNORECASE,
+)
+# A statement with its "I" left out, as people write in a hurry: "Been vegan since 2019.",
+# "Can't stand cilantro.", "Love hiking."
+_ELIDED_I = re.compile(
+    r"^(?:just\s+|also\s+|still\s+|really\s+)?(?:been|can't|cannot|don't|never|always|"
+    r"love|hate|like|prefer|got|have|had|work|worked|live|lived|moved|started|joined|grew up)\b",
+    re.IGNORECASE,
+)
+# "Tell me a joke", "Help us plan a trip": asked of the assistant, nothing about the person.
+_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:tell|give|show|help|let|remind|send|find|make|get|teach|ask|call|write)"
+    r"\s+(?:me|us)\b",
+    re.IGNORECASE,
+)
+_NAMED_SUBJECT = re.compile(r"^(?P<name>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)(?:'s)?\s+[a-z]")
+_PRONOUN_SUBJECT = re.compile(r"^(?P<pronoun>she|he)\b(?=\s+[a-z])", re.IGNORECASE)
 
 
-def user_statements(text: str) -> list[str]:
-    """The clauses of a user's message that state something about them in the first person:
-    the only things the memory step may keep. Questions and short greetings are left out."""
+def without_opener(text: str) -> str:
+    """``text`` without the words it opens with that state nothing (``_OPENER``)."""
+    return _OPENER.sub("", text.strip()).strip()
+
+
+def first_person(clause: str) -> str | None:
+    """The clause as a first-person statement: as it is, with its left-out "I" put back
+    ("Been vegan since 2019" -> "I've been vegan since 2019"), or None when it is not one."""
+    bare = without_opener(clause)
+    if _REQUEST.match(bare):
+        return None
+    if _FIRST_PERSON.search(clause):
+        return clause
+    match = _ELIDED_I.match(bare)
+    if match is None:
+        return None
+    verb = bare[: match.end()].split()[-1].casefold()
+    joiner = "I've " if verb == "been" else "I "
+    return joiner + bare[0].lower() + bare[1:]
+
+
+def user_statements(text: str, names: Callable[[str], bool] | None = None) -> list[str]:
+    """The clauses of a user's message that state something about them: in the first person
+    (also with the "I" left out), or about someone ``names`` knows ("Ines moved to Antwerp",
+    "she moved to Antwerp" when ``names("she")``): the only things the memory step may keep.
+    Questions and short greetings are left out."""
     statements: list[str] = []
     for sentence in _sentences(text):
         if sentence.rstrip().endswith("?"):
@@ -419,9 +646,28 @@ def user_statements(text: str) -> list[str]:
         for clause in _CLAUSE.split(sentence):
             clause = clause.strip().rstrip(".!;,").strip()
             words = clause.split()
-            if 3 <= len(words) <= 40 and _FIRST_PERSON.search(clause) and clause not in statements:
+            if not 3 <= len(words) <= 40 or clause in statements:
+                continue
+            about_them = names is not None and about_someone(clause, names)
+            if first_person(clause) is not None or about_them:
                 statements.append(clause)
     return statements[:STATEMENTS]
+
+
+def about_someone(clause: str, names: Callable[[str], bool]) -> bool:
+    """Whether ``clause`` tells of a person ``names`` knows, by name or as "she"/"he"."""
+    bare = without_opener(clause)
+    match = _NAMED_SUBJECT.match(bare) or _PRONOUN_SUBJECT.match(bare)
+    return match is not None and names(match[1])
+
+
+def named_subject(clause: str, last_named: str | None) -> str:
+    """The clause without its opener, "she"/"he" read as ``last_named`` (the person the
+    conversation spoke of last): "actually she moved to Antwerp" -> "Ines moved to Antwerp"."""
+    bare = without_opener(clause)
+    if last_named and _PRONOUN_SUBJECT.match(bare):
+        return _PRONOUN_SUBJECT.sub(last_named, bare, count=1)
+    return bare[:1].upper() + bare[1:]
 
 
 # What a person says in passing about the moment, or asks of the assistant, rather than a lasting
@@ -441,33 +687,121 @@ _PASSING = re.compile(
     re.IGNORECASE,
 )
 _OF_THE_MOMENT = re.compile(
-    r"\b(?:today|tonight|right now|at the moment|just now|this morning|this afternoon|"
-    r"this evening)\b",
+    r"\b(?:today|tonight|right now|just now|this morning|this afternoon|this evening)\b",
     re.IGNORECASE,
 )
-# "Actually it's Thursday, not Tuesday", "Sorry, I meant KPMG, not Deloitte".
-_CORRECTION = re.compile(
-    r"\b(?:it's|it is|it was|i meant|i mean|meant|make that|that's|that is)\s+"
-    r"(?P<new>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?),?\s+not\s+(?P<old>[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?)"
-    r"\s*[.!]*$",
+# A wish or a hypothetical: "If I ever moved to Berlin I'd learn German" says nothing about where
+# the person lives.
+_MUSING = re.compile(
+    r"^(?:if|suppose|imagine)\b|\b(?:if (?:i|we) (?:ever|had|could|were|won)|maybe (?:one day|"
+    r"someday|some day)|one day (?:i|we)(?:'ll| will| might)|some ?day (?:i|we)|i wish|"
+    r"i'd love to|i would love to|i dream|dreaming of|(?:i|we) might|i could see myself)\b",
+    re.IGNORECASE,
+)
+# A change the person states about their own life: what it replaces is superseded at once.
+_CHANGE = re.compile(
+    r"\b(?:actually|moved|now|any ?more|no longer|switched|changed|instead|these days|joined|"
+    r"started|scratch that|no wait|i meant)\b",
     re.IGNORECASE,
 )
 NOTE_TAG = "said by you"  # the tag of notes kept from the person's own words
 
 
 def lasting(statement: str) -> bool:
-    """Whether a first-person statement tells something lasting about the person (their
-    health, people, work, home, plans, likes, things) rather than a passing remark."""
-    return not _PASSING.search(statement) and not _OF_THE_MOMENT.search(statement)
+    """Whether a statement tells something lasting about the person or their people (their
+    health, people, work, home, plans, likes, things) rather than a passing remark, a request
+    or a musing."""
+    return not (
+        _PASSING.search(statement) or _OF_THE_MOMENT.search(statement) or _MUSING.search(statement)
+    )
 
 
-def correction_in(text: str) -> tuple[str, str] | None:
-    """(new, old) when the message corrects something said before ("it's X, not Y")."""
-    match = _CORRECTION.search(text.strip())
-    if match is None:
-        return None
-    new, old = match["new"].strip(" .,"), match["old"].strip(" .,")
-    return (new, old) if new.casefold() != old.casefold() else None
+def states_a_change(text: str) -> bool:
+    """Whether the person says that something changed ("moved", "not … any more", "actually")."""
+    return bool(_CHANGE.search(text))
+
+
+# -- corrections --------------------------------------------------------------------------------
+
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)days?"
+_ORDINAL = r"\d{1,2}(?:st|nd|rd|th)"
+_DAY = (
+    rf"(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}|{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?"
+    rf"|{_ORDINAL})"
+)
+_TIME = r"\d{1,2}(?::\d{2})?\s*(?:am|pm)|\d{1,2}:\d{2}"
+# The kinds of value a correction moves ("to Sunday", "to the 21st", "to 3pm"), each matched
+# whole: the value a note holds of the same kind is the one replaced.
+VALUE_KINDS = {
+    "weekday": re.compile(rf"\b{_WEEKDAY}\b", re.IGNORECASE),
+    "day": re.compile(rf"\b(?:{_DAY})\b", re.IGNORECASE),
+    "time": re.compile(rf"\b(?:{_TIME})\b", re.IGNORECASE),
+}
+_VALUE = rf"(?:{_WEEKDAY}|{_DAY}|{_TIME})"
+_SAID_VALUE = r"[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?"
+# "it's Thursday, not Tuesday", "Sorry, I meant KPMG, not Deloitte", "the wedding is on 19
+# September, not the 12th".
+_NEW_NOT_OLD = re.compile(
+    r"\b(?:it's|it is|it was|i meant|i mean|meant|make that|that's|that is|is|are|'s)\s+"
+    rf"(?:on\s+|at\s+|in\s+)?(?:the\s+)?(?P<new>{_SAID_VALUE}),?\s+not\s+"
+    rf"(?:on\s+|at\s+|in\s+)?(?:the\s+)?(?P<old>{_SAID_VALUE})\s*[.!]*$",
+    re.IGNORECASE,
+)
+# "no wait, it's the 14th", "sorry, make that 3pm": a value put right without the old one.
+_ONLY_NEW = re.compile(
+    rf"^(?:it's|it is|it'll be|it will be|make (?:it|that))\s+(?:on\s+|at\s+)?(?:the\s+)?"
+    rf"(?P<new>{_VALUE})\s*[.!]*$",
+    re.IGNORECASE,
+)
+_MARKED = re.compile(
+    r"^(?:actually|no wait|oh wait|wait|sorry|scratch that|correction|oops)\b", re.IGNORECASE
+)
+# "training moved to Sunday", "the vet moved it to the 21st", "the meeting got pushed to 3pm".
+_MOVED = re.compile(
+    r"^(?P<topic>[\w' ]{2,40}?)\s+(?:has\s+|have\s+|was\s+|is\s+|got\s+)?"
+    r"(?:moved|changed|switched|shifted|pushed|rescheduled)\s+(?:it\s+|that\s+)?(?:to|until)\s+"
+    rf"(?:the\s+)?(?P<new>{_VALUE})\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Correction:
+    """Something said before, put right: ``new`` replaces ``old`` (or, with no ``old``, the
+    value of ``new``'s kind in the newest note about ``topic``)."""
+
+    new: str
+    old: str | None = None
+    topic: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.new}, not {self.old}" if self.old else f"now {self.new}"
+
+
+def correction_in(text: str) -> Correction | None:
+    """The correction a message makes, in the ways people say them: "it's X, not Y", "no wait,
+    it's the 14th", "scratch that, training moved to Sunday"."""
+    for sentence in _sentences(text):
+        sentence = sentence.strip()
+        if match := _NEW_NOT_OLD.search(sentence):
+            new, old = match["new"].strip(" .,"), match["old"].strip(" .,")
+            if new.casefold() != old.casefold():
+                return Correction(new, old)
+        bare = without_opener(sentence)
+        if _MARKED.match(sentence) and (match := _ONLY_NEW.match(bare)):
+            return Correction(match["new"])
+        if (match := _MOVED.match(bare)) and not match["topic"].casefold().startswith(
+            ("i ", "we ")
+        ):
+            return Correction(match["new"], topic=match["topic"])
+    return None
+
+
+def value_kind(value: str) -> str | None:
+    for kind, pattern in VALUE_KINDS.items():
+        if pattern.fullmatch(value.strip()):
+            return kind
+    return None
 
 
 # The words in which facts of knowledge memory are stated, and when: a statement made only of
@@ -486,6 +820,36 @@ def said_beyond(statement: str, facts: list[str]) -> bool:
     held |= {word[:STEM] for word in _FACT_WORDS}
     left = [word for word in query_terms(statement, max_terms=10**6) if word[:STEM] not in held]
     return len(left) > 1
+
+
+CORE_LINE_CHARS = 120
+# What happened once, or happens on a day: an event or an appointment ("I got a letter from my
+# bank", "My dentist appointment is on Tuesday") is kept as a note, and is no lasting fact about
+# the person for core memory.
+_EVENT = re.compile(
+    r"\b(?:i|we)\s+(?:just\s+|recently\s+)?(?:got|bought|went|saw|met|did|made|took|found|lost|"
+    r"visited|watched|read|heard|tried|finished|had)\b",
+    re.IGNORECASE,
+)
+_DATED = re.compile(
+    rf"\b(?:{_WEEKDAY}|{_DAY}|{_TIME}|tomorrow|tonight|(?:next|last|this) (?:week|month|year))\b",
+    re.IGNORECASE,
+)
+
+
+def for_core(statement: str, states_a_fact: bool) -> bool:
+    """Whether a kept statement is a lasting fact about the person for the ``human`` block: a
+    fact knowledge memory holds, or one that is neither an event nor dated."""
+    return states_a_fact or not (_EVENT.search(statement) or _DATED.search(statement))
+
+
+def core_line(statement: str) -> str:
+    """A statement as a short line of the ``human`` block, in the second person, up to its
+    first aside: "I'm allergic to peanuts, so I have to be careful" -> "You're allergic to
+    peanuts."."""
+    said = to_second_person(without_opener(statement) or statement)
+    said = re.split(r",?\s+(?:so|because|but|which|though|although)\s+|;|, that's\b", said)[0]
+    return _sentence(said[:CORE_LINE_CHARS].rstrip(" ,"))
 
 
 def fact_line(statement: str) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
+from engine.agent.grounding import Grounds, strip_frame
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
@@ -36,7 +38,7 @@ from engine.memory.recall import (
     MessageHit,
 )
 from engine.transcript import (
-    NOTE_MARK,
+    NOTE_MARKS,
     RECALL,
     RECALL_SUMMARY,
     recall_note_shown,
@@ -47,6 +49,34 @@ if TYPE_CHECKING:
     from engine.agent.turn import Turn
 
 log = logging.getLogger("mnemo.agent")
+READ_BACK = "read its prompt back"
+USED_NOTHING = "used nothing memory found"
+
+
+class _StopOrCancel(threading.Event):
+    """Set when the person cancels (``outer``) or when the turn stops a reply that loops
+    (``stop``): the model stops generating either way, and ``stopped`` tells which."""
+
+    def __init__(self, outer: threading.Event | None) -> None:
+        super().__init__()
+        self._outer = outer
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.set()
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self._outer is not None and self._outer.is_set())
+
+    def wait(self, timeout: float | None = None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if left <= 0:
+                return False
+            super().wait(left)
+        return True
 
 
 class AssistedTurn:
@@ -68,6 +98,7 @@ class AssistedTurn:
         question = users[-1].text
         about_user = assisted.asks_about_the_user(question)
         built = None
+        found = assisted.Recalled(query=question)
         if not self._recalled_already(hits):  # a resumed turn may have
             # With the model on a GPU, it evaluates the prompt so far while memory is searched.
             # On the CPU the two compete for the same cores (llama.cpp's threads spin while they
@@ -97,10 +128,12 @@ class AssistedTurn:
             note = prompt.messages[-1].content if prompt.messages else ""
             memory = (
                 assisted.memory_words(note, question)
-                if note.startswith(NOTE_MARK) and about_user
+                if note.startswith(NOTE_MARKS) and about_user
                 else None
             )
-            step = self._new_reply(prompt, emit, cancel, memory)
+            said = "\n".join(hit.text for hit in hits if hit.role == "user")
+            grounds = assisted.grounds_for(question, about_user, found, f"{prompt.memory}\n{said}")
+            step = self._new_reply(prompt, emit, cancel, memory, grounds)
         if step.error or not step.text:
             return self.agent._stop(
                 turn,
@@ -118,48 +151,56 @@ class AssistedTurn:
         emit: EventCallback,
         cancel: threading.Event | None,
         memory: list[str] | None = None,
+        grounds: Grounds | None = None,
     ) -> Step:
-        """The model's reply, written again while it repeats an earlier reply of the
-        conversation (``assisted.RepeatGuard`` keeps a copy from being shown), reads its prompt
-        back (``assisted.without_prompt_echo``), or answers a question about the user without a
-        word of what memory found for it (``memory``: those words). A retry sees only the
-        newest message and what was recalled for it: with its earlier replies in view, the
-        bundled model copied them even when sampled (and with only the replies taken out, the
-        user's messages ran together)."""
+        """The model's reply, capped (the window asks for ``agent.reply_tokens``), cut where
+        it starts to loop and cleaned of the frame it copied (``assisted.ReplyStream``). It is
+        written again while it repeats an earlier reply of the conversation or its shape, reads
+        its prompt back (``assisted.without_prompt_echo``), answers a question about the user
+        without a word of what memory found for it (``memory``: those words), or states what
+        neither memory nor the message holds (``grounds``: such a reply is held back until
+        checked). When no draft will do, the reply is the record itself ("You told me on 4
+        December: …").
+
+        A retry sees only the newest message and what was recalled for it: with its earlier
+        replies in view, the bundled model copied them even when sampled (and with only the
+        replies taken out, the user's messages ran together)."""
         earlier = [
             hit.text
             for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
             if hit.role == "assistant"
         ][-assisted.EARLIER_REPLIES :]
-        last = assisted.REPLY_ATTEMPTS - 1
+        fallback: str | None = None  # a draft that only fails to use memory: better than none
+        step = Step(None)
         for attempt in range(assisted.REPLY_ATTEMPTS):
-            guard = assisted.RepeatGuard(earlier, lambda text: emit(TextStreamed(text)))
-            step = self.model.step(prompt, on_text=guard.feed, cancel=cancel)
+            stop = _StopOrCancel(cancel)
+            stream = assisted.ReplyStream(
+                earlier,
+                lambda text: emit(TextStreamed(text)),
+                hold=grounds is not None,
+                on_loop=stop.stop,
+            )
+            try:
+                step = self.model.step(prompt, on_text=stream.feed, cancel=stop)
+            except GenerationCancelled:
+                if not stop.stopped:
+                    raise  # the person pressed Stop
+                step = Step(None, raw=stream.text, text=stream.text)
             if step.error or not step.text:
                 return step
-            echo = assisted.without_prompt_echo(step.text)
-            if echo is not None and attempt == last and echo:
-                return dataclasses.replace(step, text=echo)  # what it said before the echo
-            repeated = guard.repeats(step.text)
-            if (
-                echo is None
-                and not repeated
-                and (not memory or assisted.uses_memory(step.text, memory))
-            ):
-                return step
-            if echo is None and not repeated and attempt == last:
-                return step  # it answers without memory, but it is no copy
-            log.info(
-                "reply %d %s: %.80s",
-                attempt + 1,
-                "read its prompt back"
-                if echo is not None
-                else "repeated an earlier one"
-                if repeated
-                else "used nothing memory found",
-                step.text,
-            )
-            if guard.released:
+            drafted = stream.text if stream.looped else step.text
+            echo = assisted.without_prompt_echo(drafted)
+            text = strip_frame(drafted if echo is None else echo)
+            problem = self._problem(text, echo is not None, stream, memory, grounds)
+            if problem is None:
+                if not stream.show(text):
+                    emit(ReplyWithdrawn())
+                    emit(TextStreamed(text))
+                return dataclasses.replace(step, text=text)
+            log.info("reply %d %s: %.80s", attempt + 1, problem, drafted)
+            if problem == USED_NOTHING or (problem == READ_BACK and text):
+                fallback = text
+            if stream.released:
                 emit(ReplyWithdrawn())
             newest = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
             prompt = dataclasses.replace(
@@ -167,8 +208,31 @@ class AssistedTurn:
                 messages=prompt.messages[newest:],
                 temperature=assisted.RETRY_TEMPERATURE,
             )
-        emit(TextStreamed(assisted.NO_NEW_REPLY))
-        return Step(None, raw=step.raw, text=assisted.NO_NEW_REPLY, stats=step.stats)
+        record = grounds.record_reply() if grounds is not None else None
+        text = record or fallback or assisted.NO_NEW_REPLY
+        emit(TextStreamed(text))
+        return Step(None, raw=step.raw, text=text, stats=step.stats)
+
+    @staticmethod
+    def _problem(
+        text: str,
+        echoed: bool,
+        stream: assisted.ReplyStream,
+        memory: list[str] | None,
+        grounds: Grounds | None,
+    ) -> str | None:
+        """Why a draft is not shown, in words for the log; None when it is."""
+        if echoed:
+            return READ_BACK
+        if not text:
+            return "was only frame"
+        if stream.repeats(text):
+            return "repeated an earlier reply or its shape"
+        if grounds is not None and (problem := grounds.problem(text)):
+            return problem
+        if memory and not assisted.uses_memory(text, memory):
+            return USED_NOTHING
+        return None
 
     def _after_reply(
         self,

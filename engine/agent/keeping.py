@@ -32,6 +32,7 @@ from engine.memory.recall import (
     RecallTransaction,
     pasted_reason,
 )
+from engine.memory.search import query_terms, same_word
 from engine.transcript import REMEMBER
 
 if TYPE_CHECKING:
@@ -52,22 +53,38 @@ class Keeper:
         """Keep what the user's message tells about their life, by rule, not by a small model's
         choice (asked to choose, the bundled model kept 3 of 25 facts in a conversation):
 
-        - every first-person statement that is not a passing remark (``assisted.lasting``) is
-          kept in the user's own words as an archival note;
+        - every statement about them or the people in their life that is not a passing remark,
+          request or musing (``assisted.lasting``) is kept in the user's own words as an
+          archival note;
         - a statement of a fact knowledge memory holds (``engine.memory.extract``: home, work,
           family, birthdays, allergies) is kept there too, or only there when it says no more;
-        - "it's X, not Y" puts right what was kept before (``_correct``).
+          a change they state ("moved", "actually", "not … any more") replaces the old fact;
+        - a correction ("it's X, not Y", "no wait, it's the 14th", "training moved to Sunday")
+          puts right what was kept before (``_correct``);
+        - each statement is proposed, short and in the second person, for the ``human`` block
+          of core memory (``_propose_for_core``), where the person approves it.
 
         The trust rules are those of any write: typed text is kept at once; text the user
         pasted (``pasted_reason``) becomes proposals that wait for them."""
         today = user.created_at.astimezone().date()
         known = self._known_facts()
+        last_named = self._last_named(user)
+
+        def names(name: str) -> bool:
+            if name.casefold() in ("she", "he"):
+                return last_named is not None
+            return self.mnemo.knowledge.resolve(name) is not None
+
         learned: dict[str, list[Candidate]] = {}  # statements that state a knowledge fact
         notes: list[str] = []
-        for statement in assisted.user_statements(user.text):
+        core_lines: list[str] = []  # how each kept statement reads in the human block
+        for statement in assisted.user_statements(user.text, names):
             if not assisted.lasting(statement):
                 continue
-            found = facts_in(statement, today)
+            spoken = assisted.first_person(statement) or assisted.named_subject(
+                statement, last_named
+            )
+            found = facts_in(assisted.without_opener(spoken) or spoken, today)
             new = [
                 c
                 for c in found
@@ -81,9 +98,22 @@ class Keeper:
                 assisted.fact_line(statement).casefold() not in known
             ):
                 notes.append(statement)
+            if (new or statement in notes) and assisted.for_core(statement, bool(found)):
+                core_lines.append(assisted.core_line(spoken))
         correction = assisted.correction_in(user.text)
         if learned or notes or correction:
-            self._remember(user, notes, learned, correction, emit)
+            self._remember(user, notes, learned, correction, emit, core_lines)
+
+    def _last_named(self, user: MessageHit) -> str | None:
+        """The person the conversation's recent messages named last, whom "she" or "he" in
+        ``user``'s message is read as."""
+        for hit in reversed(self.mnemo.recall.recent(12, self.conversation_id)):
+            if hit.role != "user":
+                continue
+            others = [e for e in self.mnemo.knowledge.mentioned(hit.text) if e.name != USER]
+            if others:
+                return others[0].name
+        return None
 
     def _known_facts(self) -> str:
         """The human block and pending additions and facts, casefolded (to skip what is
@@ -100,8 +130,9 @@ class Keeper:
         user: MessageHit,
         notes: list[str],
         candidates: dict[str, list[Candidate]],
-        correction: tuple[str, str] | None,
+        correction: assisted.Correction | None,
         emit: EventCallback,
+        core_lines: list[str] = [],  # noqa: B006 (read only)
     ) -> None:
         """Store what ``_keep_what_was_said`` chose, as one ``remember`` call: the notes, the
         knowledge facts (stored at once, or proposed when they contradict a current fact), and
@@ -113,7 +144,7 @@ class Keeper:
         if knowledge:
             arguments["knowledge"] = [fact.sentence() for fact in knowledge]
         if correction:
-            arguments["correction"] = f"{correction[0]}, not {correction[1]}"
+            arguments["correction"] = str(correction)
         emit(FunctionCalled(REMEMBER, arguments, describe_call(REMEMBER, arguments)))
         untrusted = pasted_reason(user.text)
         proposals: list[Proposal] = []
@@ -121,7 +152,7 @@ class Keeper:
         if untrusted is None:
             outcomes += self._store_notes(user, notes)
             if correction:
-                outcomes.append(self._correct(*correction))
+                outcomes.append(self._correct(correction, user.id))
         with self.mnemo.recall.transaction() as transaction:
             self.agent._store_call(transaction, REMEMBER, arguments)
             if untrusted is not None and notes:
@@ -149,11 +180,18 @@ class Keeper:
                     f"{len(proposals)} of {len(notes)} statements proposed for the human block; "
                     "they wait for the user's approval"
                 )
+            change = untrusted is None and assisted.states_a_change(user.text)
+            replaced: list[Fact] = []
             for candidate in knowledge:
-                outcome, waiting = self._learn(transaction, user, candidate, untrusted)
+                outcome, waiting, ended = self._learn(
+                    transaction, user, candidate, untrusted, supersede=change
+                )
                 outcomes.append(outcome)
+                replaced += ended
                 if waiting is not None:
                     proposals.append(waiting)
+            if untrusted is None:
+                proposals += self._propose_for_core(transaction, user, core_lines, replaced)
             result = "; ".join(outcomes) or "nothing new"
             transaction.add(
                 "function_result",
@@ -165,6 +203,52 @@ class Keeper:
         for proposal in proposals:
             applied = proposal.status == "approved"
             emit(ProposalApplied(proposal) if applied else ProposalCreated(proposal))
+
+    def _propose_for_core(
+        self,
+        transaction: RecallTransaction,
+        user: MessageHit,
+        lines: list[str],
+        replaced: list[Fact],
+    ) -> list[Proposal]:
+        """The person's statements for the ``human`` block, one short line each ("Your sister
+        Ines lives in Ghent."), so that its card shows what Mnemo knows of them: appended, or
+        in place of the line that held what a change replaced. A line the block or a waiting
+        proposal already holds is not proposed again; a full block takes no more. They wait
+        for the person, or apply at once under the ``auto`` write policy."""
+        held_lines = self.mnemo.core.block("human").value.splitlines()
+        held = [line.casefold() for line in held_lines]
+        held += [
+            p.new_content.casefold()
+            for p in self.mnemo.proposals.pending(None)
+            if p.kind == "core" and p.label == "human"
+        ]
+        proposals: list[Proposal] = []
+        for line in dict.fromkeys(lines):
+            if line.casefold() in held:
+                continue
+            old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
+            savepoint = transaction.session.begin_nested()
+            try:
+                proposal = self.mnemo.proposals.create_in(
+                    transaction.session,
+                    conversation_id=self.conversation_id,
+                    label="human",
+                    action="replace" if old_line else "append",
+                    new_content=line,
+                    old_content=old_line,
+                    cause_kind="message",
+                    cause_ref=str(user.id),
+                    auto_approve=self.mnemo.settings.core_write_policy == "auto",
+                )
+            except CoreMemoryError as error:  # the block is full or read-only
+                savepoint.rollback()
+                log.info("a statement was not proposed for core memory: %s", error)
+                continue
+            savepoint.commit()
+            held.append(line.casefold())
+            proposals.append(proposal)
+        return proposals
 
     def _store_notes(self, user: MessageHit, notes: list[str]) -> list[str]:
         """The user's own statements as archival notes (one each, never twice)."""
@@ -180,20 +264,55 @@ class Keeper:
         )
         return [f"noted: {text}" for text in fresh]
 
-    def _correct(self, new: str, old: str) -> str:
-        """Put right the newest fact or note of the user that says ``old``: "it's Thursday, not
-        Tuesday" after "my appointment is on Tuesday". What was put right, in words."""
-        pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
-        for fact in self.mnemo.knowledge.facts(USER, limit=50):
-            if fact.subject_is(USER) and pattern.fullmatch(fact.object):
-                corrected = self.mnemo.knowledge.correct(fact.id, new)
-                return f"corrected: {corrected.sentence()}"
-        for note in self.mnemo.archival.recent(50, origin="user"):
-            if pattern.search(note.text):
-                text = pattern.sub(new, note.text)
+    def _correct(self, correction: assisted.Correction, message_id: int) -> str:
+        """Put right the newest fact or note of the user that says what was corrected: the
+        old value itself ("it's Thursday, not Tuesday" after "my appointment is on Tuesday"),
+        or the value of the new one's kind ("no wait, it's the 16th" after "…on the 9th"), in
+        a note about the correction's topic when it names one ("training moved to Sunday").
+        Notes of the correcting message itself are left as they are. What was put right, in
+        words."""
+        notes = [
+            note
+            for note in self.mnemo.archival.recent(50, origin="user")
+            if note.source.message_id != message_id
+        ]
+        if correction.old:
+            old = correction.old
+            pattern = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)", re.IGNORECASE)
+            for fact in self.mnemo.knowledge.facts(USER, limit=50):
+                if fact.subject_is(USER) and pattern.fullmatch(fact.object):
+                    corrected = self.mnemo.knowledge.correct(fact.id, correction.new)
+                    return f"corrected: {corrected.sentence()}"
+            for note in notes:
+                if pattern.search(note.text):
+                    text = pattern.sub(correction.new, note.text)
+                    self.mnemo.archival.update(note.id, text)
+                    return f"corrected: {text}"
+        kind = assisted.value_kind(correction.new)
+        if kind is None:
+            return f"nothing said {correction.old or correction.new!r} to correct"
+        values = assisted.VALUE_KINDS[kind]
+        digits = re.findall(r"\d+", correction.old or "")
+        topic = query_terms(correction.topic)
+
+        def fits(text: str) -> re.Match[str] | None:
+            """The value of the kind this note holds (the old one's, when it was said)."""
+            for match in values.finditer(text):
+                if not digits or re.findall(r"\d+", match[0])[:1] == digits[:1]:
+                    return match
+            return None
+
+        about_topic = [
+            note
+            for note in notes
+            if any(same_word(w, t) for t in topic for w in query_terms(note.text, 10**6))
+        ]
+        for note in [*about_topic, *notes]:
+            if match := fits(note.text):
+                text = note.text[: match.start()] + correction.new + note.text[match.end() :]
                 self.mnemo.archival.update(note.id, text)
                 return f"corrected: {text}"
-        return f"nothing said {old!r} to correct"
+        return f"nothing said before to correct with {correction.new!r}"
 
     def _learn(
         self,
@@ -201,9 +320,12 @@ class Keeper:
         user: MessageHit,
         candidate: Candidate,
         untrusted: str | None,
-    ) -> tuple[str, Proposal | None]:
+        *,
+        supersede: bool = False,
+    ) -> tuple[str, Proposal | None, list[Fact]]:
         """One fact from the user's message into knowledge memory: what happened, in words,
-        and the proposal when it waits for the user."""
+        the proposal when it waits for the user, and the facts it replaced (``supersede``:
+        the user said that it changed, so the new fact replaces the old one at once)."""
         source = {"source_kind": "message", "source_ref": str(user.id)}
         session = transaction.session
         savepoint = session.begin_nested()
@@ -217,11 +339,12 @@ class Keeper:
                     candidate.object,
                     valid_from=candidate.valid_from,
                     asserted_by="user",
+                    supersede=supersede,
                     **source,  # type: ignore[arg-type]
                 )
                 if isinstance(stored, Fact):
                     savepoint.commit()
-                    return f"learned: {stored.sentence()}", None
+                    return f"learned: {stored.sentence()}", None, list(current)
                 current = stored.current
             result = propose_fact(
                 self.mnemo,
@@ -239,6 +362,11 @@ class Keeper:
         except MnemoError as error:
             savepoint.rollback()
             log.info("a fact from the message was not kept: %s", error)
-            return f"not kept: {candidate.sentence()} ({error})", None
+            return f"not kept: {candidate.sentence()} ({error})", None, []
         savepoint.commit()
-        return result.text, result.proposal
+        return result.text, result.proposal, []
+
+
+def _holds_any(line: str, facts: list[Fact]) -> bool:
+    """Whether ``line`` states the object of one of ``facts`` (a line to replace)."""
+    return any(re.search(rf"(?<!\w){re.escape(f.object)}(?!\w)", line) for f in facts)

@@ -33,7 +33,14 @@ from engine.llm.base import (
 from engine.memory.core import Block
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.resources import resource_path
-from engine.transcript import FOR_THE_USER_ONLY, NOTE_MARK, RECALL, REMEMBER, read_call, spoken_date
+from engine.transcript import (
+    FOR_THE_USER_ONLY,
+    NOTE_MARKS,
+    RECALL,
+    REMEMBER,
+    read_call,
+    spoken_date,
+)
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -284,13 +291,15 @@ class ContextWindow:
         if assisted:
             today = datetime.now().astimezone()
             core += f"\n\nToday is {today:%A} {spoken_date(today)}."
-        recalled = [m.content for m in chat if m.content.startswith(NOTE_MARK)]
+        recalled = [m.content for m in chat if m.content.startswith(NOTE_MARKS)]
         prompt = Prompt(
             instructions=instructions,
             functions=functions,
             memory="\n\n".join(part for part in (core, summary) if part),
             messages=chat,
             allowed=allowed,
+            # An assisted reply is a few sentences; a self-managed step writes a call.
+            max_tokens=self._mnemo.settings.reply_tokens if assisted else None,
         )
         count = self.tokens
         stats = ContextStats(

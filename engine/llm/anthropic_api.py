@@ -113,7 +113,7 @@ class AnthropicModel(ApiChatModel):
     def request_body(self, prompt: Prompt) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": self.max_step_tokens,
+            "max_tokens": prompt.output_tokens(self.max_step_tokens),
             "system": [{"type": "text", "text": self._system(prompt), "cache_control": CACHED}],
             "messages": self._messages(prompt),
             "tools": self._tools(prompt.functions),

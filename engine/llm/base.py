@@ -105,6 +105,12 @@ class Prompt:
     # A free-text reply's sampling temperature; None: the back-end's usual one (greedy for a local
     # model). A reply written again because it repeated an earlier one is sampled.
     temperature: float | None = None
+    # The most tokens this step may write (an assisted reply's cap); None: the model's own.
+    max_tokens: int | None = None
+
+    def output_tokens(self, model_limit: int) -> int:
+        """The tokens this step may write, for a model that allows ``model_limit``."""
+        return min(model_limit, self.max_tokens) if self.max_tokens else model_limit
 
 
 @dataclass

@@ -437,7 +437,7 @@ class LlamaModel:
                 grammar = self._schema_grammar(prompt.reply_schema)
                 output, stats = self._generate(
                     tokens,
-                    self.max_step_tokens,
+                    prompt.output_tokens(self.max_step_tokens),
                     grammar,
                     TextStream(),
                     on_text,

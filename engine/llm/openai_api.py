@@ -243,7 +243,7 @@ class OpenAIModel(ApiChatModel):
             "tools": self._tools(prompt.functions),
             "tool_choice": "auto",
             "stream": True,
-            "max_tokens": self.max_step_tokens,
+            "max_tokens": prompt.output_tokens(self.max_step_tokens),
             "temperature": 0.3 if prompt.temperature is None else prompt.temperature,
         }
         if self._ask_for_usage:

@@ -128,6 +128,8 @@ class ScriptedModel:
         output = scripted.output(prompt) if callable(scripted.output) else scripted.output
         raw = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
         stream: MessageStream | TextStream = MessageStream() if prompt.functions else TextStream()
+        if not prompt.functions:  # a word is a token here; a plain reply is cut at its cap
+            raw = "".join(re.findall(r"\S+\s*", raw)[: prompt.output_tokens(self.max_step_tokens)])
         for piece in re.findall(r"\S+\s*", raw):
             if cancel is not None and cancel.is_set():
                 raise GenerationCancelled("The reply was stopped.")

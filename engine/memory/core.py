@@ -105,6 +105,10 @@ def _check_label(label: str) -> None:
         )
 
 
+# What a new profile's blocks say before anything is known (resources/prompts/human.txt).
+EMPTY_TEXTS = frozenset({"Nothing is known about the user yet."})
+
+
 class CoreMemory:
     """The profile's core blocks (``persona``, ``human`` and any the user adds)."""
 
@@ -470,7 +474,9 @@ class CoreMemory:
 
 
 def _appender(content: str) -> Callable[[str], str]:
-    return lambda old: f"{old}\n{content}" if old else content
+    """A line added to a block; the first line takes the place of the block's empty-state text
+    ("Nothing is known about the user yet.", which would read wrong above what is known)."""
+    return lambda old: f"{old}\n{content}" if old and old not in EMPTY_TEXTS else content
 
 
 def _replacer(label: str, old_content: str, new_content: str) -> Callable[[str], str]:

@@ -180,7 +180,7 @@ class EntityNames:
             for size in range(MENTION_WORDS, 0, -1)
             for start in range(len(words) - size + 1)
         }
-        if {"i", "my", "me", "mine", "myself"} & set(words):
+        if {"i", "my", "me", "mine", "myself", "we", "our", "us"} & set(words):
             spans.setdefault(USER_KEY, len(words))  # after anyone named: less specific
         if not spans:
             return []

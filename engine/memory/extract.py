@@ -23,15 +23,15 @@ from engine.memory.knowledge import RELATIVES, USER, fact_sentence
 
 _MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
-_MONTH = "(?i:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+MONTH = "(?i:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _CAPITAL = r"(?!I\b)[A-Z][\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
 _JOINER = r"(?:of|de|da|do|du|del|la|le|von|van|and|&|for)"
 # A name: capitalised words, possibly joined by "of", "de"... ("Bank of Portugal").
 _NAME = rf"(?:[Tt]he\s+)?{_CAPITAL}(?:\s+(?:{_JOINER}\s+)?{_CAPITAL})*"
 _PERSON = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"
 _DATE = (
-    rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:,?\s+\d{{4}})?"
-    rf"|{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
+    rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}(?:,?\s+\d{{4}})?"
+    rf"|{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
     r"|\d{4}-\d{2}-\d{2})"
 )
 # A thing named in lower case ("peanuts", "bee stings"), up to three words, before a joiner.
@@ -46,6 +46,8 @@ _NOT_NAMES = frozenset(
 
 # (predicate, pattern): ``subject`` is "I" in the first person, a name in the third; ``object``
 # is what the fact says. Patterns are tried on the whole sentence.
+# Between a name and its verb: "Tunde actually moved to Bristol".
+_ADVERBS = r"(?:(?:now|still|actually|just|recently|finally|also)\s+)*"
 _I = r"\b(?P<subject>I)(?:'ve|'m| have| am| had)?"
 _THEY = rf"(?P<subject>{_PERSON})"
 _PATTERNS: list[tuple[str, str]] = [
@@ -91,10 +93,10 @@ _PATTERNS: list[tuple[str, str]] = [
     # The third person, as documents say it.
     (
         "lives_in",
-        rf"\b{_THEY}\s+(?:now\s+|still\s+)?(?:lives|moved|relocated|is\s+based)\s+(?:in|to)\s+"
+        rf"\b{_THEY}\s+{_ADVERBS}(?:lives|moved|relocated|is\s+based)\s+(?:back\s+)?(?:in|to)\s+"
         rf"(?P<object>{_NAME})",
     ),
-    ("works_at", rf"\b{_THEY}\s+(?:now\s+|still\s+)?works\s+(?:at|for)\s+(?P<object>{_NAME})"),
+    ("works_at", rf"\b{_THEY}\s+{_ADVERBS}works\s+(?:at|for)\s+(?P<object>{_NAME})"),
     ("birthday", rf"(?<!my\s)(?<!My\s)\b{_THEY}'s\s+birthday\s+is\s+(?:on\s+)?(?P<object>{_DATE})"),
     ("born_on", rf"\b{_THEY}\s+was\s+born\s+on\s+(?P<object>{_DATE})"),
     ("born_in", rf"\b{_THEY}\s+was\s+born\s+in\s+(?P<object>{_NAME})"),
@@ -176,7 +178,7 @@ _FOR = re.compile(
 )
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _IN_MONTH = re.compile(
-    rf"\b(?:in|since|this|last)\s+(?P<month>{_MONTH})(?:\s+(?P<year>\d{{4}}))?\b", re.I
+    rf"\b(?:in|since|this|last)\s+(?P<month>{MONTH})(?:\s+(?P<year>\d{{4}}))?\b", re.I
 )
 _IN_YEAR = re.compile(r"\b(?:in|since)\s+(?P<year>(?:19|20)\d{2})\b")
 

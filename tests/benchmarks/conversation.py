@@ -1,9 +1,21 @@
 """Conversations as a person has them: many turns, new conversations, a restart, then questions.
 
-Each scripted person (``conversation_people.py``, 12 of them, 15-25 messages each) talks to the
-real agent in a fresh profile: small talk, requests, statements about their life, corrections,
-and questions about what they said, in the same conversation, in a new one, and after the profile
-was closed and opened again. One JSON line out:
+Each scripted person talks to the real agent in a fresh profile: small talk, requests,
+statements about their life, corrections, and questions about what they said, in the same
+conversation, in a new one, and after the profile was closed and opened again. Two groups:
+``tuned`` (``conversation_people.py``, the people the rules were tuned on) and ``heldout``
+(``conversation_heldout.py``, everyday phrasings never tuned on); ``--group`` picks one. One
+JSON line out:
+
+- ``fully_correct``: memory questions whose reply is right by the strict count: it holds the
+  current value, no superseded one (unless as history: "before that, Ghent"), no value that is
+  in neither what the person said nor their documents (``invented``), no frame of the recall
+  note (``frame_leak``), is no repeat of an earlier reply, nor the same shape with a phrase
+  changed, and ends (``runaway``: a sentence said twice, or more than ``RUNAWAY_CHARS``);
+- ``corrected_new``: questions about a corrected fact answered with the new value alone;
+- ``invented_rate``: replies to questions about the person stating a value from nowhere;
+- ``frame_leaks``, ``runaways``: replies (all of them) with a frame, or that ran on;
+- ``musings_kept``: hypotheticals ("if I ever moved to Berlin…") kept as if they were facts;
 
 - ``repeat_rate``: replies at least 0.8 similar (difflib) to an earlier reply of the same
   conversation, as a share of all replies;
@@ -18,8 +30,8 @@ was closed and opened again. One JSON line out:
   finished reply) and ``after_reply_s`` p50/p95: how long the turn goes on after the reply is
   shown (the memory step), which the window does not make the person wait for.
 
-    uv run python tests/benchmarks/conversation.py [--people priya,tom] [--model PATH.gguf |
-        openai:NAME --base-url URL] [--seed 7] [--ceiling/--no-ceiling] [--show]
+    uv run python tests/benchmarks/conversation.py [--group tuned|heldout] [--people priya,tom]
+        [--model PATH.gguf | openai:NAME --base-url URL] [--seed 7] [--no-ceiling] [--show]
 """
 
 from __future__ import annotations
@@ -35,7 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import emit, percentile, use_model
-from conversation_people import PEOPLE, Ask, Document, Tell
+from conversation_heldout import HELDOUT
+from conversation_people import PEOPLE, Ask, Document, Muse, Tell, Turn
 
 from engine import Mnemo
 from engine.agent import Agent
@@ -57,8 +70,76 @@ UNKNOWN = re.compile(
 )
 
 
+GROUPS = {"tuned": PEOPLE, "heldout": HELDOUT}
+RUNAWAY_CHARS = 1200  # a few sentences are ~300; four times that is a reply that ran on
+SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
+SHAPE_SIMILARITY = 0.75  # of the words, in order: the same sentence with a phrase changed
+# What the recall note and the prompt look like, and never a reply to a person: headings, the
+# note's label, "the user", file names, chunk numbers, bracketed dates and labels, block tags.
+FRAME = re.compile(
+    r"recalled from memory|^\s*#+\s|core memory|\bthe user\b|\buser said\b|"
+    r"\bchunk \d|\b[\w-]+\.(?:md|txt|pdf|docx|html?)\b|\(\s*\d{1,2} [A-Z][a-z]+ \d{4}|"
+    r"\[[^\]\n]{0,60}\]|^\s*(?:mnemo|assistant|user)\s*:|</?\w+(?:\s[^>]*)?>",
+    re.IGNORECASE | re.MULTILINE,
+)
+# How a superseded value may still be named: as history, never as the answer.
+HISTORY = re.compile(
+    r"\((?:before that|before|previously|earlier|formerly|was|it was)\b[^)]*\)"
+    r"|\b(?:not|no longer|instead of|used to|previously|before that|moved from|changed from)"
+    r"\b[^.;!?]*",
+    re.IGNORECASE,
+)
+_NUMBER = re.compile(r"\d+(?:[,.]\d+)*")
+_WORDS = re.compile(r"[\w'-]+")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
 def similar(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.casefold(), b.casefold()).ratio()
+
+
+def same_shape(a: str, b: str) -> bool:
+    """The same reply with a phrase changed ("I'm not familiar with the term "X"…")."""
+    words_a, words_b = _WORDS.findall(a.casefold()), _WORDS.findall(b.casefold())
+    if min(len(words_a), len(words_b)) < SHAPE_WORDS:
+        return False
+    matcher = difflib.SequenceMatcher(None, words_a, words_b, autojunk=False)
+    return matcher.ratio() >= SHAPE_SIMILARITY
+
+
+def repeats(reply: str, earlier: list[str]) -> bool:
+    return any(similar(reply, before) >= SIMILAR or same_shape(reply, before) for before in earlier)
+
+
+def values(text: str) -> set[str]:
+    """What only a source can tell: numbers of two or more digits ("16th" is 16) and names
+    (capitalised words inside a sentence), casefolded, without a possessive."""
+    found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
+    for sentence in _SENTENCES.split(text):
+        for word in _WORDS.findall(sentence)[1:]:
+            if word[0].isupper() and word not in ("I", "I'm", "I'd", "I've", "I'll"):
+                found.add(word.casefold().removesuffix("'s"))
+    return found
+
+
+def known_words(texts: list[str]) -> set[str]:
+    words = {w.casefold().removesuffix("'s") for text in texts for w in _WORDS.findall(text)}
+    return words | {n.replace(",", "") for text in texts for n in _NUMBER.findall(text)}
+
+
+def invented(reply: str, known: set[str]) -> set[str]:
+    """Values the reply states that the person never said (nor their documents)."""
+    return {value for value in values(reply) if value not in known and value != "mnemo"}
+
+
+def runaway(reply: str) -> bool:
+    sentences = [s.strip().casefold() for s in _SENTENCES.split(reply) if len(s.strip()) >= 20]
+    return len(reply) > RUNAWAY_CHARS or len(sentences) != len(set(sentences))
+
+
+def as_answer(reply: str, old: tuple[str, ...]) -> bool:
+    """Whether ``reply`` gives a superseded value other than as history."""
+    return bool(old) and answers(HISTORY.sub(" ", reply), old)
 
 
 def holds(text: str, words: tuple[str, ...]) -> bool:
@@ -100,9 +181,19 @@ class Turns:
         self.unknown_admitted = 0
         self.cited = 0
         self.wrong_sources = 0
+        self.fully_correct = 0
+        self.corrected_asked = 0
+        self.corrected_new = 0
+        self.about_person = 0  # replies to questions about the person (for invented_rate)
+        self.invented = 0
+        self.frame_leaks = 0
+        self.runaways = 0
+        self.musings = 0
+        self.musings_kept = 0
         self.failures: list[dict[str, Any]] = []
 
-    def send(self, agent: Agent, text: str) -> tuple[str, tuple[Any, ...]]:
+    def send(self, agent: Agent, text: str) -> tuple[str, tuple[Any, ...], bool]:
+        """The reply, its sources, and whether it repeats an earlier one (or its shape)."""
         started = time.perf_counter()
         marks: dict[str, float] = {}
         sources: list[Any] = []
@@ -123,15 +214,23 @@ class Turns:
             self.reply_s.append(marks["reply"])
             self.after_reply.append(total - marks["reply"])
         earlier = self.replies.setdefault(f"{agent.mnemo.profile.root}/{agent.conversation_id}", [])
+        repeated = False
         if reply:
             self.reply_count += 1
-            if any(similar(reply, before) >= SIMILAR for before in earlier):
+            repeated = repeats(reply, earlier)
+            if repeated:
                 self.repeats += 1
                 self.failures.append({"repeat": reply[:120], "to": text})
             earlier.append(reply)
+            if FRAME.search(reply):
+                self.frame_leaks += 1
+                self.failures.append({"frame": FRAME.search(reply)[0], "reply": reply[:200]})
+            if runaway(reply):
+                self.runaways += 1
+                self.failures.append({"runaway": reply[:200], "to": text})
         if self.show:
             print(f"  > {text}\n  < {reply[:300]}", file=sys.stderr)
-        return reply, tuple(sources)
+        return reply, tuple(sources), repeated
 
 
 def ceiling_reply(mnemo: Mnemo, model: ChatModel, question: str, statements: list[str]) -> str:
@@ -149,25 +248,34 @@ def ceiling_reply(mnemo: Mnemo, model: ChatModel, question: str, statements: lis
 
 
 def run_person(
-    name: str, model: ChatModel, embedder: Any, turns: Turns, ceiling: bool, root: Path
+    name: str,
+    script: list[Turn],
+    model: ChatModel,
+    embedder: Any,
+    turns: Turns,
+    ceiling: bool,
+    root: Path,
 ) -> dict[str, Any]:
     profile = root / name
     mnemo = Mnemo.open(profile, embedder=embedder)
     statements: list[str] = []
     facts: list[tuple[str, ...]] = []
+    never: list[tuple[str, ...]] = []
+    said: list[str] = []  # everything the person typed or dropped in: what a reply may state
     documents: dict[str, Path] = {}
     conversation = mnemo.conversations.current()
     agent = Agent(mnemo, model, conversation_id=conversation)
     where = "same"
     ceiling_hits = 0
     asked = answered = 0
-    for turn in PEOPLE[name]:
+    for turn in script:
         if isinstance(turn, Document):
             path = root / f"{name}-files" / turn.name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(turn.text, encoding="utf-8")
             Ingestor(mnemo).ingest_file(path)
             documents[turn.name] = path
+            said.append(turn.text)
             continue
         if isinstance(turn, Ask) and turn.where != where:
             if turn.where == "new":
@@ -178,10 +286,13 @@ def run_person(
                 conversation = mnemo.conversations.current()
             agent = Agent(mnemo, model, conversation_id=conversation)
             where = turn.where
-        reply, sources = turns.send(agent, turn.text)
+        said.append(turn.text)
+        reply, sources, repeated = turns.send(agent, turn.text)
         if isinstance(turn, Tell):
             statements.append(turn.text)
             facts += turn.kept
+        if isinstance(turn, Muse):
+            never += turn.never
         cited_right = isinstance(turn, Ask) and turn.document is not None
         for source in sources:
             turns.cited += 1
@@ -201,6 +312,11 @@ def run_person(
                 )
         if not isinstance(turn, Ask):
             continue
+        made_up = invented(reply, known_words(said))
+        turns.about_person += 1
+        if made_up:
+            turns.invented += 1
+            turns.failures.append({"invented_values": sorted(made_up), "reply": reply[:200]})
         if not turn.answer:
             turns.unknown_asked += 1
             if UNKNOWN.search(reply):
@@ -213,6 +329,22 @@ def run_person(
             answered += 1
         else:
             turns.failures.append({"unanswered": turn.text, "reply": reply[:120], "in": where})
+        superseded = as_answer(reply, turn.old)
+        if turn.old:
+            turns.corrected_asked += 1
+            if answers(reply, turn.answer) and not superseded:
+                turns.corrected_new += 1
+            elif superseded:
+                turns.failures.append({"superseded": turn.text, "reply": reply[:200]})
+        if (
+            answers(reply, turn.answer)
+            and not superseded
+            and not made_up
+            and not FRAME.search(reply)
+            and not repeated
+            and not runaway(reply)
+        ):
+            turns.fully_correct += 1
         if ceiling and turn.document is None:
             if answers(ceiling_reply(mnemo, model, turn.text, statements), turn.answer):
                 ceiling_hits += 1
@@ -224,6 +356,11 @@ def run_person(
     for fact in facts:
         if fact not in kept:
             turns.failures.append({"lost": fact, "person": name})
+    for words in never:  # a musing is no fact about their life: nothing keeps it
+        turns.musings += 1
+        if any(holds(item, words) for item in items):
+            turns.musings_kept += 1
+            turns.failures.append({"musing_kept": words, "person": name})
     mnemo.close()
     turns.asked += asked
     turns.answered += answered
@@ -239,7 +376,8 @@ def run_person(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--people", default=",".join(PEOPLE))
+    parser.add_argument("--group", choices=sorted(GROUPS), default="tuned")
+    parser.add_argument("--people", default="", help="some of the group's people, by name")
     parser.add_argument("--model", default="", help="PATH.gguf, openai:NAME or anthropic:NAME")
     parser.add_argument("--base-url", default="")
     parser.add_argument("--seed", type=int, default=7)
@@ -259,9 +397,10 @@ def main() -> None:
             model = load_model(settings_profile.settings)
         settings_profile.close()
         turns = Turns(model, args.show)
+        group = GROUPS[args.group]
         people = [
-            run_person(name, model, embedder, turns, args.ceiling, root)
-            for name in args.people.split(",")
+            run_person(name, group[name], model, embedder, turns, args.ceiling, root)
+            for name in (args.people.split(",") if args.people else group)
         ]
     facts = sum(p["facts"] for p in people)
     kept = sum(p["kept"] for p in people)
@@ -274,6 +413,7 @@ def main() -> None:
         {
             "benchmark": "conversation",
             "model": model.name,
+            "group": args.group,
             "seed": args.seed,
             "people": len(people),
             "replies": turns.reply_count,
@@ -281,7 +421,14 @@ def main() -> None:
             "facts_kept": round(kept / max(1, facts), 3),
             "facts": facts,
             "answered": round(answered, 3),
+            "fully_correct": round(turns.fully_correct / max(1, turns.asked), 3),
             "questions": turns.asked,
+            "corrected_new": round(turns.corrected_new / max(1, turns.corrected_asked), 3),
+            "corrected_questions": turns.corrected_asked,
+            "invented_rate": round(turns.invented / max(1, turns.about_person), 3),
+            "frame_leaks": turns.frame_leaks,
+            "runaways": turns.runaways,
+            "musings_kept": f"{turns.musings_kept}/{turns.musings}",
             **(
                 {
                     "ceiling": round(ceiling / max(1, turns.asked), 3),

@@ -10,6 +10,10 @@ Each person is a list of turns:
   ``answer``'s spellings. ``where`` is "same" (this conversation), "new" (a new conversation) or
   "restart" (the profile closed and opened again, the conversation continued). An empty
   ``answer`` is a question about something never said: the reply should say it does not know.
+  ``old`` lists the spellings of a value the person has since corrected: it may appear only as
+  history ("before that, Ghent"), never as the answer.
+- ``Muse(text, never)``: a wish or a hypothetical ("if I ever moved to Berlin…"), no fact:
+  no stored item may hold all the words of one of ``never``'s tuples.
 - ``Document(name, text)``: a file the person drops in before the conversation; ``Ask(...,
   document=name)`` is a question whose answer is in it, so a Sources line must name it.
 
@@ -40,6 +44,13 @@ class Ask:
     answer: tuple[str, ...]
     where: str = "same"
     document: str | None = None
+    old: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Muse:
+    text: str
+    never: tuple[tuple[str, ...], ...]
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class Document:
     text: str
 
 
-Turn = Say | Tell | Ask | Document
+Turn = Say | Tell | Ask | Muse | Document
 
 NOT_SAID: tuple[str, ...] = ()
 
@@ -74,7 +85,7 @@ PEOPLE: dict[str, list[Turn]] = {
         Ask("What is my favourite hot drink?", ("tea",), "new"),
         Ask("What is my favourite movie?", NOT_SAID, "new"),
         Ask("What do I like to do on weekends?", ("hik",), "restart"),
-        Ask("When is my dentist appointment?", ("thursday",), "restart"),
+        Ask("When is my dentist appointment?", ("thursday",), "restart", old=("tuesday",)),
     ],
     "tom": [
         Say("Hello! How are you today?"),
@@ -109,7 +120,7 @@ PEOPLE: dict[str, list[Turn]] = {
         Tell("My birthday is on 12 May.", (("12 may",),)),
         Ask("What instrument do I play?", ("violin",)),
         Ask("What's my cat called?", ("miso",)),
-        Ask("Where do I live now?", ("madrid",), "new"),
+        Ask("Where do I live now?", ("madrid",), "new", old=("lisbon",)),
         Ask("What health condition do I have?", ("diabetes",), "new"),
         Ask("What car do I drive?", NOT_SAID, "new"),
         Say("Good night!"),
@@ -250,7 +261,7 @@ PEOPLE: dict[str, list[Turn]] = {
         Tell("I love sailing on the Wannsee.", (("sailing",),)),
         Say("How do I explain compound interest to a child?"),
         Ask("What's my son's name?", ("felix",)),
-        Ask("Which company do I work for?", ("kpmg",)),
+        Ask("Which company do I work for?", ("kpmg",), old=("deloitte",)),
         Ask("What am I allergic to?", ("cat",), "new"),
         Ask("What's my hobby?", ("sail",), "new"),
         Ask("What is my wife's name?", NOT_SAID, "new"),
@@ -286,11 +297,44 @@ PEOPLE: dict[str, list[Turn]] = {
         Tell("I collect vinyl records, mostly soul.", (("vinyl",),)),
         Say("How do I clean old records safely?"),
         Ask("What's my wife's name?", ("sara",)),
-        Ask("When is my meeting with the bank?", ("wednesday",)),
+        Ask("When is my meeting with the bank?", ("wednesday",), old=("friday",)),
         Ask("What do I collect?", ("vinyl", "record"), "new"),
         Ask("What am I allergic to?", ("bee",), "new"),
         Ask("What is my son's name?", NOT_SAID, "new"),
         Say("Ok, bye."),
         Ask("What do I do for work?", ("mechanic",), "restart"),
+    ],
+    # The first afternoon's phrasings (issue 53), for tuning the rules on.
+    "ines": [
+        Say("Hi, nice to meet you."),
+        Tell("My sister Ines lives in Ghent.", (("ghent",),)),
+        Tell("My car is a 2012 Honda Jazz.", (("2012",),)),
+        Tell("Been vegan since 2019.", (("vegan",),)),
+        Say("What's a quick vegan breakfast?"),
+        Tell("Actually, Ines moved to Antwerp last month.", (("antwerp",),)),
+        Muse("If I ever moved to Berlin I'd learn German.", (("berlin",),)),
+        Tell("My cat's vet appointment is on the 14th.", (("14",),)),
+        Tell("Oh wait, sorry, the vet moved it to the 21st.", (("21",),)),
+        Ask("Where does Ines live?", ("antwerp",), old=("ghent",)),
+        Ask("What year is my car?", ("2012",)),
+        Ask("When is the vet appointment?", ("21",), "new", old=("14th",)),
+        Ask("What diet do I follow?", ("vegan",), "new"),
+        Ask("What's my brother's name?", NOT_SAID, "new"),
+        Ask("Where does my sister live now?", ("antwerp",), "restart", old=("ghent",)),
+    ],
+    "tunde": [
+        Say("Hello!"),
+        Tell("My friend Tunde lives in Leeds.", (("leeds",),)),
+        Tell("Strawberries bring me out in hives.", (("strawberr",),)),
+        Tell("I work at the Molinette hospital.", (("molinette",),)),
+        Say("Can you suggest a podcast about history?"),
+        Tell("Actually Tunde moved to Bristol in the summer.", (("bristol",),)),
+        Tell("We live on Rose Lane.", (("rose lane",),)),
+        Tell("I'm not at the Molinette any more, I work at Mauriziano now.", (("mauriziano",),)),
+        Ask("Where does Tunde live?", ("bristol",), old=("leeds",)),
+        Ask("Which hospital am I at?", ("mauriziano",), "new", old=("molinette",)),
+        Ask("What street do we live on?", ("rose lane",), "new"),
+        Ask("What is my cat's name?", NOT_SAID, "new"),
+        Ask("What fruit am I allergic to?", ("strawberr",), "restart"),
     ],
 }

@@ -1,0 +1,266 @@
+"""Replies a person can trust (the assisted mode's checks on a small model's reply).
+
+- **The person is "you".** What memory holds is shown to the model, and said to the person, in
+  the second person ("Your sister Ines lives in Antwerp"): a small model copies what it is shown,
+  and a copy is then right (``to_second_person``).
+- **No frame.** Headings, bracketed labels, "the user said", file paths, chunk numbers and dates
+  in brackets are scaffolding of the prompt; ``strip_frame`` takes out what a reply copies anyway.
+- **Every reply ends.** ``LoopWatch`` finds where a reply starts saying a sentence, or a long run
+  of words, again; the turn stops generating there. Replies are also capped in tokens.
+- **Grounded.** ``Grounds.problem`` checks a draft that speaks about the person: a name, number
+  or date in neither memory nor the message is invented; a reply without the value memory holds
+  for the question leaves it out; a superseded value may be history, never the answer. A draft
+  that fails twice is replaced by the record itself (``Grounds.record_reply``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+
+# -- the person is "you" ------------------------------------------------------------------------
+
+_TO_YOU = {
+    "i": "you",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i'll": "you'll",
+    "we": "you",
+    "us": "you",
+    "our": "your",
+    "ours": "yours",
+    "we're": "you're",
+    "we've": "you've",
+    "ourselves": "yourselves",
+}
+_BE_AFTER_I = {"am": "are", "was": "were", "'m": "'re"}
+_PRONOUN = re.compile(
+    r"\b(?:i'm|i've|i'd|i'll|we're|we've|i|me|my|mine|myself|we|us|our|ours|"
+    r"ourselves)\b(?:\s+(?:am|was)\b)?",
+    re.IGNORECASE,
+)
+
+
+def to_second_person(text: str) -> str:
+    """The person's own words as said back to them: "My sister lives in Ghent, I am sure" ->
+    "Your sister lives in Ghent, you are sure"."""
+
+    def swap(match: re.Match[str]) -> str:
+        words = match[0].split()
+        said = _TO_YOU[words[0].casefold()]
+        if not text[: match.start()].strip() or text[: match.start()].rstrip()[-1] in ".!?":
+            said = said[0].upper() + said[1:]
+        if len(words) > 1:
+            said += " " + _BE_AFTER_I.get(words[1].casefold(), words[1])
+        return said
+
+    return _PRONOUN.sub(swap, text)
+
+
+# -- no frame -----------------------------------------------------------------------------------
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_MONTH_DATE = rf"\d{{1,2}} (?:{_MONTHS})(?: \d{{4}})?"
+_FRAME_PARTS = [
+    # The note's labels, old and new, and core memory's, as lines or inline.
+    r"^\s*#+\s*(?:core memory|recalled from memory|memory|persona|human|summary)\b[^\n]*$",
+    r"\[(?:recalled from memory|system note|result of|status)[^\]\n]*\]?",
+    r"</?(?:human|persona|memory|\w+ chars=\"\d+\")[^>\n]*>",
+    r"^\s*(?:memory for this message|what memory holds)\s*:?\s*$",
+    # "(14 March 2027, from …/lease.md, chunk 3)" and "(since 4 May 2026)"-style brackets.
+    rf"\(\s*(?:{_MONTH_DATE}|since [^)]*|from [^)]*|[^)]*\bchunk \d+[^)]*)\)",
+    # "4 December 2026, the user said:" before what was said.
+    rf"(?:\b{_MONTH_DATE},?\s*)?\b(?:the user|user) said:\s*",
+    r"\bchunk \d+\b,?",
+    # A reply that names its own speaker.
+    r"^\s*(?:mnemo|assistant)\s*:\s*",
+]
+_FRAME = re.compile("|".join(f"(?:{part})" for part in _FRAME_PARTS), re.IGNORECASE | re.MULTILINE)
+_PATH = re.compile(r"(?:[\w.…~-]*[/\\])*([\w-]+)\.(?:md|txt|pdf|docx?|html?|rtf|odt|csv)\b", re.I)
+_HEADING = re.compile(r"^\s*#+\s*", re.MULTILINE)
+_THE_USER = re.compile(r"\b(the user|user)('s)?(\s+(?:is|was|has|\w+s)\b)?", re.IGNORECASE)
+_VERB_TO_YOU = {"is": "are", "was": "were", "has": "have"}
+
+
+def _to_you(match: re.Match[str]) -> str:
+    if match[2]:
+        said = "your"
+    else:
+        said = "you"
+        if match[3]:
+            verb = match[3].strip()
+            said += " " + _VERB_TO_YOU.get(verb.casefold(), verb.removesuffix("s"))
+    start = match.start()
+    before = match.string[:start].rstrip()
+    if not before or before[-1] in ".!?:\n":
+        said = said[0].upper() + said[1:]
+    return said + (match[3] if match[2] and match[3] else "")
+
+
+def strip_frame(reply: str) -> str:
+    """The reply without what it copied of its prompt's scaffolding, and with the person as
+    "you" ("The user's sister" -> "Your sister")."""
+    text = _FRAME.sub(" ", reply)
+    text = _PATH.sub(lambda match: match[1], text)
+    text = _HEADING.sub("", text)
+    text = _THE_USER.sub(_to_you, text)
+    text = re.sub(r"[ \t]+", " ", text)
+    text = re.sub(r" +([,.;:!?])", r"\1", text)
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return "\n".join(line.strip() for line in text.strip().splitlines()).strip(" ,;:-\n")
+
+
+# -- every reply ends ---------------------------------------------------------------------------
+
+LOOP_WORDS = 8  # a run of this many words said twice in one reply is a loop
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[\w'-]+")
+
+
+def loop_start(text: str) -> int | None:
+    """Where ``text`` starts saying again what it already said (a sentence of four words or
+    more, or a run of ``LOOP_WORDS`` words); None while it does not."""
+    seen: set[str] = set()
+    position = 0
+    for piece in _SENTENCE_END.split(text):
+        start = text.find(piece, position)
+        position = start + len(piece)
+        key = " ".join(_WORD.findall(piece.casefold()))
+        if len(key.split()) >= 4:
+            if key in seen:
+                return start
+            seen.add(key)
+    words = list(_WORD.finditer(text.casefold()))
+    runs: set[tuple[str, ...]] = set()
+    for index in range(len(words) - LOOP_WORDS + 1):
+        run = tuple(word[0] for word in words[index : index + LOOP_WORDS])
+        if run in runs:
+            return words[index].start()
+        runs.add(run)
+    return None
+
+
+SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
+SHAPE_SIMILARITY = 0.75  # of the words, in order
+
+
+def same_shape(a: str, b: str) -> bool:
+    """The same reply with a phrase changed ("I'm not familiar with the term "X" but…")."""
+    words_a, words_b = _WORD.findall(a.casefold()), _WORD.findall(b.casefold())
+    if min(len(words_a), len(words_b)) < SHAPE_WORDS:
+        return False
+    matcher = difflib.SequenceMatcher(None, words_a, words_b, autojunk=False)
+    return matcher.quick_ratio() >= SHAPE_SIMILARITY and matcher.ratio() >= SHAPE_SIMILARITY
+
+
+# -- grounded -----------------------------------------------------------------------------------
+
+_NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
+_SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
+# Capitalised inside a sentence without being a value of the person's life.
+_NOT_VALUES = frozenset("i i'm i'd i've i'll you your mnemo ok".split())
+# How a superseded value may still be named: as history.
+_HISTORY = re.compile(
+    r"\((?:before that|before|previously|earlier|formerly|was|it was)\b[^)]*\)"
+    r"|\b(?:not|no longer|instead of|used to|previously|before that|moved from|changed from)"
+    r"\b[^.;!?]*",
+    re.IGNORECASE,
+)
+
+
+def values(text: str) -> set[str]:
+    """What only a source can tell: numbers of two or more digits ("16th" is 16, "1,200" is
+    1200) and names (words capitalised inside a sentence), casefolded, without "'s"."""
+    found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
+    for sentence in _SENTENCES.split(text):
+        for word in _WORD.findall(sentence)[1:]:
+            folded = word.casefold().removesuffix("'s")
+            if word[0].isupper() and folded not in _NOT_VALUES:
+                found.add(folded)
+    return found
+
+
+def _words(text: str) -> set[str]:
+    words = {word.casefold().removesuffix("'s") for word in _WORD.findall(text)}
+    return words | {n.replace(",", "") for n in _NUMBER.findall(text)}
+
+
+@dataclass
+class Record:
+    """One thing memory holds for a message, as it is said back: "your sister Ines lives in
+    Antwerp", when ("4 December"), and what it replaced ("Ghent")."""
+
+    said: str
+    when: str | None = None
+    before: str | None = None
+    document: str | None = None  # the file's name, for a document's passage
+    noted: bool = False  # what the person has just said, acknowledged
+
+    def reply(self) -> str:
+        said = self.said.rstrip(".")
+        if said.split(" ", 1)[0] in ("You", "Your", "You're", "You've", "You'd", "You'll"):
+            said = said[0].lower() + said[1:]  # a name keeps its capital
+        if self.noted:
+            return f"Got it: {said}."
+        if self.document:
+            return f"Your document {self.document} says: {self.said}"
+        history = f" (before that, {self.before})" if self.before else ""
+        if self.when:
+            return f"You told me on {self.when}: {said}{history}."
+        return f"{said[0].upper() + said[1:]}{history}."
+
+
+@dataclass
+class Grounds:
+    """What a reply about the person may state: what memory found for the message (``records``,
+    the best first), the message itself and core memory; and the values that were true once."""
+
+    message: str
+    records: list[Record] = field(default_factory=list)
+    context: str = ""  # core memory and anything else the model was given as true
+    superseded: set[str] = field(default_factory=set)
+    question: bool = True
+
+    def _known(self) -> set[str]:
+        texts = [self.message, self.context, *(r.said for r in self.records)]
+        texts += [r.before or "" for r in self.records]
+        return set().union(*(_words(text) for text in texts))
+
+    def invented(self, reply: str) -> set[str]:
+        """The values ``reply`` states that neither memory nor the message holds."""
+        return values(reply) - self._known()
+
+    def left_out(self, reply: str) -> bool:
+        """Whether a reply to a question leaves out every value the best record holds for it."""
+        if not self.question or not self.records:
+            return False
+        wanted = values(self.records[0].said) - _words(self.message)
+        return bool(wanted) and not (wanted & _words(reply))
+
+    def gives_superseded(self, reply: str) -> bool:
+        """Whether ``reply`` answers with a value that has since been replaced."""
+        current = _words(_HISTORY.sub(" ", reply))
+        return bool(self.superseded & current - self._current_values())
+
+    def _current_values(self) -> set[str]:
+        return set().union(*(values(r.said) for r in self.records)) if self.records else set()
+
+    def problem(self, reply: str) -> str | None:
+        """Why ``reply`` cannot be shown as it is, in words for the log; None when it can."""
+        if made_up := self.invented(reply):
+            return "stated what memory does not hold: " + ", ".join(sorted(made_up))
+        if self.gives_superseded(reply):
+            return "gave a value that was replaced"
+        if self.left_out(reply):
+            return "left out what memory holds"
+        return None
+
+    def record_reply(self) -> str | None:
+        """The reply built from the record itself, when memory holds one."""
+        return self.records[0].reply() if self.records else None

@@ -1,0 +1,313 @@
+"""Replies a person can trust: grounded in memory, without the recall note's frame, ending, and
+corrections and statements kept as people say them (issue 53). The agent runs with the scripted
+model here; tests/test_local_model.py and tests/benchmarks/conversation.py run the real one."""
+
+from __future__ import annotations
+
+import pytest
+from agent_helpers import Recorder
+
+from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
+from engine.agent.grounding import (
+    Grounds,
+    Record,
+    loop_start,
+    same_shape,
+    strip_frame,
+    to_second_person,
+)
+from engine.events import MessageSent, ProposalApplied, ProposalCreated, TextStreamed
+from engine.llm import ScriptedModel
+
+SMALL = 135_000_000  # the assisted mode
+
+
+@pytest.fixture
+def model():
+    return ScriptedModel(parameter_count=SMALL)
+
+
+# -- the frame ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown"),
+    [
+        (
+            "### Core memory\nThe user's sister Ines lives in Ghent.",
+            "Your sister Ines lives in Ghent.",
+        ),
+        ("[Recalled from memory for this message] The user is allergic.", "You are allergic."),
+        (
+            "4 December 2026, the user said: the rent is 1,200 (14 March 2027, from "
+            "/home/ana/lease.md, chunk 3) a month.",
+            "the rent is 1,200 a month.",
+        ),
+        ("Mnemo: The user lives in Leeds.", "You live in Leeds."),
+        ("See lease.md for the details.", "See lease for the details."),
+        ("The user has a dog. the user works at Acme.", "You have a dog. You work at Acme."),
+        ('<human chars="40/2000">Ines</human> is your sister.', "Ines is your sister."),
+        (
+            "Memory for this message:\nYour car is a 2012 Honda Jazz.",
+            "Your car is a 2012 Honda Jazz.",
+        ),
+    ],
+)
+def test_the_recall_notes_frame_never_reaches_the_person(reply, shown):
+    assert strip_frame(reply) == shown
+
+
+def test_the_persons_own_words_are_said_back_to_them_as_you():
+    said = "My sister lives in Ghent. I am sure I was there with my mum, and we loved it."
+    assert to_second_person(said) == (
+        "Your sister lives in Ghent. You are sure you were there with your mum, and you loved it."
+    )
+    assert to_second_person("If I ever moved I'd learn German") == (
+        "If you ever moved you'd learn German"
+    )
+
+
+# -- every reply ends ---------------------------------------------------------------------------
+
+
+def test_a_loop_is_found_where_it_starts():
+    looping = "Here is an idea. Bake bread at home today. Bake bread at home today. Bake"
+    assert looping[: loop_start(looping)] == "Here is an idea. Bake bread at home today. "
+    words = "you can try the park near the river on a sunny day " * 2
+    assert loop_start(words) == len("you can try the park near the river on a sunny day ")
+    assert loop_start("One thing. Another thing entirely. A third, different thing.") is None
+
+
+def test_the_same_shape_with_one_phrase_changed_is_a_repeat():
+    a = "I'm sorry, I'm not familiar with the term \"blorp\" but I can help you find out."
+    b = "I'm sorry, I'm not familiar with the term \"zing\" but I can help you find out."
+    assert same_shape(a, b)
+    assert not same_shape("You live in Leeds with Sam.", "Your dog Biscuit is a beagle.")
+
+
+def test_a_reply_that_loops_stops_there_and_ends(mnemo, model):
+    sentence = "Grey days are good for a cup of tea and a book. "
+    model.enqueue([sentence * 30])
+    events = Recorder()
+    result = Agent(mnemo, model).send("Tell me something cheerful, it's grey out.", on_event=events)
+    assert result.reply == sentence.strip()
+    assert "".join(e.text for e in events.of(TextStreamed)) == sentence.strip()
+
+
+def test_an_assisted_reply_is_capped_by_the_setting(mnemo, model):
+    mnemo.settings.set("agent.reply_tokens", 20)
+    model.enqueue([" ".join(f"word{n}" for n in range(100))])
+    result = Agent(mnemo, model).send("Tell me a long story.")
+    assert len(result.reply.split()) == 20
+    assert model.prompts[-1].max_tokens == 20
+
+
+def test_the_same_reply_shape_is_written_again(mnemo, model):
+    model.enqueue(
+        [
+            "I'm sorry, I'm not familiar with the term \"blorp\" but I can look into it for you.",
+            "I'm sorry, I'm not familiar with the term \"zing\" but I can look into it for you.",
+            "Zing is a sound word: a short, sharp ringing noise.",
+        ]
+    )
+    agent = Agent(mnemo, model)
+    agent.send("What does blorp mean?")
+    assert agent.send("What does zing mean?").reply.startswith("Zing is a sound word")
+
+
+# -- grounded -----------------------------------------------------------------------------------
+
+
+def test_a_draft_is_checked_against_what_memory_holds():
+    grounds = Grounds(
+        "Where does Ines live?",
+        [Record("Your sister Ines lives in Antwerp", "4 December", before="Ghent")],
+        superseded={"ghent"},
+    )
+    assert grounds.problem("Ines lives in Antwerp.") is None
+    assert grounds.problem("She lives in Antwerp now, not Ghent.") is None  # history
+    assert grounds.problem("Ines lives in Ghent.") == "gave a value that was replaced"
+    assert "paris" in (grounds.problem("Ines lives in Paris.") or "")
+    assert grounds.problem("She is doing well.") == "left out what memory holds"
+    assert grounds.record_reply() == (
+        "You told me on 4 December: your sister Ines lives in Antwerp (before that, Ghent)."
+    )
+
+
+def test_an_invented_value_is_never_shown_and_the_record_answers(mnemo, model):
+    agent = Agent(mnemo, model)
+    model.enqueue(["Lovely car!"])
+    agent.send("My car is a 2012 Honda Jazz.")
+    # The bundled model said "a 2018 Honda Jazz", then repeated its own invention.
+    model.enqueue(["Your car is a 2018 Honda Jazz."] * assisted.REPLY_ATTEMPTS)
+    events = Recorder()
+    result = agent.send("What car do I have?", on_event=events)
+    day = f"{mnemo.recall.recent(1)[0].created_at.astimezone():%-d %B}"
+    assert result.reply == f"You told me on {day}: your car is a 2012 Honda Jazz."
+    shown = "".join(e.text for e in events.of(TextStreamed))
+    assert shown == result.reply and "2018" not in shown
+
+
+def test_a_statements_reply_states_nothing_the_person_did_not_say(mnemo, model):
+    model.enqueue(["Ines is a famous artist in Belgium."] * assisted.REPLY_ATTEMPTS)
+    result = Agent(mnemo, model).send("My sister Ines lives in Ghent.")
+    assert result.reply == "Got it: your sister Ines lives in Ghent."
+
+
+# -- corrections and statements as people say them ---------------------------------------------
+
+
+ACKNOWLEDGEMENTS = ["Noted.", "Okay, thanks for telling me.", "Understood, I will keep that."]
+
+
+def tell(agent: Agent, model: ScriptedModel, *texts: str, events: Recorder | None = None) -> None:
+    """Send ``texts``, each answered with a different acknowledgement (a repeat is rewritten)."""
+    for text, reply in zip(texts, ACKNOWLEDGEMENTS, strict=False):
+        model.enqueue([reply])
+        agent.send(text, on_event=events)
+
+
+def ask(agent: Agent, model: ScriptedModel, question: str) -> str:
+    """What the model was shown for ``question`` (the recall note), after it answers."""
+    model.enqueue(["Let me think."] * assisted.REPLY_ATTEMPTS)
+    agent.send(question)
+    return model.prompts[-1].messages[-1].content
+
+
+def test_a_correction_about_someone_else_in_everyday_words_gives_the_new_value(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(
+        agent, model, "My sister Ines lives in Ghent.", "Actually she moved to Antwerp last month."
+    )
+    assert [f.object for f in mnemo.knowledge.facts("Ines", "lives_in")] == ["Antwerp"]
+    later = Agent(mnemo, model, conversation_id="later")
+    note = ask(later, model, "Where does Ines live?")
+    assert "Ines lives in Antwerp" in note and "Ghent" not in note
+    # The drafts said nothing of Antwerp: the reply is the record, with Ghent as history.
+    (reply,) = [hit for hit in mnemo.recall.recent(10, "later") if hit.role == "assistant"]
+    assert reply.text.endswith("Ines lives in Antwerp (before that, Ghent).")
+
+
+@pytest.mark.parametrize(
+    ("said", "correction", "asked", "now", "before"),
+    [
+        (
+            "My football training is on Saturdays.",
+            "Scratch that, training moved to Sunday.",
+            "When is my training?",
+            "Sunday",
+            "Saturdays",
+        ),
+        (
+            "My dentist appointment is on the 9th.",
+            "No wait, it's the 14th.",
+            "When is my dentist appointment?",
+            "14th",
+            "9th",
+        ),
+        (
+            "My cat's vet appointment is on the 14th.",
+            "Oh wait, sorry, the vet moved it to the 21st.",
+            "When is the vet appointment?",
+            "21st",
+            "14th",
+        ),
+    ],
+)
+def test_a_correction_puts_right_the_note_it_corrects(
+    mnemo, model, said, correction, asked, now, before
+):
+    agent = Agent(mnemo, model)
+    tell(agent, model, said, correction)
+    notes = [p.text for p in mnemo.archival.recent(10, origin="user")]
+    assert any(now in note for note in notes) and not any(before in note for note in notes)
+    assert now in ask(Agent(mnemo, model, conversation_id="later"), model, asked)
+
+
+def test_leaving_a_job_in_everyday_words_replaces_it(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(agent, model, "I work at Contoso.", "I'm not at Contoso any more, I joined Fabrikam.")
+    assert [f.object for f in mnemo.knowledge.facts("user", "works_at")] == ["Fabrikam"]
+
+
+@pytest.mark.parametrize(
+    ("message", "kept"),
+    [
+        ("Been vegan since 2019.", "I've been vegan since 2019"),
+        ("Can't stand cilantro.", "I can't stand cilantro"),
+        ("Strawberries bring me out in hives.", "Strawberries bring me out in hives"),
+        ("At the moment I'm training for a half marathon.", None),  # kept as said
+    ],
+)
+def test_everyday_statements_are_kept(message, kept):
+    (statement,) = assisted.user_statements(message)
+    assert assisted.lasting(statement)
+    assert assisted.first_person(statement) == (kept or statement)
+
+
+@pytest.mark.parametrize(
+    "musing",
+    [
+        "If I ever moved to Berlin I'd learn German.",
+        "Maybe one day I'll open a bakery.",
+        "I wish I had a boat.",
+    ],
+)
+def test_a_musing_is_no_fact(mnemo, model, musing):
+    model.enqueue(["What a thought!"])
+    Agent(mnemo, model).send(musing)
+    assert mnemo.archival.count() == 0 and not mnemo.proposals.pending()
+    assert not [e for e, _ in mnemo.knowledge.entities() if e.name == "Berlin"]
+
+
+@pytest.mark.parametrize(
+    ("question", "about"),
+    [
+        ("What street do we live on?", True),
+        ("Remind me, what's my landlord called?", True),
+        ("What's a good present for my son?", False),
+        ("Can you help me write a toast for my brother's wedding?", False),
+    ],
+)
+def test_questions_about_the_person_are_told_from_requests(question, about):
+    assert assisted.asks_about_the_user(question) is about
+
+
+# -- core memory --------------------------------------------------------------------------------
+
+
+def test_lasting_statements_reach_the_human_block_as_short_proposals(mnemo, model):
+    agent = Agent(mnemo, model)
+    events = Recorder()
+    tell(
+        agent,
+        model,
+        "I'm allergic to penicillin, so I have to be careful.",
+        "My dentist appointment is on Tuesday.",  # an appointment: a note, not core memory
+        "I'm allergic to penicillin, so I have to be careful.",  # said again: proposed once
+        events=events,
+    )
+    (proposal,) = [e.proposal for e in events.of(ProposalCreated)]
+    assert (proposal.label, proposal.new_content) == ("human", "You're allergic to penicillin.")
+    mnemo.proposals.approve(proposal.id)
+    # The first line known replaces "Nothing is known about the user yet.".
+    assert mnemo.core.get("human") == "You're allergic to penicillin."
+
+
+def test_under_the_auto_policy_a_change_replaces_its_line(mnemo, model):
+    mnemo.settings.set("memory.core_write_policy", "auto")
+    agent = Agent(mnemo, model)
+    events = Recorder()
+    tell(agent, model, "I live in Porto.", "I moved to Lyon last month.", events=events)
+    assert len(events.of(ProposalApplied)) == 2
+    assert mnemo.core.get("human") == "You moved to Lyon last month."
+
+
+def test_what_the_person_reads_of_a_reply_is_what_is_stored(mnemo, model):
+    model.enqueue(["### Core memory\nThe user's favourite tea is green tea."])
+    events = Recorder()
+    Agent(mnemo, model).send("Any tips for a calm evening?", on_event=events)
+    (sent,) = events.of(MessageSent)
+    assert sent.text == "Your favourite tea is green tea."
+    assert "".join(e.text for e in events.of(TextStreamed)) == sent.text
