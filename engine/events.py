@@ -6,7 +6,7 @@ that runs the turn, in order.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from engine.transcript import Citation
@@ -100,6 +100,9 @@ class TurnFinished:
     reply: str | None
     steps: int
     reason: Literal["replied", "step_limit", "repeated_call", "cancelled", "error"]
+    # Where the turn's time went, in seconds (the assisted mode's recall, window, prompt,
+    # generation, drafts and memory step): what a slow turn spent its time on.
+    phases: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 Event = (

@@ -5,7 +5,7 @@ model here; tests/test_local_model.py and tests/benchmarks/conversation.py run t
 from __future__ import annotations
 
 import pytest
-from agent_helpers import Recorder
+from agent_helpers import Recorder, call, say
 
 from engine.agent import Agent
 from engine.agent import assisted_rules as assisted
@@ -311,3 +311,22 @@ def test_what_the_person_reads_of_a_reply_is_what_is_stored(mnemo, model):
     (sent,) = events.of(MessageSent)
     assert sent.text == "Your favourite tea is green tea."
     assert "".join(e.text for e in events.of(TextStreamed)) == sent.text
+
+
+# -- the self-managed mode ----------------------------------------------------------------------
+
+
+def test_a_self_managed_reply_is_grounded_and_without_frame(mnemo):
+    model = ScriptedModel()  # large enough for the self-managed mode
+    mnemo.archival.insert("The user said: My car is a 2012 Honda Jazz.", origin="user")
+    model.enqueue(
+        [
+            call("archival_memory_search", query="car", request_heartbeat=True),
+            say("The user's car is a 2018 Honda Jazz."),  # a year from nowhere
+            say("### Core memory\nThe user's car is a 2012 Honda Jazz."),
+        ]
+    )
+    events = Recorder()
+    result = Agent(mnemo, model).send("What car do I have?", on_event=events)
+    assert result.reply == "Your car is a 2012 Honda Jazz."
+    assert "2018" in model.prompts[-1].messages[-1].content  # told why, and wrote it again

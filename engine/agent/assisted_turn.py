@@ -108,15 +108,19 @@ class AssistedTurn:
                 built = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
                 warm = threading.Thread(target=self._prefill, args=(built[0],), daemon=True)
                 warm.start()
+            started = time.perf_counter()
             try:
                 found = self._recall(hits, users, emit)
             finally:
                 if warm is not None:
                     warm.join()
+            turn.timed("recall", started)
             turn.passages = found.passages
             if found or about_user:  # a note was stored: the window has changed
                 built = None
+        started = time.perf_counter()
         prompt, stats = built or self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+        turn.timed("window", started)  # with a fold, when the window was full
         turn.steps = 1
         emit(StepStarted(1, stats))
         if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
@@ -133,7 +137,7 @@ class AssistedTurn:
             )
             said = "\n".join(hit.text for hit in hits if hit.role == "user")
             grounds = assisted.grounds_for(question, about_user, found, f"{prompt.memory}\n{said}")
-            step = self._new_reply(prompt, emit, cancel, memory, grounds)
+            step = self._new_reply(prompt, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
             return self.agent._stop(
                 turn,
@@ -142,8 +146,10 @@ class AssistedTurn:
                 "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
             )
         finished = self.agent._reply(step.text, turn, emit)
+        started = time.perf_counter()
         self._after_reply(users[-1], state, emit, cancel)
-        return self.agent._finish(finished, emit)
+        turn.timed("memory step", started)
+        return self.agent._finish(dataclasses.replace(finished, phases=turn.phases), emit)
 
     def _new_reply(
         self,
@@ -152,6 +158,7 @@ class AssistedTurn:
         cancel: threading.Event | None,
         memory: list[str] | None = None,
         grounds: Grounds | None = None,
+        turn: Turn | None = None,
     ) -> Step:
         """The model's reply, capped (the window asks for ``agent.reply_tokens``), cut where
         it starts to loop and cleaned of the frame it copied (``assisted.ReplyStream``). It is
@@ -180,12 +187,17 @@ class AssistedTurn:
                 hold=grounds is not None,
                 on_loop=stop.stop,
             )
+            started = time.perf_counter()
             try:
                 step = self.model.step(prompt, on_text=stream.feed, cancel=stop)
             except GenerationCancelled:
                 if not stop.stopped:
                     raise  # the person pressed Stop
                 step = Step(None, raw=stream.text, text=stream.text)
+            if turn is not None:
+                turn.phases["drafts"] = attempt + 1
+                turn.timed("model", started)
+                turn.phases["prompt"] = turn.phases.get("prompt", 0.0) + step.stats.first_token_s
             if step.error or not step.text:
                 return step
             drafted = stream.text if stream.looped else step.text

@@ -190,7 +190,8 @@ class Keeper:
                 replaced += ended
                 if waiting is not None:
                     proposals.append(waiting)
-            if untrusted is None:
+            if untrusted is None and self.agent.mode.mode == "assisted":
+                # A model that manages its memory writes core memory itself (MemGPT).
                 proposals += self._propose_for_core(transaction, user, core_lines, replaced)
             result = "; ".join(outcomes) or "nothing new"
             transaction.add(

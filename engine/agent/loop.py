@@ -14,7 +14,9 @@ from typing import Any
 
 import sqlalchemy.exc
 
+from engine.agent import assisted_rules as assisted
 from engine.agent.assisted_turn import AssistedTurn
+from engine.agent.grounding import Grounds, Record, strip_frame
 from engine.agent.keeping import Keeper
 from engine.agent.turn import Turn
 from engine.context.window import (
@@ -265,6 +267,7 @@ class Agent:
         limit = self.mnemo.settings.step_limit
         while turn.steps < limit:
             final = turn.must_reply or turn.steps == limit - 1
+            turn.final = final
             prompt, stats = self._prepare(turn, final, emit, cancel)
             turn.steps += 1
             emit(StepStarted(turn.steps, stats))
@@ -370,7 +373,7 @@ class Agent:
         """Run the step's call and commit it; a TurnFinished ends the turn, None continues."""
         call = step.call
         if call is None and step.text and not step.error:
-            return self._reply(step.text, turn, emit)  # a chat API answered in plain text
+            return self._checked_reply(step.text, turn, emit)  # a chat API answered in plain text
         if call is None:
             self._record_failure(step.raw or step.text, None, step.error or "no call", emit)
             return None
@@ -389,7 +392,7 @@ class Agent:
             self._record_failure(call.to_json(), call.name, problem, emit)
             return None
         if call.name == SEND_MESSAGE:
-            return self._reply(call.arguments["message"], turn, emit)
+            return self._checked_reply(call.arguments["message"], turn, emit, call.to_json())
         key = _call_key(call.name, call.arguments)
         if key in turn.seen_calls:
             return self._repeated(call.name, turn, emit)
@@ -402,6 +405,39 @@ class Agent:
                 "The assistant kept calling functions instead of replying; the turn was stopped.",
             )
         return self._run_function(call.name, call.arguments, turn, emit)
+
+    def _checked_reply(
+        self, text: str, turn: Turn, emit: EventCallback, call: str | None = None
+    ) -> TurnFinished | None:
+        """The self-managed reply, as the assisted mode's is shown: without the frame of its
+        prompt, and, to a question about the person, stating nothing that neither the turn's
+        searches nor the conversation hold. Such a reply goes back to the model with why,
+        unless this step must reply (then it is shown as it is)."""
+        shown = strip_frame(text) or text
+        question = self._newest_user_text()
+        if not turn.final and assisted.asks_about_the_user(question):
+            core = self.window.core_text(self.mnemo.core.blocks())
+            said = [
+                h.text
+                for h in self.mnemo.recall.recent(RECENT_FOR_QUESTION, self.conversation_id)
+                if h.role == "user"
+            ]
+            grounds = Grounds(
+                question,
+                [Record(r) for r in turn.results],
+                "\n".join([core, *said]),
+                question=False,
+            )
+            if made_up := grounds.invented(shown):
+                self._record_failure(
+                    call or shown,
+                    SEND_MESSAGE,
+                    f"your reply states {', '.join(sorted(made_up))}, which neither memory nor "
+                    "the user said; search memory for it, or say that you do not know",
+                    emit,
+                )
+                return None
+        return self._reply(shown, turn, emit)
 
     def _run_function(
         self, name: str, arguments: dict[str, Any], turn: Turn, emit: EventCallback
@@ -431,6 +467,7 @@ class Agent:
                 untrusted_reason=result.untrusted_reason,
             )
         emit(FunctionReturned(name, result.ok, result.text, result.summary, result.trace))
+        turn.results.append(result.text)
         turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
         turn.passages += result.passages
         if result.proposal is not None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from engine.context.window import AgentState, load_state
@@ -19,6 +20,9 @@ class Turn:
         self.untrusted_reason: str | None = None
         self.must_reply = False
         self.passages: list[Passage] = []  # read this turn; a reply may cite them
+        self.results: list[str] = []  # what the functions returned this turn: a reply's grounds
+        self.final = False  # the step that must reply (self-managed)
+        self.phases: dict[str, float] = {}  # seconds by phase (TurnFinished.phases)
         # Messages and passages in memory, for the status line: counted at the turn's first
         # step only (counting a large profile is not free, and the few a turn adds tell the
         # model nothing).
@@ -26,6 +30,10 @@ class Turn:
         # The window's state (where it starts, the summary), loaded once: eviction and the
         # pressure warning change it in place, and nothing else writes it during a turn.
         self.state: AgentState | None = None
+
+    def timed(self, phase: str, started: float) -> None:
+        """Add the time since ``started`` (time.perf_counter) to ``phase``."""
+        self.phases[phase] = self.phases.get(phase, 0.0) + time.perf_counter() - started
 
     def window_state(self, mnemo: Mnemo, conversation_id: str) -> AgentState:
         if self.state is None:

@@ -190,6 +190,7 @@ class Turns:
         self.runaways = 0
         self.musings = 0
         self.musings_kept = 0
+        self.turns: list[tuple[float, str, dict[str, float]]] = []  # seconds, message, phases
         self.failures: list[dict[str, Any]] = []
 
     def send(self, agent: Agent, text: str) -> tuple[str, tuple[Any, ...], bool]:
@@ -207,6 +208,7 @@ class Turns:
 
         result = agent.send(text, on_event=on_event)
         total = time.perf_counter() - started
+        self.turns.append((total, text, result.phases))
         reply = result.reply or ""
         if "first" in marks:
             self.first_token.append(marks["first"])
@@ -409,6 +411,8 @@ def main() -> None:
     if args.failures:
         for failure in turns.failures:
             print(failure, file=sys.stderr)
+    median_turn = statistics.median(t[0] for t in turns.turns)
+    slowest = max(turns.turns, key=lambda t: t[0])
     emit(
         {
             "benchmark": "conversation",
@@ -445,6 +449,15 @@ def main() -> None:
                 "p95": percentile(turns.first_token, 0.95),
             },
             "reply_s_p50": round(statistics.median(turns.reply_s or [0.0]), 3),
+            # Each turn whole (send to the end of the memory step), and the slowest one's phases.
+            "turn_s_p50": round(median_turn, 3),
+            "slowest_turn": {
+                "s": round(slowest[0], 3),
+                "x_median": round(slowest[0] / median_turn, 2),
+                "message": slowest[1][:60],
+                "phases": {k: round(v, 3) for k, v in slowest[2].items()},
+            },
+            "turns_over_3x_median": sum(t[0] > 3 * median_turn for t in turns.turns),
             "after_reply_s": {
                 "p50": percentile(turns.after_reply, 0.5),
                 "p95": percentile(turns.after_reply, 0.95),
