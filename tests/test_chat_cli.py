@@ -12,7 +12,7 @@ from agent_helpers import call, say
 from engine.agent import Agent
 from engine.cli import main
 from engine.cli.chat import chat
-from engine.llm import ScriptedModel
+from engine.llm import ScriptedModel, ScriptedStep
 
 
 def answers(*lines: str):
@@ -239,3 +239,17 @@ def test_one_message_leaves_the_fold_and_the_chat_makes_it_at_its_start(mnemo):
     assert folds_before_the_reply and folds_before_the_reply[0] > 0
     assert "Hello again." in out.getvalue()
     assert "0 summarised" not in out.getvalue()
+
+
+def test_a_reply_that_has_not_started_says_what_is_happening(mnemo, monkeypatch):
+    monkeypatch.setattr("engine.cli.chat.WAITING_WORD_S", 0.2)
+    model = ScriptedModel(parameter_count=135_000_000)
+    model.enqueue([ScriptedStep("Here you are.", delay_s=1.0)])
+    out, err = io.StringIO(), io.StringIO()
+    assert chat(mnemo, model, message="Tell me something cheerful.", out=out, err=err) == 0
+    assert "· writing the reply… (Ctrl-C stops it)" in err.getvalue()
+    assert out.getvalue() == "Here you are.\n"
+    model.enqueue(["At once."])  # a reply that starts in time gets no word
+    err = io.StringIO()
+    chat(mnemo, model, message="And another?", out=io.StringIO(), err=err)
+    assert "writing the reply" not in err.getvalue()

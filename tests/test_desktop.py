@@ -211,7 +211,7 @@ def test_restart_restores_the_conversation(qtbot, mnemo, window, model):
     model.enqueue(
         [
             call("conversation_search", query="Lisbon", request_heartbeat=True),
-            say("You went to Lisbon in May."),
+            say("You went to Lisbon."),
         ]
     )
     send(qtbot, window, "When was I in Lisbon?")
@@ -225,7 +225,7 @@ def test_restart_restores_the_conversation(qtbot, mnemo, window, model):
         texts = [(b.role, b.text) for b in reopened.chat.bubbles()]
         assert texts == [
             ("user", "When was I in Lisbon?"),
-            ("assistant", "You went to Lisbon in May."),
+            ("assistant", "You went to Lisbon."),
         ]
         (row,) = reopened.chat.findChildren(CallRow)
         assert "Lisbon" in row.toggle.text() and row.summary != "…"
@@ -428,8 +428,9 @@ def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     assert window.proposals.isVisibleTo(window)
     (proposal,) = mnemo.proposals.pending()
     card = window.proposals.card(proposal.id)
-    assert "Name: Sam." in card.diff.text()  # the added words, highlighted
-    assert "bbf7d0" in card.diff.text()
+    # The added words, highlighted, in place of "Nothing is known about the user yet."
+    assert '#bbf7d0">Sam.' in card.diff.text() and "Name:" in card.diff.text()
+    assert 'line-through">Nothing' in card.diff.text()
     with qtbot.waitSignal(
         window.tasks.changed, check_params_cb=is_kind("proposals"), timeout=TIMEOUT_MS
     ):
@@ -519,7 +520,7 @@ def test_add_and_remove_a_block(qtbot, mnemo, window, monkeypatch):
 # -- people & things ---------------------------------------------------------------------------
 
 
-def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_history(
+def test_a_move_replaces_the_old_home_and_people_and_things_shows_it_with_its_history(
     qtbot, mnemo, monkeypatch
 ):
     model = ScriptedModel(parameter_count=135_000_000)  # the assisted mode: facts from messages
@@ -531,14 +532,14 @@ def test_a_move_waits_in_the_panel_then_people_and_things_shows_it_with_its_hist
     assert page.entities.item(0).text() == "You · 1 fact"
 
     model.enqueue(["Lyon is lovely."])
-    send(qtbot, window, "I moved to Lyon last month.")
-    qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
-    (proposal,) = mnemo.proposals.pending()
-    card = window.proposals.card(proposal.id)
-    assert "learned something new about you" in card.findChild(QLabel, "title").text()
-    assert 'line-through">Porto' in card.diff.text() and "Lyon" in card.diff.text()
     with qtbot.waitSignal(window.tasks.changed, check_params_cb=is_kind("knowledge")):
-        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+        send(qtbot, window, "I moved to Lyon last month.")
+    # Said as a change, the move replaces Porto at once (no fact waits for approval); the human
+    # block is offered the new line, in the panel.
+    assert not [p for p in mnemo.proposals.pending() if p.kind == "fact"]
+    lines = {p.id: p.new_content for p in mnemo.proposals.pending()}
+    assert "You moved to Lyon last month." in lines.values()
+    qtbot.waitUntil(lambda: window.proposals.count == len(lines), timeout=TIMEOUT_MS)
 
     window.show_page("People & things")
     assert page.heading.text() == "You"

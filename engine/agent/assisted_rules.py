@@ -70,7 +70,9 @@ NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
 # The prompt's own labels (``message_text``'s notes and results, core memory's block tags): a
 # reply that reaches one is reading its prompt back, as the bundled model now and then does.
 _PROMPT_ECHO = re.compile(
-    r'\[system note\]|\[Recalled from memory|Memory for this message:|\[result of |<\w+ chars="'
+    r"[\[<(]system note[\]>)]|\[recalled from memory|memory for this message:|\[result of |"
+    r'<\w+ chars="',
+    re.IGNORECASE,
 )
 
 
@@ -171,6 +173,7 @@ class Recalled:
                     said_to_person(fact.sentence()),
                     short_date(fact.learned_at),
                     replaced[-1].object if replaced else None,
+                    about=" ".join([fact.predicate, *RELATION_WORDS.get(fact.predicate, [])]),
                 )
             )
         for passage in self.passages:
@@ -184,12 +187,13 @@ class Recalled:
             elif (words := own_words(passage.text)) is not None:
                 records.append(Record(to_second_person(words), short_date(passage.created_at)))
         for hit in self.messages:
-            if hit.role == "user":
+            if hit.role == "user" and not hit.text.rstrip().endswith(
+                "?"
+            ):  # a question is no record
                 said = to_second_person(excerpt(hit.text, self.query, HIT_CHARS))
                 records.append(Record(said, short_date(hit.created_at)))
-        # The person's own words before a document's: "You told me…" answers a question about
-        # them; a document answers one about it.
-        records.sort(key=lambda record: record.document is not None)
+        # The note is memory too: its dates ("On 4 December 2026 you said") may be repeated.
+        context = f"{context}\n{self.text()}"
         return Grounds(message, records, context, superseded, message.rstrip().endswith("?"))
 
 
@@ -440,7 +444,7 @@ def name_words(text: str) -> frozenset[str]:
 # The words a question asks for a relation by, when the fact's own words are not among them
 # ("Where do I work?" asks for "User's job title is nurse").
 RELATION_WORDS: dict[str, list[str]] = {
-    "works_at": ["work", "job", "employer", "company"],
+    "works_at": ["work", "job", "employer", "company", "hospital", "office", "school", "firm"],
     "job_title": ["work", "job", "living", "profession", "occupation"],
     "lives_in": ["live", "home", "city", "where"],
     "allergic_to": ["allergy", "allergies", "eat", "avoid"],
@@ -461,6 +465,12 @@ def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
             if fact.id not in shown and fact not in facts:
                 facts.append(fact)
     words = query_terms(text)
+    # "Where does my sister live?": the facts of the sister the user's facts name.
+    for fact in list(facts):
+        if fact.predicate in RELATIVES and any(same_word(fact.predicate, w) for w in words):
+            for theirs in mnemo.knowledge.facts(fact.object, limit=FACTS_READ):
+                if theirs.id not in shown and theirs not in facts:
+                    facts.append(theirs)
 
     def shared(fact: Fact) -> int:
         said = query_terms(f"{fact.sentence()} {fact.predicate}", max_terms=10**6)

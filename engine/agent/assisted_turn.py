@@ -135,8 +135,7 @@ class AssistedTurn:
                 if note.startswith(NOTE_MARKS) and about_user
                 else None
             )
-            said = "\n".join(hit.text for hit in hits if hit.role == "user")
-            grounds = assisted.grounds_for(question, about_user, found, f"{prompt.memory}\n{said}")
+            grounds = assisted.grounds_for(question, about_user, found, prompt.memory)
             step = self._new_reply(prompt, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
             return self.agent._stop(

@@ -19,6 +19,8 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from engine.memory.search import query_terms, same_word
+
 # -- the person is "you" ------------------------------------------------------------------------
 
 _TO_YOU = {
@@ -164,7 +166,9 @@ def same_shape(a: str, b: str) -> bool:
 _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
 # Capitalised inside a sentence without being a value of the person's life.
-_NOT_VALUES = frozenset("i i'm i'd i've i'll you your mnemo ok".split())
+_NOT_VALUES = frozenset(
+    "i i'm i'd i've i'll you you're you've you'd you'll your yours mnemo ok".split()
+)
 # How a superseded value may still be named: as history.
 _HISTORY = re.compile(
     r"\((?:before that|before|previously|earlier|formerly|was|it was)\b[^)]*\)"
@@ -201,6 +205,7 @@ class Record:
     before: str | None = None
     document: str | None = None  # the file's name, for a document's passage
     noted: bool = False  # what the person has just said, acknowledged
+    about: str = ""  # more words it answers questions by ("work job" for where one works)
 
     def reply(self) -> str:
         said = self.said.rstrip(".")
@@ -236,11 +241,27 @@ class Grounds:
         """The values ``reply`` states that neither memory nor the message holds."""
         return values(reply) - self._known()
 
+    def best(self) -> Record | None:
+        """The record that answers the message: the one sharing most of its words (the first
+        among equals), none when no record shares one (a record about something else is no
+        answer: "Where do I work?" got "You told me: you're flying to Rome")."""
+        asked = query_terms(self.message, max_terms=10**6)
+
+        def shared(record: Record) -> int:
+            said = query_terms(f"{record.said} {record.about}", max_terms=10**6)
+            return sum(any(same_word(word, other) for other in said) for word in asked)
+
+        scored = [(shared(record), -i) for i, record in enumerate(self.records)]
+        if not scored or max(scored)[0] == 0:
+            return None
+        return self.records[-max(scored)[1]]
+
     def left_out(self, reply: str) -> bool:
         """Whether a reply to a question leaves out every value the best record holds for it."""
-        if not self.question or not self.records:
+        best = self.best()
+        if not self.question or best is None:
             return False
-        wanted = values(self.records[0].said) - _words(self.message)
+        wanted = values(best.said) - _words(self.message)
         return bool(wanted) and not (wanted & _words(reply))
 
     def gives_superseded(self, reply: str) -> bool:
@@ -262,5 +283,8 @@ class Grounds:
         return None
 
     def record_reply(self) -> str | None:
-        """The reply built from the record itself, when memory holds one."""
-        return self.records[0].reply() if self.records else None
+        """The reply built from the record itself, when memory holds one for the message."""
+        if not self.question:
+            return self.records[0].reply() if self.records else None
+        best = self.best()
+        return best.reply() if best is not None else None

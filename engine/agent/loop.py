@@ -411,23 +411,14 @@ class Agent:
     ) -> TurnFinished | None:
         """The self-managed reply, as the assisted mode's is shown: without the frame of its
         prompt, and, to a question about the person, stating nothing that neither the turn's
-        searches nor the conversation hold. Such a reply goes back to the model with why,
-        unless this step must reply (then it is shown as it is)."""
+        searches nor core memory nor the question hold. Such a reply goes back to the model
+        with why, unless this step must reply (then it is shown as it is)."""
         shown = strip_frame(text) or text
         question = self._newest_user_text()
         if not turn.final and assisted.asks_about_the_user(question):
             core = self.window.core_text(self.mnemo.core.blocks())
-            said = [
-                h.text
-                for h in self.mnemo.recall.recent(RECENT_FOR_QUESTION, self.conversation_id)
-                if h.role == "user"
-            ]
-            grounds = Grounds(
-                question,
-                [Record(r) for r in turn.results],
-                "\n".join([core, *said]),
-                question=False,
-            )
+            records = [Record(result) for result in turn.results]
+            grounds = Grounds(question, records, core, question=False)
             if made_up := grounds.invented(shown):
                 self._record_failure(
                     call or shown,

@@ -29,6 +29,7 @@ from engine.events import (
     ProposalApplied,
     ProposalCreated,
     ReplyWithdrawn,
+    StepStarted,
     TextStreamed,
     TurnFinished,
 )
@@ -44,6 +45,8 @@ from engine.transcript import NOTICE
 if TYPE_CHECKING:
     from engine.ingest.ingestor import FileResult
     from engine.mnemo import Mnemo
+
+WAITING_WORD_S = 3.0  # a reply not started by then is said to be on its way
 
 HELP = """Commands:
   /new         start a new conversation (what Mnemo remembers stays)
@@ -64,6 +67,24 @@ class TerminalView:
         self.speaker = speaker
         self.proposals: list[Proposal] = []
         self._streaming = False
+        self._waiting: threading.Timer | None = None
+        self._doing = "searching memory"
+
+    def wait_with_a_word(self) -> None:
+        """Say what is happening if no reply has started ``WAITING_WORD_S`` from now: on a busy
+        computer a turn of the bundled model has taken minutes, with nothing on the screen."""
+        self._waiting = threading.Timer(WAITING_WORD_S, self._say_waiting)
+        self._waiting.daemon = True
+        self._waiting.start()
+
+    def _say_waiting(self) -> None:
+        self.side.write(f"  · {self._doing}… (Ctrl-C stops it)\n")
+        self.side.flush()
+
+    def stop_waiting(self) -> None:
+        if self._waiting is not None:
+            self._waiting.cancel()
+            self._waiting = None
 
     def _end_stream(self) -> None:
         if self._streaming:
@@ -72,6 +93,10 @@ class TerminalView:
             self._streaming = False
 
     def __call__(self, event: Event) -> None:
+        if isinstance(event, StepStarted):
+            self._doing = "writing the reply"
+        elif not isinstance(event, FunctionCalled | FunctionReturned):
+            self.stop_waiting()  # something is shown: no word needed
         match event:
             case TextStreamed(text=text):
                 if not self._streaming:
@@ -127,7 +152,11 @@ def run_turn(
             return agent.resume(on_event=view, cancel=cancel)
         return agent.send(text, on_event=view, cancel=cancel)
 
-    return run_interruptibly(work, lambda: side.write("\n  ! stopping…\n"))
+    view.wait_with_a_word()
+    try:
+        return run_interruptibly(work, lambda: side.write("\n  ! stopping…\n"))
+    finally:
+        view.stop_waiting()
 
 
 def describe_proposal(mnemo: Mnemo, proposal: Proposal) -> list[str]:

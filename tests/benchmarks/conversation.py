@@ -43,6 +43,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ HISTORY = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d+(?:[,.]\d+)*")
+NOT_VALUES = frozenset("i i'm i'd i've i'll you you're you've you'd you'll your yours".split())
 _WORDS = re.compile(r"[\w'-]+")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -117,7 +119,7 @@ def values(text: str) -> set[str]:
     found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
     for sentence in _SENTENCES.split(text):
         for word in _WORDS.findall(sentence)[1:]:
-            if word[0].isupper() and word not in ("I", "I'm", "I'd", "I've", "I'll"):
+            if word[0].isupper() and word.casefold() not in NOT_VALUES:
                 found.add(word.casefold().removesuffix("'s"))
     return found
 
@@ -314,7 +316,9 @@ def run_person(
                 )
         if not isinstance(turn, Ask):
             continue
-        made_up = invented(reply, known_words(said))
+        # Memory holds when each thing was said: today, in this benchmark.
+        today = f"{datetime.now():%-d %B %Y}"
+        made_up = invented(reply, known_words([*said, today]))
         turns.about_person += 1
         if made_up:
             turns.invented += 1

@@ -5,7 +5,9 @@ assistant might ask, corrections in passing, corrections about other people, and
 ("if I ever…") that are no facts and must not be kept as such.
 
 The turn kinds are those of ``conversation_people``; ``Muse(text, never)`` is something said
-that must leave no stored item holding all of one of ``never``'s word tuples.
+that must leave no stored item holding all of one of ``never``'s word tuples. A value later
+corrected is not among the facts that must be kept (its correction replaces it): those Tells
+keep the thing's name ("dentist") instead.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ HELDOUT: dict[str, list[Turn]] = {
         Say("Good afternoon!"),
         Say("I need a gift idea."),
         Tell("It's for my niece Clara, she turns ten in June.", (("clara",),)),
-        Tell("Football practice is on Wednesdays for me.", (("wednesday",),)),
+        Tell("Football practice is on Wednesdays for me.", (("practice",),)),
         Tell("Scratch that, practice moved to Thursdays.", (("thursday",),)),
         Tell("Been a vegetarian since 2015 btw.", (("vegetarian",),)),
         Say("can you recommend a board game for a family evening?"),
@@ -65,7 +67,7 @@ HELDOUT: dict[str, list[Turn]] = {
             "The next service is due in February next year. Warranty number: WB-55810.\n",
         ),
         Say("Evening."),
-        Tell("My dentist appointment is on the 9th.", (("9",),)),
+        Tell("My dentist appointment is on the 9th.", (("dentist",),)),
         Tell("no wait, it's the 16th", (("16",),)),
         Tell("I ride a Yamaha scooter to work every day.", (("yamaha",),)),
         Say("What's a good way to keep a scooter running in winter?"),
@@ -109,7 +111,7 @@ HELDOUT: dict[str, list[Turn]] = {
         Say("buongiorno!"),
         Tell("I teach piano lessons from home in Turin.", (("piano",), ("turin",))),
         Say("Can you help me write a toast for my brother Paolo's wedding?"),
-        Tell("The wedding's on 12 September.", (("12 september", "september 12"),)),
+        Tell("The wedding's on 12 September.", (("wedding",),)),
         Tell("Sorry, the wedding is on 19 September, not the 12th.", (("19",),)),
         Muse("If I had more time I'd take up painting.", (("painting",),)),
         Ask("When is Paolo's wedding?", ("19",), old=("12 september", "12th")),

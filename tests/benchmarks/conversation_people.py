@@ -313,7 +313,7 @@ PEOPLE: dict[str, list[Turn]] = {
         Say("What's a quick vegan breakfast?"),
         Tell("Actually, Ines moved to Antwerp last month.", (("antwerp",),)),
         Muse("If I ever moved to Berlin I'd learn German.", (("berlin",),)),
-        Tell("My cat's vet appointment is on the 14th.", (("14",),)),
+        Tell("My cat's vet appointment is on the 14th.", (("vet",),)),
         Tell("Oh wait, sorry, the vet moved it to the 21st.", (("21",),)),
         Ask("Where does Ines live?", ("antwerp",), old=("ghent",)),
         Ask("What year is my car?", ("2012",)),

@@ -1,8 +1,9 @@
 """Drive the real window as a person would, with the bundled model, and take screenshots.
 
-Twenty turns: ten in a first conversation (statements, a correction, questions), a new one
-by Ctrl+N with five questions, a restart with five more, then the first conversation reopened
-from the list. Each turn's message, the reply as the window shows it and the time until the
+Twenty turns: ten in a first conversation (statements, a correction about the person and one
+about their sister, questions), a new one by Ctrl+N with five questions (one about a lease the
+person dropped in), a restart with five more, then the first conversation reopened from the
+list. Each turn's message, the reply as the window shows it and the time until the
 reply showed are written to ``log.json``; the screenshots (``01-first.png`` … ``06-reopened-
 first.png``) go beside it, to be looked at. Prints one JSON line: turns, reply-shown p50/p95,
 and how long after the reply's last token the person could send again (Send enabled; target
@@ -30,33 +31,38 @@ from PySide6.QtWidgets import QApplication
 
 from desktop.main_window import MainWindow
 from engine import Mnemo
+from engine.ingest.ingestor import Ingestor
 
 FIRST = [
     "Hi there!",
     "I work as a nurse at St. Mary's hospital.",
+    "My sister Ines lives in Ghent.",
     "I'm allergic to peanuts, so I have to be careful.",
     "Can you suggest a quick dinner I could cook tonight?",
-    "My daughter is called Asha and she's six.",
-    "I love hiking on weekends and I prefer tea over coffee.",
+    "Actually, Ines moved to Antwerp last month.",  # a correction about another person
     "My dentist appointment is on Tuesday.",
     "Actually it's Thursday, not Tuesday.",
     "What am I allergic to?",
-    "What's my daughter's name?",
+    "Where does Ines live?",
 ]
 NEW = [
     "Where do I work?",
-    "What do I like to do on weekends?",
+    "How much is my monthly rent?",  # in the lease the person dropped in
     "What is my favourite movie?",  # never said: the reply should say so
     "When is my dentist appointment?",
-    "Thanks, that's all for now.",
+    "Where does my sister live now?",
 ]
 RESTARTED = [
     "What am I allergic to?",
-    "What's my daughter's name?",
-    "Where do I work?",
-    "Do I prefer tea or coffee?",
+    "How long does my lease run?",
+    "Where does Ines live?",
+    "Tell me something cheerful, it's grey out.",
     "Goodbye!",
 ]
+LEASE = (
+    "# Lease\n\nThe monthly rent is 1,200 euros, due on the first day of each month. The lease "
+    "runs for 12 months from 1 September. Pets are allowed with the landlord's written consent.\n"
+)
 
 
 class Driver:
@@ -141,6 +147,10 @@ def main() -> None:
     app = QApplication.instance() or QApplication(sys.argv)
     drive = Driver(app, out / "profile", out)  # type: ignore[arg-type]
 
+    lease = out / "lease.md"
+    lease.write_text(LEASE, encoding="utf-8")
+    with Mnemo.open(out / "profile") as dropped:  # as if dropped on the window
+        Ingestor(dropped).ingest_file(lease)
     mnemo, window = drive.open()
     first = window.conversation_id
     for text in FIRST:
