@@ -450,11 +450,20 @@ def test_when_every_attempt_repeats_the_reply_says_so_plainly(mnemo, model):
 
 
 def test_a_reply_that_only_echoes_the_question_cites_nothing(mnemo, model, boiler_manual):
-    model.enqueue(["You asked about the boiler service code, a good question."])
+    (manual,) = mnemo.archival.recent(1)
+    echo = "You asked about the boiler service code, a good question."
+    assert cited_passages(echo, [manual], "What is the boiler service code?") == []
+    # Such a reply leaves out what the manual says: it is written again, then answered from
+    # the manual itself, which the Sources line names.
+    model.enqueue([echo] * assisted.REPLY_ATTEMPTS)
     events = Recorder()
-    Agent(mnemo, model).send("What is the boiler service code?", on_event=events)
+    result = Agent(mnemo, model).send("What is the boiler service code?", on_event=events)
     assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
-    assert events.of(MessageSent)[0].sources == ()  # but the reply used none of it
+    assert result.reply == (
+        "Your document boiler-manual says: The boiler service code is 7731 and the plumber is "
+        "Ana Ruiz."
+    )
+    assert events.of(MessageSent)[0].sources == (Citation(str(boiler_manual), "page 4"),)
 
 
 def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
@@ -462,18 +471,17 @@ def test_a_reply_that_retells_a_document_without_its_values_cites_nothing(
 ):
     # It shares "plumber", "service" and "code" with the manual, but none of what only the
     # manual can tell (7731, Ana Ruiz): it made its answer up, and a Sources line would vouch.
-    model.enqueue(["Any plumber can service it; look for a code on the panel."])
+    (manual,) = mnemo.archival.recent(1)
+    retold = "Any plumber can service it; look for a code on the panel."
+    assert cited_passages(retold, [manual], "Who should I call about the boiler?") == []
     events = Recorder()
     agent = Agent(mnemo, model)
-    agent.send("Who should I call about the boiler?", on_event=events)
-    assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
-    assert events.of(MessageSent)[0].sources == ()
     model.enqueue(["It is 7731, and the plumber is Ana Ruiz."])
     agent.send("Remind me of the code and who services the boiler?", on_event=events)
-    assert events.of(MessageSent)[1].sources == (Citation(str(boiler_manual), "page 4"),)
+    assert events.of(MessageSent)[0].sources == (Citation(str(boiler_manual), "page 4"),)
     model.enqueue(["Ana Ruiz does."])  # one name the manual gives is enough
     agent.send("Who is my plumber for the boiler?", on_event=events)
-    assert events.of(MessageSent)[2].sources == (Citation(str(boiler_manual), "page 4"),)
+    assert events.of(MessageSent)[1].sources == (Citation(str(boiler_manual), "page 4"),)
 
 
 def test_a_lone_digit_in_a_reply_proves_no_document_was_used(mnemo, model, tmp_path):
@@ -498,14 +506,12 @@ def test_a_lone_digit_in_a_reply_proves_no_document_was_used(mnemo, model, tmp_p
 
 
 def test_a_date_in_a_reply_is_one_value_not_numbers_a_document_happens_to_hold(
-    mnemo, model, boiler_manual
+    mnemo, boiler_manual
 ):
     # "7731-12-23" and "77:31" are not the manual's code 7731, whatever their parts.
-    model.enqueue(["Your next service is on 7731-12-23 at 77:31."])
-    events = Recorder()
-    Agent(mnemo, model).send("When is the boiler serviced?", on_event=events)
-    assert "7731" in model.prompts[-1].messages[-1].content  # the manual was recalled
-    assert events.of(MessageSent)[0].sources == ()
+    (manual,) = mnemo.archival.recent(1)
+    reply = "Your next service is on 7731-12-23 at 77:31."
+    assert cited_passages(reply, [manual], "When is the boiler serviced?") == []
 
 
 def test_a_question_memory_has_nothing_on_is_answered_honestly(mnemo, model):

@@ -330,3 +330,9 @@ def test_a_self_managed_reply_is_grounded_and_without_frame(mnemo):
     result = Agent(mnemo, model).send("What car do I have?", on_event=events)
     assert result.reply == "Your car is a 2012 Honda Jazz."
     assert "2018" in model.prompts[-1].messages[-1].content  # told why, and wrote it again
+
+
+def test_a_reply_that_says_the_message_back_is_written_again(mnemo, model):
+    model.enqueue(["Hello! How are you today?", "I'm well, thank you! How can I help?"])
+    result = Agent(mnemo, model).send("Hello! How are you today?")
+    assert result.reply == "I'm well, thank you! How can I help?"

@@ -228,8 +228,11 @@ def grounds_for(message: str, about_user: bool, found: Recalled, context: str) -
     life (its reply may restate it, and nothing more: "Ines is a famous artist in Belgium" was
     the bundled model's reply to "My sister Ines lives in Ghent."). None for other messages:
     a request for ideas may name what nobody said."""
-    if about_user or (message.rstrip().endswith("?") and found.facts):
-        # A question about them, or about the people in their life that memory knows.
+    asks = message.rstrip().endswith("?")
+    documents = [p for p in found.passages if p.source.path]
+    if about_user or (asks and (found.facts or documents) and not _REQUESTING.search(message)):
+        # A question about them, about the people in their life that memory knows, or about
+        # their documents ("What's the plumber's phone number?").
         return found.grounds(message, context) if found else None
     told = [s for s in user_statements(message) if lasting(s)]
     if not told or message.rstrip().endswith("?"):
@@ -239,6 +242,15 @@ def grounds_for(message: str, about_user: bool, found: Recalled, context: str) -
     grounds.records.insert(0, noted)
     grounds.question = False
     return grounds
+
+
+# A request for ideas or help, which may name what nobody said ("What's a good stretch…?").
+_REQUESTING = re.compile(
+    r"^(?:(?:can|could|would|will) you|how (?:do|should|can|could) (?:i|we)|"
+    r"what(?:'s| is| are| would be) (?:a|an|some|the best|good)\b|any (?:ideas|tips|thoughts)|"
+    r"(?:please )?(?:suggest|recommend|give|tell|write|help)\b)",
+    re.IGNORECASE,
+)
 
 
 # A question about the person's own life ("What's my…", "Where do I…", "Who is my…"), not a

@@ -176,6 +176,8 @@ class AssistedTurn:
             for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
             if hit.role == "assistant"
         ][-assisted.EARLIER_REPLIES :]
+        # Nor is the person's own message said back to them ("Hello! How are you today?").
+        earlier += [m.content for m in prompt.messages[-2:] if m.role == "user"]
         fallback: str | None = None  # a draft that only fails to use memory: better than none
         step = Step(None)
         for attempt in range(assisted.REPLY_ATTEMPTS):

@@ -262,7 +262,18 @@ class Grounds:
         if not self.question or best is None:
             return False
         wanted = values(best.said) - _words(self.message)
-        return bool(wanted) and not (wanted & _words(reply))
+        if wanted:  # a name, number or date the record gives
+            return not (wanted & _words(reply))
+        # Else what the record says beyond the question ("a marathon", for "Which race am I
+        # running in October?").
+        asked = query_terms(self.message, max_terms=10**6)
+        told = [
+            word
+            for word in query_terms(best.said, max_terms=10**6)
+            if not any(same_word(word, other) for other in asked)
+        ]
+        said = query_terms(reply, max_terms=10**6)
+        return bool(told) and not any(same_word(w, other) for w in told for other in said)
 
     def gives_superseded(self, reply: str) -> bool:
         """Whether ``reply`` answers with a value that has since been replaced."""

@@ -25,7 +25,8 @@ JSON line out:
   prompt with every statement of the person pasted in as recalled memory; ``answered_ratio``;
 - ``admits_unknown``: questions about things never said whose reply says it does not know;
 - ``wrong_sources``: replies whose Sources line names a file that does not hold what the reply
-  says (a reply that cites a file without the answer, or cites on a turn about no file);
+  says (a reply that cites a file without the answer, or cites on a turn about no file), and
+  ``sources_precision``, the share of cited files that were right;
 - ``first_token_s`` p50/p95 (send to the first streamed text), ``reply_s`` p50 (send to the
   finished reply) and ``after_reply_s`` p50/p95: how long the turn goes on after the reply is
   shown (the memory step), which the window does not make the person wait for.
@@ -448,6 +449,7 @@ def main() -> None:
             "admits_unknown": round(turns.unknown_admitted / max(1, turns.unknown_asked), 3),
             "wrong_sources": turns.wrong_sources,
             "citations": turns.cited,
+            "sources_precision": round(1 - turns.wrong_sources / max(1, turns.cited), 3),
             "first_token_s": {
                 "p50": percentile(turns.first_token, 0.5),
                 "p95": percentile(turns.first_token, 0.95),
