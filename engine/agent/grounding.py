@@ -86,7 +86,7 @@ _FRAME_PARTS = [
 _FRAME = re.compile("|".join(f"(?:{part})" for part in _FRAME_PARTS), re.IGNORECASE | re.MULTILINE)
 _PATH = re.compile(r"(?:[\w.…~-]*[/\\])*([\w-]+)\.(?:md|txt|pdf|docx?|html?|rtf|odt|csv)\b", re.I)
 _HEADING = re.compile(r"^\s*#+\s*", re.MULTILINE)
-_THE_USER = re.compile(r"\b(the user|user)('s)?(\s+(?:is|was|has|\w+s)\b)?", re.IGNORECASE)
+_THE_USER = re.compile(r"\b(the user)\b('s)?(\s+(?:is|was|has|\w+s)\b)?", re.IGNORECASE)
 _VERB_TO_YOU = {"is": "are", "was": "were", "has": "have"}
 
 

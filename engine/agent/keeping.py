@@ -132,12 +132,12 @@ class Keeper:
         candidates: dict[str, list[Candidate]],
         correction: assisted.Correction | None,
         emit: EventCallback,
-        core_lines: list[str] = [],  # noqa: B006 (read only)
+        core_lines: list[str],
     ) -> None:
-        """Store what ``_keep_what_was_said`` chose, as one ``remember`` call: the notes, the
-        knowledge facts (stored at once, or proposed when they contradict a current fact), and
-        the correction. From pasted text, the notes become proposals for the ``human`` block
-        and nothing is corrected."""
+        """Store what ``keep`` chose, as one ``remember`` call: the notes, the knowledge facts
+        (stored at once, or proposed when they contradict a current fact), the correction, and
+        the lines proposed for the human block (``core_lines``). From pasted text, the notes
+        become proposals for the ``human`` block and nothing is corrected."""
         knowledge = [fact for facts in candidates.values() for fact in facts]
         kept = list(dict.fromkeys([*candidates, *notes]))
         arguments: dict[str, Any] = {"facts": kept}
