@@ -4,6 +4,8 @@ model here; tests/test_local_model.py and tests/benchmarks/conversation.py run t
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from agent_helpers import Recorder, call, say
 
@@ -18,6 +20,7 @@ from engine.agent.grounding import (
     to_second_person,
 )
 from engine.events import MessageSent, ProposalApplied, ProposalCreated, TextStreamed
+from engine.ingest.ingestor import Ingestor
 from engine.llm import ScriptedModel
 
 SMALL = 135_000_000  # the assisted mode
@@ -336,3 +339,23 @@ def test_a_reply_that_says_the_message_back_is_written_again(mnemo, model):
     model.enqueue(["Hello! How are you today?", "I'm well, thank you! How can I help?"])
     result = Agent(mnemo, model).send("Hello! How are you today?")
     assert result.reply == "I'm well, thank you! How can I help?"
+
+
+def test_a_document_question_is_answered_from_the_lines_that_answer_it(mnemo, model, tmp_path):
+    contacts = tmp_path / "contacts.txt"
+    contacts.write_text(
+        "Household contacts\n\nPlumber: Dave Rowe, 0117 496 0321, available weekdays.\n"
+        "Gardener: Lou, every second Friday.\n",
+        encoding="utf-8",
+    )
+    Ingestor(mnemo).ingest_file(contacts)
+    # Today's date in the prompt is no use of the gardener's "every second Friday".
+    today = datetime.now()
+    off_topic = f"I can't make phone calls. Today is {today:%A}, {today.day} {today:%B}."
+    model.enqueue([off_topic] * assisted.REPLY_ATTEMPTS)
+    events = Recorder()
+    result = Agent(mnemo, model).send("What's the plumber's phone number?", on_event=events)
+    assert result.reply.endswith("Plumber: Dave Rowe, 0117 496 0321, available weekdays.")
+    assert "Lou" not in result.reply
+    (sent,) = events.of(MessageSent)
+    assert [source.path for source in sent.sources] == [str(contacts)]

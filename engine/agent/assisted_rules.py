@@ -178,12 +178,8 @@ class Recalled:
             )
         for passage in self.passages:
             if passage.source.path:
-                records.append(
-                    Record(
-                        excerpt(passage.text, self.query, HIT_CHARS),
-                        document=document_name(passage),
-                    )
-                )
+                said = answering_part(passage.text, self.query)
+                records.append(Record(said, document=document_name(passage)))
             elif (words := own_words(passage.text)) is not None:
                 records.append(Record(to_second_person(words), short_date(passage.created_at)))
         for hit in self.messages:
@@ -195,6 +191,19 @@ class Recalled:
         # The note is memory too: its dates ("On 4 December 2026 you said") may be repeated.
         context = f"{context}\n{self.text()}"
         return Grounds(message, records, context, superseded, message.rstrip().endswith("?"))
+
+
+def answering_part(text: str, question: str) -> str:
+    """The sentences or lines of a document's passage that share a word with the question
+    ("Plumber: Dave Rowe, 0117 496 0321" of a page of contacts): what answers it, without the
+    rest, whose numbers and names would pass for an answer by chance."""
+    asked = query_terms(question, max_terms=10**6)
+    parts = [
+        part
+        for part in _sentences(text)
+        if any(same_word(w, a) for a in asked for w in query_terms(part, max_terms=10**6))
+    ]
+    return " ".join(parts)[:HIT_CHARS] if parts else excerpt(text, question, HIT_CHARS)
 
 
 def _sentence(text: str) -> str:

@@ -482,9 +482,13 @@ class Agent:
 
     def _reply(self, text: str, turn: Turn, emit: EventCallback) -> TurnFinished:
         """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
+        # What the question and today's date (in the assisted prompt) bring proves no use of a
+        # document: "today is Friday" is no gardener's "every second Friday".
+        now = datetime.now().astimezone()
+        brought = f"{self._newest_user_text()} {now:%A} {now.day} {now:%B %Y}"
         sources = tuple(
             Citation(passage.source.path or "", passage.source.section)
-            for passage in cited_passages(text, turn.passages, self._newest_user_text())
+            for passage in cited_passages(text, turn.passages, brought)
         )
         with self.mnemo.recall.transaction() as transaction:
             message_id = transaction.add(

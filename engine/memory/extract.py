@@ -68,6 +68,13 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"(?:\s+(?:a\s+)?(?:new\s+)?job)?\s+(?:at|with|for)\s+(?P<object>{_NAME})",
     ),
     ("works_at", rf"{_I}\s+(?:just\s+|recently\s+)?joined\s+(?P<object>{_NAME})"),
+    # "I'm a software engineer at Acme", "I work as an accountant at Deloitte", "I'm a PhD
+    # student at the University of Toronto".
+    (
+        "works_at",
+        rf"\b(?P<subject>I)(?:'m|\s+am|\s+work\s+as|\s+worked\s+as)\s+(?:now\s+)?an?\s+"
+        rf"(?:[a-zA-Z]+\s+){{0,3}}?(?:at|for)\s+(?P<object>{_NAME})",
+    ),
     (
         "job_title",
         rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
