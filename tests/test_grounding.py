@@ -359,3 +359,16 @@ def test_a_document_question_is_answered_from_the_lines_that_answer_it(mnemo, mo
     assert "Lou" not in result.reply
     (sent,) = events.of(MessageSent)
     assert [source.path for source in sent.sources] == [str(contacts)]
+
+
+def test_a_statements_reply_brings_up_no_other_memory(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(agent, model, "My sister Ines lives in Ghent.")
+    model.enqueue(["- Ines lives in Ghent."] * assisted.REPLY_ATTEMPTS)
+    assert agent.send("Actually, Ines moved to Antwerp last month.").reply == (
+        "Got it: Ines moved to Antwerp last month."
+    )
+    model.enqueue(["Tuesday is a fine day, Ghent."] * assisted.REPLY_ATTEMPTS)
+    assert agent.send("No wait, it's Thursday, not Tuesday.").reply == (
+        "Got it: Thursday, not Tuesday."
+    )

@@ -231,26 +231,39 @@ def own_words(note: str) -> str | None:
     return match["words"] if match else None
 
 
-def grounds_for(message: str, about_user: bool, found: Recalled, context: str) -> Grounds | None:
+def grounds_for(
+    message: str,
+    about_user: bool,
+    found: Recalled,
+    context: str,
+    names: Callable[[str], bool] | None = None,
+) -> Grounds | None:
     """What a reply to ``message`` is checked against, when it speaks about the person: a
     question about them that memory found something for, or a message that tells of their
     life (its reply may restate it, and nothing more: "Ines is a famous artist in Belgium" was
     the bundled model's reply to "My sister Ines lives in Ghent."). None for other messages:
-    a request for ideas may name what nobody said."""
+    a request for ideas may name what nobody said. ``names``: who memory knows, whose news is
+    a statement too ("Ines moved to Antwerp")."""
     asks = message.rstrip().endswith("?")
     documents = [p for p in found.passages if p.source.path]
     if about_user or (asks and (found.facts or documents) and not _REQUESTING.search(message)):
         # A question about them, about the people in their life that memory knows, or about
         # their documents ("What's the plumber's phone number?").
         return found.grounds(message, context) if found else None
-    told = [s for s in user_statements(message) if lasting(s)]
-    if not told or message.rstrip().endswith("?"):
+    if asks:
         return None
-    grounds = found.grounds(message, context)
-    noted = Record(to_second_person("; ".join(told)), noted=True)
-    grounds.records.insert(0, noted)
-    grounds.question = False
-    return grounds
+    told = [
+        to_second_person(without_opener(s) or s)
+        for s in user_statements(message, names)
+        if lasting(s)
+    ]
+    if correction := correction_in(message):
+        told.append(str(correction))
+    if not told:
+        return None
+    # Its reply may restate what was said, not bring up other memory: after "Actually, Ines
+    # moved to Antwerp", the bundled model replied "- Ines lives in Ghent".
+    return Grounds(message, [Record("; ".join(told), noted=True)], context, question=False)
 
 
 # A request for ideas or help, which may name what nobody said ("What's a good stretch…?").
@@ -806,7 +819,7 @@ class Correction:
     topic: str = ""
 
     def __str__(self) -> str:
-        return f"{self.new}, not {self.old}" if self.old else f"now {self.new}"
+        return f"{self.new}, not {self.old}" if self.old else self.new
 
 
 def correction_in(text: str) -> Correction | None:

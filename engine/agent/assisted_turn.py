@@ -135,7 +135,10 @@ class AssistedTurn:
                 if note.startswith(NOTE_MARKS) and about_user
                 else None
             )
-            grounds = assisted.grounds_for(question, about_user, found, prompt.memory)
+            known = self.mnemo.knowledge.resolve
+            grounds = assisted.grounds_for(
+                question, about_user, found, prompt.memory, lambda name: known(name) is not None
+            )
             step = self._new_reply(prompt, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
             return self.agent._stop(
