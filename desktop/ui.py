@@ -141,7 +141,12 @@ def diff_html(old: str, new: str) -> str:
     old_words, new_words = re.findall(r"\S+|\s+", old), re.findall(r"\S+|\s+", new)
     parts = []
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
-    for operation, a1, a2, b1, b2 in matcher.get_opcodes():
+    opcodes = matcher.get_opcodes()
+    if not any(op == "equal" and "".join(old_words[a1:a2]).strip() for op, a1, a2, _, _ in opcodes):
+        # Nothing but spaces in common ("Nothing is known about the user yet." -> "You're
+        # allergic to peanuts."): the old text struck whole, then the new, not word by word.
+        opcodes = [("replace", 0, len(old_words), 0, len(new_words))]
+    for operation, a1, a2, b1, b2 in opcodes:
         removed = html.escape("".join(old_words[a1:a2]))
         added = html.escape("".join(new_words[b1:b2]))
         if operation == "equal":

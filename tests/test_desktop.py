@@ -428,9 +428,10 @@ def test_approve_edit_and_reject_proposals(qtbot, mnemo, window, model):
     assert window.proposals.isVisibleTo(window)
     (proposal,) = mnemo.proposals.pending()
     card = window.proposals.card(proposal.id)
-    # The added words, highlighted, in place of "Nothing is known about the user yet."
-    assert '#bbf7d0">Sam.' in card.diff.text() and "Name:" in card.diff.text()
-    assert 'line-through">Nothing' in card.diff.text()
+    # The added line, highlighted, in place of "Nothing is known about the user yet." (struck
+    # whole: the two share no word)
+    assert '#bbf7d0">Name: Sam.' in card.diff.text()
+    assert 'line-through">Nothing is known about the user yet.' in card.diff.text()
     with qtbot.waitSignal(
         window.tasks.changed, check_params_cb=is_kind("proposals"), timeout=TIMEOUT_MS
     ):

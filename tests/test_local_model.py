@@ -222,28 +222,28 @@ def test_pieces_are_given_up_when_they_disagree_with_the_whole():
     assert tokens.tokens("<s> c<s> d") == tokenize("<s> c<s> d")
 
 
-def test_the_bundled_model_learns_a_move_once_the_user_approves_it(mnemo, local_model):
-    """Issue 18's done-when: a move contradicts the known home, waits for the user with both
-    facts, and once approved the question is answered from the new fact."""
+def test_the_bundled_model_answers_from_a_move_the_user_states(mnemo, local_model):
+    """A move the person states ("I moved…") replaces the known home at once, keeping it as
+    history (issue 53; issue 18 had it wait for approval), and the question is answered from
+    the new fact; the human block is offered the new line."""
     agent = Agent(mnemo, local_model)
     agent.send("Hi! I live in Porto.")
     assert [fact.sentence() for fact in mnemo.knowledge.facts("user")] == ["User lives in Porto"]
 
     events = Recorder()
     agent.send("I moved to Lyon last month.", on_event=events)
-    (created,) = events.of(ProposalCreated)
-    before, after = mnemo.proposals.preview(created.proposal.id)
-    assert before == "You live in Porto"
-    assert after.startswith("You live in Lyon (since ")
-    assert [fact.object for fact in mnemo.knowledge.facts("user")] == ["Porto"]
-
-    mnemo.proposals.approve(created.proposal.id)
-    result = agent.send("Where do I live?")
-    assert "lyon" in (result.reply or "").lower(), result.reply
+    assert [fact.object for fact in mnemo.knowledge.facts("user")] == ["Lyon"]
     assert [(f.object, f.status) for f in mnemo.knowledge.history("user")] == [
         ("Porto", "superseded"),
         ("Lyon", "current"),
     ]
+    assert "You moved to Lyon last month." in [
+        e.proposal.new_content for e in events.of(ProposalCreated)
+    ]
+    result = agent.send("Where do I live?")
+    reply = (result.reply or "").lower()
+    assert "lyon" in reply, result.reply
+    assert "porto" not in reply.replace("(before that, porto)", ""), result.reply  # history
 
 
 def test_a_context_past_what_the_model_was_trained_on_is_clamped_to_it():

@@ -37,6 +37,7 @@ from tests.test_server import events_of
 # A value each setting takes, to try through the wire.
 TRY = {
     "agent.step_limit": 5,
+    "agent.reply_tokens": 64,
     "agent.mode": "self",
     "chat.conversation": "other",
     "memory.core_write_policy": "auto",

@@ -178,7 +178,9 @@ class Recalled:
             )
         for passage in self.passages:
             if passage.source.path:
-                said = answering_part(passage.text, self.query)
+                # Without the heading a passage starts with ("Lease The monthly rent is…").
+                text = passage.text.removeprefix(passage.source.section or "").lstrip()
+                said = answering_part(text or passage.text, self.query)
                 records.append(Record(said, document=document_name(passage)))
             elif (words := own_words(passage.text)) is not None:
                 records.append(Record(to_second_person(words), short_date(passage.created_at)))

@@ -74,7 +74,7 @@ _FRAME_PARTS = [
     r"^\s*#+\s*(?:core memory|recalled from memory|memory|persona|human|summary)\b[^\n]*$",
     r"\[(?:recalled from memory|system note|result of|status)[^\]\n]*\]?",
     r"</?(?:human|persona|memory|\w+ chars=\"\d+\")[^>\n]*>",
-    r"^\s*(?:memory for this message|what memory holds)\s*:?\s*$",
+    r"^\s*(?:memory for this message|what memory holds|your memory|core memory)\s*:\s*$",
     # "(14 March 2027, from …/lease.md, chunk 3)" and "(since 4 May 2026)"-style brackets.
     rf"\(\s*(?:{_MONTH_DATE}|since [^)]*|from [^)]*|[^)]*\bchunk \d+[^)]*)\)",
     # "4 December 2026, the user said:" before what was said.
