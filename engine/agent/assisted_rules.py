@@ -154,6 +154,7 @@ class Recalled:
         for passage in self.passages:
             cut = excerpt(passage.text, self.query, HIT_CHARS)
             if passage.source.path:
+                cut = excerpt(document_text(passage), self.query, HIT_CHARS)
                 lines.append(f"Your document {document_name(passage)} says: {cut}")
             elif (words := own_words(passage.text)) is not None:
                 lines.append(f"You said: {_sentence(to_second_person(words))}")
@@ -178,9 +179,7 @@ class Recalled:
             )
         for passage in self.passages:
             if passage.source.path:
-                # Without the heading a passage starts with ("Lease The monthly rent is…").
-                text = passage.text.removeprefix(passage.source.section or "").lstrip()
-                said = answering_part(text or passage.text, self.query)
+                said = answering_part(document_text(passage), self.query)
                 records.append(Record(said, document=document_name(passage)))
             elif (words := own_words(passage.text)) is not None:
                 records.append(Record(to_second_person(words), short_date(passage.created_at)))
@@ -216,6 +215,12 @@ def _sentence(text: str) -> str:
 def short_date(when: datetime) -> str:
     """ "4 December": the day, as a reply says when something was said."""
     return f"{when.astimezone().day} {when.astimezone():%B}"
+
+
+def document_text(passage: Passage) -> str:
+    """A document's passage without the heading it starts with ("Lease The monthly rent is…",
+    which a reply copied)."""
+    return passage.text.removeprefix(passage.source.section or "").lstrip() or passage.text
 
 
 def document_name(passage: Passage) -> str:
