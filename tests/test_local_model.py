@@ -10,7 +10,7 @@ from agent_helpers import Recorder
 
 from engine.agent import Agent
 from engine.errors import ContextOverflowError, ModelError
-from engine.events import FunctionCalled, ProposalCreated, TextStreamed
+from engine.events import FunctionCalled, ProposalCreated, ReplyWithdrawn, TextStreamed
 from engine.functions import SEND_MESSAGE, check_arguments, function_schemas
 from engine.llm import ChatMessage, Prompt
 from engine.llm.grammar import functions_grammar
@@ -123,7 +123,11 @@ def test_a_turn_with_the_real_model_replies(mnemo, app_model, mode):
     events = Recorder()
     result = Agent(mnemo, app_model).send("hello", on_event=events)
     assert result.reply, result
-    assert "".join(e.text for e in events.of(TextStreamed)).strip() == result.reply
+    # What the person reads: the text streamed since the last withdrawal (a reply with frame
+    # in it is withdrawn and shown cleaned).
+    withdrawn = [i for i, e in enumerate(events) if isinstance(e, ReplyWithdrawn)]
+    shown = events[withdrawn[-1] + 1 :] if withdrawn else events
+    assert "".join(e.text for e in shown if isinstance(e, TextStreamed)).strip() == result.reply
 
 
 def test_the_bundled_model_remembers_across_conversations(mnemo, local_model):

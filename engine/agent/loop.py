@@ -42,6 +42,7 @@ from engine.events import (
     NoticeKind,
     ProposalApplied,
     ProposalCreated,
+    ReplyWithdrawn,
     StepStarted,
     TextStreamed,
     TurnFinished,
@@ -428,6 +429,9 @@ class Agent:
                     emit,
                 )
                 return None
+        if shown != text.strip():  # what streamed had frame in it: the person reads it cleaned
+            emit(ReplyWithdrawn())
+            emit(TextStreamed(shown))
         return self._reply(shown, turn, emit)
 
     def _run_function(
