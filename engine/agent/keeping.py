@@ -158,24 +158,10 @@ class Keeper:
             if untrusted is not None and notes:
                 notes = notes[:PASTED_PROPOSALS]
                 for fact in notes:
-                    savepoint = transaction.session.begin_nested()
-                    try:
-                        proposal = self.mnemo.proposals.create_in(
-                            transaction.session,
-                            conversation_id=self.conversation_id,
-                            label="human",
-                            action="append",
-                            new_content=assisted.fact_line(fact),
-                            cause_kind="message",
-                            cause_ref=str(user.id),
-                            untrusted_reason=untrusted,
-                        )
-                    except CoreMemoryError as error:  # the block is full or read-only
-                        savepoint.rollback()
-                        log.info("a remembered fact was not proposed: %s", error)
-                        continue
-                    savepoint.commit()
-                    proposals.append(proposal)
+                    pasted = self._propose_line(
+                        transaction, user, assisted.fact_line(fact), untrusted=untrusted
+                    )
+                    proposals += [pasted] if pasted else []
                 outcomes.append(
                     f"{len(proposals)} of {len(notes)} statements proposed for the human block; "
                     "they wait for the user's approval"
@@ -229,27 +215,44 @@ class Keeper:
             if line.casefold() in held:
                 continue
             old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
-            savepoint = transaction.session.begin_nested()
-            try:
-                proposal = self.mnemo.proposals.create_in(
-                    transaction.session,
-                    conversation_id=self.conversation_id,
-                    label="human",
-                    action="replace" if old_line else "append",
-                    new_content=line,
-                    old_content=old_line,
-                    cause_kind="message",
-                    cause_ref=str(user.id),
-                    auto_approve=self.mnemo.settings.core_write_policy == "auto",
-                )
-            except CoreMemoryError as error:  # the block is full or read-only
-                savepoint.rollback()
-                log.info("a statement was not proposed for core memory: %s", error)
-                continue
-            savepoint.commit()
-            held.append(line.casefold())
-            proposals.append(proposal)
+            proposal = self._propose_line(transaction, user, line, old_line)
+            if proposal is not None:
+                held.append(line.casefold())
+                proposals.append(proposal)
         return proposals
+
+    def _propose_line(
+        self,
+        transaction: RecallTransaction,
+        user: MessageHit,
+        line: str,
+        old_line: str | None = None,
+        *,
+        untrusted: str | None = None,
+    ) -> Proposal | None:
+        """A line for the ``human`` block from the user's message (in place of ``old_line``),
+        proposed in the step's transaction: applied at once under the ``auto`` policy unless
+        ``untrusted``; None when the block is full or read-only."""
+        savepoint = transaction.session.begin_nested()
+        try:
+            proposal = self.mnemo.proposals.create_in(
+                transaction.session,
+                conversation_id=self.conversation_id,
+                label="human",
+                action="replace" if old_line else "append",
+                new_content=line,
+                old_content=old_line,
+                cause_kind="message",
+                cause_ref=str(user.id),
+                untrusted_reason=untrusted,
+                auto_approve=self.mnemo.settings.core_write_policy == "auto",
+            )
+        except CoreMemoryError as error:
+            savepoint.rollback()
+            log.info("a line from the message was not proposed for core memory: %s", error)
+            return None
+        savepoint.commit()
+        return proposal
 
     def _store_notes(self, user: MessageHit, notes: list[str]) -> list[str]:
         """The user's own statements as archival notes (one each, never twice)."""
