@@ -27,6 +27,7 @@ import json
 import random
 import re
 import string
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -114,6 +115,7 @@ def main() -> None:
     parser.add_argument(
         "--seed", type=int, default=7, help="the local model's, for repeatable runs"
     )
+    parser.add_argument("--show", action="store_true", help="each question, gold and reply")
     args = parser.parse_args()
     samples = json.loads((args.data / "locomo" / "locomo10.json").read_text())
     eligible = [
@@ -152,6 +154,8 @@ def main() -> None:
                     seconds[mode] += time.perf_counter() - began
                     gold = str(qa["answer"])
                     scores[mode][category].append((f1(reply, gold), contained(reply, gold)))
+                    if args.show:
+                        print(f"{mode}\t{qa['question']}\t{gold}\t{reply!r}", file=sys.stderr)
     result: dict[str, Any] = {
         "benchmark": "memory_qa",
         "model": model.name if model else "",
