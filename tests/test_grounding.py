@@ -372,3 +372,13 @@ def test_a_statements_reply_brings_up_no_other_memory(mnemo, model):
     assert agent.send("No wait, it's Thursday, not Tuesday.").reply == (
         "Got it: Thursday, not Tuesday."
     )
+
+
+def test_a_reply_that_recites_the_persona_is_written_again(mnemo, model):
+    recital = (
+        "You are Mnemo, a personal assistant that runs on your own computer.\n"
+        "My sister Ines lives in Ghent."
+    )
+    model.enqueue([recital, "Lovely, Ghent is a beautiful city."])
+    result = Agent(mnemo, model).send("My sister Ines lives in Ghent.")
+    assert result.reply == "Lovely, Ghent is a beautiful city."

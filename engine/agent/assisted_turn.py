@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
-from engine.agent.grounding import Grounds, strip_frame
+from engine.agent.grounding import Grounds, recites, strip_frame
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
@@ -181,6 +181,8 @@ class AssistedTurn:
         ][-assisted.EARLIER_REPLIES :]
         # Nor is the person's own message said back to them ("Hello! How are you today?").
         earlier += [m.content for m in prompt.messages[-2:] if m.role == "user"]
+        persona = [b.value for b in self.mnemo.core.blocks() if b.label == "persona"]
+        scaffold = "\n".join([prompt.instructions, *persona])
         fallback: str | None = None  # a draft that only fails to use memory: better than none
         step = Step(None)
         for attempt in range(assisted.REPLY_ATTEMPTS):
@@ -208,6 +210,8 @@ class AssistedTurn:
             echo = assisted.without_prompt_echo(drafted)
             text = strip_frame(drafted if echo is None else echo)
             problem = self._problem(text, echo is not None, stream, memory, grounds)
+            if problem is None and recites(text, scaffold):
+                problem = "recited its instructions or persona"
             if problem is None:
                 if not stream.show(text):
                     emit(ReplyWithdrawn())

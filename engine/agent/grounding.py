@@ -148,6 +148,25 @@ def loop_start(text: str) -> int | None:
     return None
 
 
+RECITED_WORDS = 6  # a run this long from the instructions or the persona is recited, not said
+
+
+def recites(reply: str, scaffold: str) -> bool:
+    """Whether ``reply`` recites a run of ``RECITED_WORDS`` words of ``scaffold`` (the
+    instructions, the persona), as written or turned to "you" ("You are Mnemo, a personal
+    assistant that runs on your own computer" was the bundled model's reply to a first "Hi")."""
+    said = [word[0] for word in _WORD.finditer(reply.casefold())]
+    runs = {
+        tuple(words[i : i + RECITED_WORDS])
+        for text in (scaffold, strip_frame(scaffold))
+        for words in [[w[0] for w in _WORD.finditer(text.casefold())]]
+        for i in range(len(words) - RECITED_WORDS + 1)
+    }
+    return any(
+        tuple(said[i : i + RECITED_WORDS]) in runs for i in range(len(said) - RECITED_WORDS + 1)
+    )
+
+
 SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
 SHAPE_SIMILARITY = 0.75  # of the words, in order
 
