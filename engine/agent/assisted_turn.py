@@ -209,9 +209,7 @@ class AssistedTurn:
             drafted = stream.text if stream.looped else step.text
             echo = assisted.without_prompt_echo(drafted)
             text = strip_frame(drafted if echo is None else echo)
-            problem = self._problem(text, echo is not None, stream, memory, grounds)
-            if problem is None and recites(text, scaffold):
-                problem = "recited its instructions or persona"
+            problem = self._problem(text, echo is not None, stream, memory, grounds, scaffold)
             if problem is None:
                 if not stream.show(text):
                     emit(ReplyWithdrawn())
@@ -240,8 +238,10 @@ class AssistedTurn:
         stream: assisted.ReplyStream,
         memory: list[str] | None,
         grounds: Grounds | None,
+        scaffold: str,
     ) -> str | None:
-        """Why a draft is not shown, in words for the log; None when it is."""
+        """Why a draft is not shown, in words for the log; None when it is (``scaffold``: the
+        instructions and persona, which a reply never recites)."""
         if echoed:
             return READ_BACK
         if not text:
@@ -252,6 +252,8 @@ class AssistedTurn:
             return problem
         if memory and not assisted.uses_memory(text, memory):
             return USED_NOTHING
+        if recites(text, scaffold):
+            return "recited its instructions or persona"
         return None
 
     def _after_reply(
