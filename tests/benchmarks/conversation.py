@@ -2,10 +2,10 @@
 
 Each scripted person talks to the real agent in a fresh profile: small talk, requests,
 statements about their life, corrections, and questions about what they said, in the same
-conversation, in a new one, and after the profile was closed and opened again. Two groups:
-``tuned`` (``conversation_people.py``, the people the rules were tuned on) and ``heldout``
-(``conversation_heldout.py``, everyday phrasings never tuned on); ``--group`` picks one. One
-JSON line out:
+conversation, in a new one, and after the profile was closed and opened again. Three groups:
+``tuned`` (``conversation_people.py``, the people the rules were tuned on), ``heldout``
+(``conversation_heldout.py``, everyday phrasings, whose misses have since been read) and
+``fresh`` (``conversation_fresh.py``, never tuned on); ``--group`` picks one. One JSON line out:
 
 - ``fully_correct``: memory questions whose reply is right by the strict count: it holds the
   current value, no superseded one (unless as history: "before that, Ghent"), no value that is
@@ -31,8 +31,9 @@ JSON line out:
   finished reply) and ``after_reply_s`` p50/p95: how long the turn goes on after the reply is
   shown (the memory step), which the window does not make the person wait for.
 
-    uv run python tests/benchmarks/conversation.py [--group tuned|heldout] [--people priya,tom]
-        [--model PATH.gguf | openai:NAME --base-url URL] [--seed 7] [--no-ceiling] [--show]
+    uv run python tests/benchmarks/conversation.py [--group tuned|heldout|fresh]
+        [--people priya,tom] [--model PATH.gguf | openai:NAME --base-url URL] [--seed 7]
+        [--no-ceiling] [--show]
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import emit, percentile, use_model
+from conversation_fresh import FRESH
 from conversation_heldout import HELDOUT
 from conversation_people import PEOPLE, Ask, Document, Muse, Tell, Turn
 
@@ -72,7 +74,7 @@ UNKNOWN = re.compile(
 )
 
 
-GROUPS = {"tuned": PEOPLE, "heldout": HELDOUT}
+GROUPS = {"tuned": PEOPLE, "heldout": HELDOUT, "fresh": FRESH}
 RUNAWAY_CHARS = 1200  # a few sentences are ~300; four times that is a reply that ran on
 SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
 SHAPE_SIMILARITY = 0.75  # of the words, in order: the same sentence with a phrase changed
