@@ -336,6 +336,12 @@ class ChatView(QWidget):
         if shown is None or status == "pending":
             return
         notice, target, row = shown
+        if status == "withdrawn":  # a later message replaced what it said
+            notice.setText(f"The change to {target} was withdrawn: a later message replaced it.")
+            if row is not None:
+                row.set_summary("withdrawn")
+            del self._proposals[proposal_id]
+            return
         verb = "approved" if status == "approved" else "rejected"
         notice.setText(
             f"You {verb} the change to {target}"

@@ -449,7 +449,8 @@ class MainWindow(QMainWindow):
         store = self.mnemo.proposals
 
         def statuses() -> list[tuple[int, str]]:
-            return [(proposal_id, store.get(proposal_id).status) for proposal_id in waiting]
+            found = [store.get(proposal_id) for proposal_id in waiting]
+            return [(p.id, "withdrawn" if p.withdrawn else p.status) for p in found]
 
         def show(found: list[tuple[int, str]]) -> None:
             for proposal_id, status in found:

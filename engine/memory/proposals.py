@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from engine.memory.archival import ArchivalStore
 
 ProposalKind = Literal["core", "fact", "passage", "block", "note"]
+WITHDRAWN_BY = "mnemo"  # who decided a proposal that a later message made stale
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,11 @@ class Proposal:
     decided_at: datetime | None
     kind: str = "core"
     payload: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def withdrawn(self) -> bool:
+        """Whether Mnemo took it back because a later message replaced what it said."""
+        return self.status == "rejected" and self.decided_by == WITHDRAWN_BY
 
     @property
     def trusted(self) -> bool:
@@ -497,6 +503,15 @@ class ProposalStore:
                 "do not propose it again unless they ask.",
             )
             return _proposal(row)
+
+    def withdraw_in(self, session: Session, proposal_id: int) -> Proposal:
+        """Take back a waiting proposal that a later message made wrong ("Your sister lives in
+        Ghent" after "she moved to Antwerp"), in the caller's transaction: approving it would
+        write a stale line. It is rejected by Mnemo (``WITHDRAWN_BY``), not by the person."""
+        row = self._pending_row(session, proposal_id)
+        self._decide(row, "rejected", WITHDRAWN_BY, None, None)
+        session.add(row)
+        return _proposal(row)
 
     # -- helpers -------------------------------------------------------------------------------
 
