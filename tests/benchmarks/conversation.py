@@ -158,10 +158,11 @@ def answers(reply: str, answer: tuple[str, ...]) -> bool:
 
 
 def stored_items(mnemo: Mnemo) -> list[str]:
-    """Everything kept outside the transcript, one text per item."""
+    """Everything kept outside the transcript, one text per item: a fact that a change
+    replaced counts, as knowledge memory keeps it as history ("before that, Lisbon")."""
     items = [block.value for block in mnemo.core.blocks()]
     for entity, _count in mnemo.knowledge.entities():
-        items += [fact.sentence() for fact in mnemo.knowledge.facts(entity.name, limit=100)]
+        items += [fact.sentence() for fact in mnemo.knowledge.history(entity.name)]
     items += [passage.text for passage in mnemo.archival.recent(10_000)]
     for proposal in mnemo.proposals.pending(None):
         items.append(proposal.new_fact() if proposal.kind == "fact" else proposal.new_content)
