@@ -141,8 +141,8 @@ def test_what_the_user_says_about_their_life_is_kept_and_passing_remarks_are_not
     assert note.source.message_id is not None
     # Where she works and as what are facts, which say all that her first message says.
     assert sorted(f.sentence() for f in mnemo.knowledge.facts("user")) == [
+        "User works as a nurse",
         "User works at St. Mary's",
-        "User's job title is nurse",
     ]
     kept = [e for e in events.of(FunctionReturned) if e.name == REMEMBER]
     assert [e.summary for e in kept] == ["1 kept", "2 kept"]  # nothing for the remarks
@@ -417,17 +417,17 @@ def test_after_a_fold_with_nothing_to_remember_the_folded_window_is_prefilled(mn
 def test_a_reply_that_repeats_an_earlier_one_is_never_shown_and_is_written_again(mnemo, model):
     agent = Agent(mnemo, model)
     copy = "Biscuit is a beagle, a friendly and lovable dog."
-    model.enqueue([copy, copy, "Shellfish allergies are serious; avoid prawns and crab."])
+    model.enqueue([copy, copy, "Keep walks short and dry him well afterwards."])
     agent.send("My dog Biscuit is a beagle.")
     events = Recorder()
-    result = agent.send("I'm allergic to shellfish.", on_event=events)
-    assert result.reply == "Shellfish allergies are serious; avoid prawns and crab."
+    result = agent.send("Any tips for walking a dog in the rain?", on_event=events)
+    assert result.reply == "Keep walks short and dry him well afterwards."
     shown = "".join(event.text for event in events.of(TextStreamed))
     assert shown == result.reply  # the copy was held back, not shown and taken back
     assert not events.of(ReplyWithdrawn)
     retry = model.prompts[-1]
     assert "assistant" not in [m.role for m in retry.messages]  # no earlier reply to copy
-    assert retry.messages[0].content.startswith("I'm allergic to shellfish.")
+    assert retry.messages[0].content.startswith("Any tips for walking a dog in the rain?")
     assert retry.temperature == assisted.RETRY_TEMPERATURE
     assert model.prompts[-2].temperature is None  # the first attempt is greedy
 

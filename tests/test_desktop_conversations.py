@@ -187,6 +187,25 @@ def test_the_chat_lines_about_a_proposal_follow_the_decision(qtbot, mnemo):
         reopened.shutdown()
 
 
+def test_a_waiting_change_a_later_message_replaced_says_it_was_withdrawn(qtbot, mnemo):
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue(["Porto, lovely.", "Lyon, lovely too."])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        send(qtbot, window, "I live in Porto.")
+        send(qtbot, window, "I moved to Lyon last month.")
+        qtbot.waitUntil(
+            lambda: any(
+                "was withdrawn: a later message replaced it" in w.text()
+                for w in window.chat.findChildren(type(window.chat.waiting))
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        qtbot.waitUntil(lambda: window.proposals.count == 1, timeout=TIMEOUT_MS)
+    finally:
+        window.shutdown()
+
+
 def test_history_shows_what_each_version_changed_word_by_word(qtbot, mnemo):
     from desktop.core_cards import HistoryDialog
 

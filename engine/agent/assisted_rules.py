@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,15 +26,17 @@ from typing import TYPE_CHECKING
 from engine.agent.grounding import (
     Grounds,
     Record,
+    asked_terms,
     loop_start,
     same_shape,
     strip_frame,
     to_second_person,
 )
+from engine.agent.grounding import values as stated_values
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 from engine.memory.archival import Passage
-from engine.memory.extract import MONTH
-from engine.memory.knowledge import RELATIVES, Fact, said_to_person
+from engine.memory.extract import MONTH, facts_in
+from engine.memory.knowledge import RELATIVES, USER, Fact, said_to_person
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
@@ -67,6 +69,36 @@ REPLY_ATTEMPTS = 3
 RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample every reply
 # When every attempt repeated an earlier reply: better said plainly than shown a copy.
 NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
+
+
+ANSWER_SHARE = 0.5  # of the reply's cap, for an answer that memory holds (a sentence or two)
+
+
+def answer_tokens(reply_tokens: int) -> int:
+    """The cap of an answer to a question about the person: half a reply's (a held draft of a
+    full reply took two seconds here, and was written again when it failed its check)."""
+    return max(16, int(reply_tokens * ANSWER_SHARE))
+
+
+_SENTENCE_DONE = re.compile(r"[.!?…][\"')\]]*(?=\s|$)")
+
+
+def whole_sentences(text: str) -> str:
+    """``text`` up to the end of its last whole sentence (all of it when it has none): a reply
+    cut by its cap ends where a sentence did, not in the middle of one."""
+    ends = [m.end() for m in _SENTENCE_DONE.finditer(text)]
+    return text[: ends[-1]].rstrip() if ends else text
+
+
+def reply_attempts(grounds: Grounds | None) -> int:
+    """How many drafts a reply gets before it is said by rule: each is a full generation, and
+    a turn of three drafts took three times the median turn. A reply to a statement has its
+    record ("Got it: …") after one failed draft, a question that memory answers after two."""
+    if grounds is None or grounds.record_reply() is None:
+        return REPLY_ATTEMPTS
+    return 1 if not grounds.question else 2
+
+
 # The prompt's own labels (``message_text``'s notes and results, core memory's block tags): a
 # reply that reaches one is reading its prompt back, as the bundled model now and then does.
 _PROMPT_ECHO = re.compile(
@@ -95,6 +127,8 @@ class Recalled:
     # What each recalled fact replaced, oldest first (by the fact's id): history, never the
     # answer.
     replaced: dict[int, list[Fact]] = field(default_factory=dict)
+    # Notes a later statement replaced (``REPLACED_TAG``): found, and only ever history.
+    history: list[Passage] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.messages or self.passages or self.facts)
@@ -103,6 +137,19 @@ class Recalled:
         texts = [fact.sentence() for fact in self.facts]
         texts += [hit.text for hit in self.messages] + [p.text for p in self.passages]
         return any(same_word(word, said) for text in texts for said in query_terms(text, 10**6))
+
+    def names(self, relative: str) -> bool:
+        """Whether what was found gives the name of the person's ``relative`` (a fact of that
+        relation, or "my husband Tom", "Tom, my husband", "my husband is called Tom")."""
+        words = "|".join(re.escape(w) for w in (relative, *SAME_THING.get(relative, ())))
+        if any(fact.predicate in (relative, *SAME_THING.get(relative, ())) for fact in self.facts):
+            return True
+        naming = re.compile(
+            rf"\b(?:{words})s?(?:'s name is|'s name's|,| is called| called| named| is)?\s+"
+            rf"(?!(?:{_NOT_A_NAME})\b)[A-Z][a-z]+|\b[A-Z][a-z]+,?\s+(?:my|your|our)\s+(?:{words})\b",
+        )
+        texts = [hit.text for hit in self.messages] + [p.text for p in self.passages]
+        return any(naming.search(text) for text in texts)
 
     def summary(self) -> str:
         """ "2 facts, 3 messages and 1 passage"."""
@@ -175,6 +222,7 @@ class Recalled:
                     short_date(fact.learned_at),
                     replaced[-1].object if replaced else None,
                     about=" ".join([fact.predicate, *RELATION_WORDS.get(fact.predicate, [])]),
+                    someone_else=not fact.subject_is(USER),
                 )
             )
         for passage in self.passages:
@@ -182,16 +230,31 @@ class Recalled:
                 said = answering_part(document_text(passage), self.query)
                 records.append(Record(said, document=document_name(passage)))
             elif (words := own_words(passage.text)) is not None:
-                records.append(Record(to_second_person(words), short_date(passage.created_at)))
+                records.append(
+                    Record(
+                        to_second_person(words), short_date(passage.created_at), about=_about(words)
+                    )
+                )
+        for passage in self.history:
+            superseded |= stated_values(own_words(passage.text) or passage.text)
         for hit in self.messages:
-            if hit.role == "user" and not hit.text.rstrip().endswith(
-                "?"
-            ):  # a question is no record
+            # A question is no record, nor a musing ("If we ever had a dog I'd call it Pepper"
+            # names no dog of theirs).
+            if hit.role == "user" and not (
+                hit.text.rstrip().endswith("?") or _MUSING.search(hit.text)
+            ):
                 said = to_second_person(excerpt(hit.text, self.query, HIT_CHARS))
-                records.append(Record(said, short_date(hit.created_at)))
+                records.append(Record(said, short_date(hit.created_at), about=_about(hit.text)))
         # The note is memory too: its dates ("On 4 December 2026 you said") may be repeated.
         context = f"{context}\n{self.text()}"
         return Grounds(message, records, context, superseded, message.rstrip().endswith("?"))
+
+
+def _about(said: str) -> str:
+    """The words a question asks by for the facts ``said`` states ("job work" for "I'm a
+    radiographer"): a question shares them when it shares no word with what was said."""
+    found = facts_in(said, datetime.now().date())
+    return " ".join(word for c in found for word in RELATION_WORDS.get(c.predicate, []))
 
 
 def answering_part(text: str, question: str) -> str:
@@ -299,18 +362,38 @@ _ASKING = re.compile(
 
 
 _MY_THING = re.compile(
-    r"^(?:what|who|where|when|which)(?:'s|\s+is|\s+are|\s+was|\s+were)\s+my\s+"
-    r"(?P<thing>[\w' -]{1,40})\?$",
+    r"^(?:what|who|where|when|which)(?:'s|\s+is|\s+are|\s+was|\s+were)\s+(?P<whose>my|our)\s+"
+    r"(?P<thing>[\w' -]{1,40}?)(?:\s+(?P<named>called|named))?\?$",
     re.IGNORECASE,
+)
+# Said in turn, so that three things never told do not get one reply three times over (which
+# reads as a template, and is one).
+_NOT_TOLD = (
+    "I don't know {what} — you haven't told me yet. Tell me, and I'll remember it.",
+    "You haven't told me {what}, so I don't know it. If you tell me, I'll keep it.",
+    "I have nothing in memory about {what}. Tell me and I'll remember it.",
 )
 
 
-def not_told(question: str) -> str:
+def not_told(question: str, earlier: Sequence[str] = ()) -> str:
     """The reply to a question about the user that memory has nothing on, said by rule: the
-    bundled model, told that memory held nothing, still invented an answer to 12 of 12."""
+    bundled model, told that memory held nothing, still invented an answer to 12 of 12. A
+    phrasing the conversation's ``earlier`` replies used is not used again while another is
+    left."""
     match = _MY_THING.match(_ASKING.sub("", question.strip()))
-    what = f"your {match['thing'].strip()}" if match else "that"
-    return f"I don't know {what} — you haven't told me yet. Tell me, and I'll remember it."
+    what = "that"
+    if match:
+        whose = "your" if match["whose"].casefold() == "my" else "our"
+        thing = match["thing"].strip()
+        what = f"{whose} {thing}'s name" if match["named"] else f"{whose} {thing}"
+    used = {
+        i
+        for i, phrasing in enumerate(_NOT_TOLD)
+        for reply in earlier
+        if same_shape(reply, phrasing.format(what=what))
+    }
+    fresh = [p for i, p in enumerate(_NOT_TOLD) if i not in used] or list(_NOT_TOLD)
+    return fresh[0].format(what=what)
 
 
 _SPOKEN_DATE = re.compile(r"\b\d{1,2} [A-Z][a-z]+ \d{4}\b")
@@ -344,6 +427,7 @@ _NAMED = re.compile(
 )
 
 
+_NOT_A_NAME = "I|I'm|I've|You|He|She|It|We|They|The|And|But|So|Is|Lives|Works"
 # Words for the same person or thing, as people say them.
 SAME_THING: dict[str, tuple[str, ...]] = {
     "mother": ("mum", "mom"),
@@ -418,7 +502,11 @@ def recall_for(
     # shown, the message is not; and a note of a message the model sees is not shown at all.
     for passage_page in passage_pages:
         for passage in passage_page.result():
-            if (
+            if REPLACED_TAG in passage.tags:  # neither it nor its message is the answer
+                if passage.id not in {p.id for p in recalled.history}:
+                    recalled.history.append(passage)
+                seen.add(passage.source.message_id or -1)
+            elif (
                 len(recalled.passages) < PASSAGES
                 and not passage.weak
                 and passage.id not in shown
@@ -446,7 +534,14 @@ def recall_for(
         # "What is my sister's name?" is answered only by what mentions a sister: the dog's
         # name, found for "name", was given as the answer.
         return Recalled(query=message, trace=recalled.trace)
+    if named in RELATIVES and _ASKS_A_NAME.search(message) and not recalled.names(named):
+        # "What's my husband's name?" after "We live on Elm Street, me and my husband": memory
+        # mentions him and holds no name (the bundled model answered "your husband").
+        return Recalled(query=message, trace=recalled.trace)
     return recalled
+
+
+_ASKS_A_NAME = re.compile(r"\b(?:name|names|called|named)\b|^\W*who\b", re.IGNORECASE)
 
 
 def replaced_facts(mnemo: Mnemo, facts: list[Fact]) -> dict[int, list[Fact]]:
@@ -483,12 +578,23 @@ def name_words(text: str) -> frozenset[str]:
 
 
 # The words a question asks for a relation by, when the fact's own words are not among them
-# ("Where do I work?" asks for "User's job title is nurse").
+# ("What's my job?" asks for "User works as a nurse").
 RELATION_WORDS: dict[str, list[str]] = {
-    "works_at": ["work", "job", "employer", "company", "hospital", "office", "school", "firm"],
+    "works_at": [
+        "work",
+        "job",
+        "employer",
+        "company",
+        "hospital",
+        "office",
+        "school",
+        "firm",
+        "where",
+    ],
     "job_title": ["work", "job", "living", "profession", "occupation"],
     "lives_in": ["live", "home", "city", "where"],
     "allergic_to": ["allergy", "allergies", "eat", "avoid"],
+    "diet": ["diet", "eat", "food", "meat"],
     "birthday": ["born", "birth", "when"],
     "born_on": ["birthday", "when"],
     "born_in": ["where", "from"],
@@ -505,7 +611,7 @@ def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
         for fact in mnemo.knowledge.facts(entity.name, limit=FACTS_READ):
             if fact.id not in shown and fact not in facts:
                 facts.append(fact)
-    words = query_terms(text)
+    words = asked_terms(text)
     # "Where does my sister live?": the facts of the sister the user's facts name.
     for fact in list(facts):
         if fact.predicate in RELATIVES and any(same_word(fact.predicate, w) for w in words):
@@ -644,7 +750,8 @@ _FIRST_PERSON = re.compile(
 # Tunde, not about someone called "Actually Tunde".
 _OPENER = re.compile(
     r"^(?:(?:actually|oh|ah|well|so|sorry|ok(?:ay)?|also|and|but|btw|by the way|no wait|oh wait|"
-    r"wait|scratch that|quick update|update|fyi|correction|oops|hey|um+|uh+)\b[,:!.]?\s*)+",
+    r"wait|no(?=[,!.])|scratch that|quick update|update|fyi|correction|oops|hey|um+|uh+|"
+    r"change of plans?|my mistake|my bad)\b[,:!.]?\s*)+",
     re.IGNORECASE,
 )
 # A statement with its "I" left out, as people write in a hurry: "Been vegan since 2019.",
@@ -687,8 +794,10 @@ def first_person(clause: str) -> str | None:
 
 def user_statements(text: str, names: Callable[[str], bool] | None = None) -> list[str]:
     """The clauses of a user's message that state something about them: in the first person
-    (also with the "I" left out), or about someone ``names`` knows ("Ines moved to Antwerp",
-    "she moved to Antwerp" when ``names("she")``): the only things the memory step may keep.
+    (also with the "I" left out), stating a fact about them ("being a vet in Galway is never
+    boring"), giving a date of their life (``scheduled``), or about someone ``names`` knows
+    ("Ines moved to Antwerp", "she moved to Antwerp" when ``names("she")``): the only things
+    the memory step may keep.
     Questions and short greetings are left out."""
     statements: list[str] = []
     for sentence in _sentences(text):
@@ -700,7 +809,12 @@ def user_statements(text: str, names: Callable[[str], bool] | None = None) -> li
             if not 3 <= len(words) <= 40 or clause in statements:
                 continue
             about_them = names is not None and about_someone(clause, names)
-            if first_person(clause) is not None or about_them:
+            if (
+                first_person(clause) is not None
+                or about_them
+                or scheduled(clause)
+                or any(c.subject == USER for c in facts_in(clause, datetime.now().date()))
+            ):
                 statements.append(clause)
     return statements[:STATEMENTS]
 
@@ -709,7 +823,7 @@ def about_someone(clause: str, names: Callable[[str], bool]) -> bool:
     """Whether ``clause`` tells of a person ``names`` knows, by name or as "she"/"he"."""
     bare = without_opener(clause)
     match = _NAMED_SUBJECT.match(bare) or _PRONOUN_SUBJECT.match(bare)
-    return match is not None and names(match[1])
+    return match is not None and names(match[1].removesuffix("'s"))  # "Sven's mum lives…"
 
 
 def named_subject(clause: str, last_named: str | None) -> str:
@@ -756,6 +870,7 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 NOTE_TAG = "said by you"  # the tag of notes kept from the person's own words
+REPLACED_TAG = "replaced"  # the tag of a note a later statement replaced: history now
 
 
 def lasting(statement: str) -> bool:
@@ -765,6 +880,28 @@ def lasting(statement: str) -> bool:
     return not (
         _PASSING.search(statement) or _OF_THE_MOMENT.search(statement) or _MUSING.search(statement)
     )
+
+
+def replaces(new: str, old: str, resolve: Callable[[str], object]) -> bool:
+    """Whether the statement ``new`` replaces the older statement ``old`` (``Keeper``): both
+    about the same person (a name ``resolve`` knows in both, or neither naming anyone and both
+    in the first person), on the same topic (a word besides names and values in both), and
+    each holding a value (a name or number) the other does not."""
+    new_values, old_values = stated_values(new), stated_values(old)
+    people = {v for v in new_values & old_values if resolve(v) is not None}
+    if not people and not (
+        _FIRST_PERSON.search(new) and _FIRST_PERSON.search(old) and not new_values & old_values
+    ):
+        return False
+    if not (new_values - old_values and old_values - new_values):
+        return False
+    ignored = new_values | old_values
+
+    def topic(text: str) -> list[str]:  # its words, without names, values and words of change
+        return [w for w in query_terms(text, 10**6) if w not in ignored and not _CHANGE.match(w)]
+
+    topic_new, topic_old = topic(new), topic(old)
+    return any(same_word(a, b) for a in topic_new for b in topic_old)
 
 
 def states_a_change(text: str) -> bool:
@@ -789,6 +926,22 @@ VALUE_KINDS = {
     "time": re.compile(rf"\b(?:{_TIME})\b", re.IGNORECASE),
 }
 _VALUE = rf"(?:{_WEEKDAY}|{_DAY}|{_TIME})"
+
+# "The wedding's on 12 September", "The vet appointment for Miso is on the 3rd": a date in the
+# person's life, said without "I" or "my" (not "The shop is closed on Sundays", which has no day
+# of its own, nor a correction "…, not the 12th", kept as one).
+_SCHEDULED = re.compile(
+    r"^(?:the|our)\s+(?:[\w'-]+\s+){0,5}?[\w'-]+(?:'s|\s+is|\s+are|\s+was)\s+"
+    rf"(?:(?:now|still|booked|set|due|planned)\s+)?(?:on|for)\s+(?:the\s+)?(?:{_DAY})\b(?!.*,\s*not\b)",
+    re.IGNORECASE,
+)
+
+
+def scheduled(clause: str) -> bool:
+    """Whether ``clause`` gives the date of something in the person's life (``_SCHEDULED``)."""
+    return bool(_SCHEDULED.match(without_opener(clause)))
+
+
 _SAID_VALUE = r"[\w'.&-]+(?:\s+[\w'.&-]+){0,3}?"
 # "it's Thursday, not Tuesday", "Sorry, I meant KPMG, not Deloitte", "the wedding is on 19
 # September, not the 12th".
@@ -805,7 +958,17 @@ _ONLY_NEW = re.compile(
     re.IGNORECASE,
 )
 _MARKED = re.compile(
-    r"^(?:actually|no wait|oh wait|wait|sorry|scratch that|correction|oops)\b", re.IGNORECASE
+    r"^(?:oh\s+)?(?:no\s+)?(?:actually|wait|sorry|scratch that|correction|oops|change of plans?|"
+    r"my mistake|my bad)\b|\b(?:from now on|now|these days|any ?more)\b",
+    re.IGNORECASE,
+)
+_MARKED_WORDS = 14  # a marked sentence longer than this says more than a value put right
+# "Filip switched from violin to cello", "we moved from Leeds to York".
+_FROM_TO = re.compile(
+    r"\b(?:switched|moved|changed|went|swapped|transferred|upgraded)\s+from\s+(?:the\s+)?"
+    rf"(?P<old>{_SAID_VALUE})\s+(?:to|for)\s+(?:the\s+)?(?P<new>{_SAID_VALUE})"
+    r"(?=\s+(?:last|this|next|in|on|at|since|when|because|after|a|an|the)\b|\s*[.!,]|\s*$)",
+    re.IGNORECASE,
 )
 # "training moved to Sunday", "the vet moved it to the 21st", "the meeting got pushed to 3pm".
 _MOVED = re.compile(
@@ -838,14 +1001,31 @@ def correction_in(text: str) -> Correction | None:
             new, old = match["new"].strip(" .,"), match["old"].strip(" .,")
             if new.casefold() != old.casefold():
                 return Correction(new, old)
+        if match := _FROM_TO.search(sentence):
+            return Correction(match["new"].strip(" .,"), match["old"].strip(" .,"))
         bare = without_opener(sentence)
-        if _MARKED.match(sentence) and (match := _ONLY_NEW.match(bare)):
+        if _MARKED.search(sentence) and (match := _ONLY_NEW.match(bare)):
             return Correction(match["new"])
+        if (marked := _marked_value(sentence)) is not None:
+            return marked
         if (match := _MOVED.match(bare)) and not match["topic"].casefold().startswith(
             ("i ", "we ")
         ):
             return Correction(match["new"], topic=match["topic"])
     return None
+
+
+def _marked_value(sentence: str) -> Correction | None:
+    """A short sentence marked as a change ("Actually book club is now the first Tuesday",
+    "oh no wait, the vet said the 5th") that holds one value of a kind: that value, about the
+    sentence's other words."""
+    if not _MARKED.search(sentence) or len(sentence.split()) > _MARKED_WORDS:
+        return None
+    found = [m for kind in VALUE_KINDS.values() for m in kind.finditer(sentence)]
+    if len({m[0].casefold() for m in found}) != 1:
+        return None
+    topic = without_opener(sentence[: found[0].start()] + sentence[found[0].end() :])
+    return Correction(found[0][0], topic=topic)
 
 
 def value_kind(value: str) -> str | None:

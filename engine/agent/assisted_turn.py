@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
-from engine.agent.grounding import Grounds, recites, strip_frame
+from engine.agent.grounding import Grounds, loop_start, recites, strip_frame
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
@@ -125,7 +125,7 @@ class AssistedTurn:
         emit(StepStarted(1, stats))
         if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
             # A question about the user that memory holds nothing on: said so, not invented.
-            text = assisted.not_told(question)
+            text = assisted.not_told(question, self._earlier_replies())
             emit(TextStreamed(text))
             step = Step(None, raw=text, text=text)
         else:
@@ -174,18 +174,19 @@ class AssistedTurn:
         A retry sees only the newest message and what was recalled for it: with its earlier
         replies in view, the bundled model copied them even when sampled (and with only the
         replies taken out, the user's messages ran together)."""
-        earlier = [
-            hit.text
-            for hit in self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
-            if hit.role == "assistant"
-        ][-assisted.EARLIER_REPLIES :]
+        earlier = self._earlier_replies()
         # Nor is the person's own message said back to them ("Hello! How are you today?").
         earlier += [m.content for m in prompt.messages[-2:] if m.role == "user"]
         persona = [b.value for b in self.mnemo.core.blocks() if b.label == "persona"]
         scaffold = "\n".join([prompt.instructions, *persona])
         fallback: str | None = None  # a draft that only fails to use memory: better than none
         step = Step(None)
-        for attempt in range(assisted.REPLY_ATTEMPTS):
+        if grounds is not None and grounds.question and prompt.max_tokens:
+            # An answer from memory is a sentence or two, and each draft is checked whole.
+            prompt = dataclasses.replace(
+                prompt, max_tokens=assisted.answer_tokens(prompt.max_tokens)
+            )
+        for attempt in range(assisted.reply_attempts(grounds)):
             stop = _StopOrCancel(cancel)
             stream = assisted.ReplyStream(
                 earlier,
@@ -209,6 +210,10 @@ class AssistedTurn:
             drafted = stream.text if stream.looped else step.text
             echo = assisted.without_prompt_echo(drafted)
             text = strip_frame(drafted if echo is None else echo)
+            if (again := loop_start(text)) is not None:  # the frame hid a sentence said twice
+                text = text[:again].rstrip()
+            if prompt.max_tokens and step.stats.generated_tokens >= prompt.max_tokens:
+                text = assisted.whole_sentences(text)  # the cap cut it: it ends where one did
             problem = self._problem(text, echo is not None, stream, memory, grounds, scaffold)
             if problem is None:
                 if not stream.show(text):
@@ -230,6 +235,11 @@ class AssistedTurn:
         text = record or fallback or assisted.NO_NEW_REPLY
         emit(TextStreamed(text))
         return Step(None, raw=step.raw, text=text, stats=step.stats)
+
+    def _earlier_replies(self) -> list[str]:
+        """The conversation's last replies, which a new one neither repeats nor copies."""
+        recent = self.mnemo.recall.recent(4 * assisted.EARLIER_REPLIES, self.conversation_id)
+        return [hit.text for hit in recent if hit.role == "assistant"][-assisted.EARLIER_REPLIES :]
 
     @staticmethod
     def _problem(

@@ -19,7 +19,10 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from engine.memory.knowledge import RELATIVES
 from engine.memory.search import query_terms, same_word
+
+_SELF = frozenset("i i'm i've me my mine we we're our us".split())
 
 # -- the person is "you" ------------------------------------------------------------------------
 
@@ -77,8 +80,12 @@ _FRAME_PARTS = [
     r"^\s*(?:memory for this message|what memory holds|your memory|core memory)\s*:\s*$",
     # "(14 March 2027, from …/lease.md, chunk 3)" and "(since 4 May 2026)"-style brackets.
     rf"\(\s*(?:{_MONTH_DATE}|since [^)]*|from [^)]*|[^)]*\bchunk \d+[^)]*)\)",
-    # "4 December 2026, the user said:" before what was said.
+    # "4 December 2026, the user said:" before what was said, and the note's own "On 4
+    # December 2026 you said:" copied.
     rf"(?:\b{_MONTH_DATE},?\s*)?\b(?:the user|user) said:\s*",
+    rf"^\s*(?:[-*•]\s*)?on {_MONTH_DATE},?\s+(?:you|i) said:\s*",
+    # A short label line ending in a colon, as the note opens: "Your job:", "Your son:".
+    r"^\s*(?:your|my)\s+[\w' ]{1,30}:\s*$",
     r"\bchunk \d+\b,?",
     # A reply that names its own speaker.
     r"^\s*(?:mnemo|assistant)\s*:\s*",
@@ -183,6 +190,7 @@ def same_shape(a: str, b: str) -> bool:
 # -- grounded -----------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
+_STATEMENTS = re.compile(r"(?<=[.!?])\s+|\n+")  # "Warranty number: WB-55810." is one
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
 # Capitalised inside a sentence without being a value of the person's life.
 _NOT_VALUES = frozenset(
@@ -202,11 +210,23 @@ def values(text: str) -> set[str]:
     1200) and names (words capitalised inside a sentence), casefolded, without "'s"."""
     found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
     for sentence in _SENTENCES.split(text):
+        sentence = sentence.lstrip("-*•· \t")  # a list's line starts a sentence too
         for word in _WORD.findall(sentence)[1:]:
             folded = word.casefold().removesuffix("'s")
             if word[0].isupper() and folded not in _NOT_VALUES:
                 found.add(folded)
     return found
+
+
+_WH = re.compile(r"^\W*(where|when|who)\b", re.IGNORECASE)
+
+
+def asked_terms(question: str) -> list[str]:
+    """A question's search terms and the kind of answer it asks by ("where": a place, which
+    facts say by their relation words), so that "Where do I work?" finds where, not as what."""
+    terms = query_terms(question, max_terms=10**6)
+    wh = _WH.match(question)
+    return [*terms, wh[1].casefold()] if wh else terms
 
 
 def _words(text: str) -> set[str]:
@@ -225,6 +245,7 @@ class Record:
     document: str | None = None  # the file's name, for a document's passage
     noted: bool = False  # what the person has just said, acknowledged
     about: str = ""  # more words it answers questions by ("work job" for where one works)
+    someone_else: bool = False  # a fact about another person ("Karim lives in Dublin")
 
     def reply(self) -> str:
         said = self.said.rstrip(".")
@@ -261,26 +282,63 @@ class Grounds:
         return values(reply) - self._known()
 
     def best(self) -> Record | None:
-        """The record that answers the message: the one sharing most of its words (the first
-        among equals), none when no record shares one (a record about something else is no
-        answer: "Where do I work?" got "You told me: you're flying to Rome")."""
-        asked = query_terms(self.message, max_terms=10**6)
+        """The record that answers the message: the one sharing most of its words (among
+        equals, one that tells a value the message does not hold, then the first); none when
+        no record shares one (a record about something else is no answer: "Where do I work?"
+        got "You told me: you're flying to Rome")."""
+        asked = asked_terms(self.message)
 
         def shared(record: Record) -> int:
             said = query_terms(f"{record.said} {record.about}", max_terms=10**6)
             return sum(any(same_word(word, other) for other in said) for word in asked)
 
-        scored = [(shared(record), -i) for i, record in enumerate(self.records)]
+        def tells(record: Record) -> bool:  # a value the question does not already hold
+            return bool(values(self._answering(record)) - _words(self.message))
+
+        # "Where do I live?" is not answered by where Karim lives.
+        own = self._about_the_person_alone()
+        scored = [
+            (shared(r), tells(r), -i)
+            for i, r in enumerate(self.records)
+            if not (own and r.someone_else)
+        ]
         if not scored or max(scored)[0] == 0:
             return None
-        return self.records[-max(scored)[1]]
+        return self.records[-max(scored)[2]]
+
+    def _about_the_person_alone(self) -> bool:
+        """Whether the message asks about the person and names nobody else ("Where do I
+        live?", not "Where does my sister live?" nor "Where does Karim live?")."""
+        words = _WORD.findall(self.message)
+        return (
+            any(w.casefold() in _SELF for w in words)
+            and not values(self.message)
+            and not any(w.casefold().removesuffix("'s") in RELATIVES for w in words)
+        )
+
+    def _answering(self, record: Record) -> str:
+        """The sentences of ``record`` that share most words with the message (all of it when
+        none shares one): "Hi! I am allergic to peanuts. My name is Priya." answers "What am
+        I allergic to?" with its second sentence, and its names are no part of the answer."""
+        asked = asked_terms(self.message)
+        parts = _STATEMENTS.split(f"{record.said} {record.about}".strip())
+        shared = [
+            sum(any(same_word(w, a) for w in query_terms(part, max_terms=10**6)) for a in asked)
+            for part in parts
+        ]
+        most = max(shared, default=0)
+        return (
+            " ".join(p for p, n in zip(parts, shared, strict=True) if n == most)
+            if most
+            else record.said
+        )
 
     def left_out(self, reply: str) -> bool:
         """Whether a reply to a question leaves out every value the best record holds for it."""
         best = self.best()
         if not self.question or best is None:
             return False
-        wanted = values(best.said) - _words(self.message)
+        wanted = values(self._answering(best)) - _words(self.message)
         if wanted:  # a name, number or date the record gives
             return not (wanted & _words(reply))
         # Else what the record says beyond the question ("a marathon", for "Which race am I

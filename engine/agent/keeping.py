@@ -25,7 +25,7 @@ from engine.functions import (
 )
 from engine.memory.archival import NewPassage
 from engine.memory.extract import Candidate, facts_in
-from engine.memory.knowledge import USER, Fact
+from engine.memory.knowledge import RELATIVES, USER, Fact, said_to_person
 from engine.memory.proposals import Proposal
 from engine.memory.recall import (
     MessageHit,
@@ -100,6 +100,16 @@ class Keeper:
                 notes.append(statement)
             if (new or statement in notes) and assisted.for_core(statement, bool(found)):
                 core_lines.append(assisted.core_line(spoken))
+        # The people of their life named in passing ("a toast for my brother Paolo's wedding").
+        for candidate in facts_in(user.text, today):
+            if (
+                candidate.predicate in RELATIVES
+                and candidate not in [c for found in learned.values() for c in found]
+                and not self.mnemo.knowledge.holds(*candidate.triple)
+                and candidate.sentence().casefold() not in known
+            ):
+                learned.setdefault(user.text, []).append(candidate)
+                core_lines.append(said_to_person(candidate.sentence()) + ".")
         correction = assisted.correction_in(user.text)
         if learned or notes or correction:
             self._remember(user, notes, learned, correction, emit, core_lines)
@@ -151,6 +161,8 @@ class Keeper:
         outcomes: list[str] = []
         if untrusted is None:
             outcomes += self._store_notes(user, notes)
+            if assisted.states_a_change(user.text):
+                outcomes += self._replace_notes(user, notes)
             if correction:
                 outcomes.append(self._correct(correction, user.id))
         with self.mnemo.recall.transaction() as transaction:
@@ -202,7 +214,8 @@ class Keeper:
         Ines lives in Ghent."), so that its card shows what Mnemo knows of them: appended, or
         in place of the line that held what a change replaced. A line the block or a waiting
         proposal already holds is not proposed again; a full block takes no more. They wait
-        for the person, or apply at once under the ``auto`` write policy."""
+        for the person, or apply at once under the ``auto`` write policy. A waiting line that
+        holds what the change replaced is withdrawn (approved, it would write a stale line)."""
         held_lines = self.mnemo.core.block("human").value.splitlines()
         held = [line.casefold() for line in held_lines]
         held += [
@@ -211,6 +224,14 @@ class Keeper:
             if p.kind == "core" and p.label == "human"
         ]
         proposals: list[Proposal] = []
+        for waiting in self.mnemo.proposals.pending(None):
+            if (
+                waiting.kind == "core"
+                and waiting.label == "human"
+                and _holds_any(waiting.new_content, replaced)
+            ):
+                self.mnemo.proposals.withdraw_in(transaction.session, waiting.id)
+                held.remove(waiting.new_content.casefold())
         for line in dict.fromkeys(lines):
             if line.casefold() in held:
                 continue
@@ -268,6 +289,28 @@ class Keeper:
         )
         return [f"noted: {text}" for text in fresh]
 
+    def _replace_notes(self, user: MessageHit, statements: list[str]) -> list[str]:
+        """Mark as history the older notes that what the person says changed replaces
+        ("Efua switched to a university in Accra" replaces "My daughter Efua started university
+        in Kumasi"): about the same person (a name both hold, or both in the first person),
+        on the same topic (a word both hold besides names), and each holding a value the
+        other does not. The note stays, tagged ``REPLACED_TAG``; recall shows it as history."""
+        outcomes: list[str] = []
+        older = [
+            note
+            for note in self.mnemo.archival.recent(50, origin="user")
+            if note.source.message_id != user.id
+            and assisted.NOTE_TAG in note.tags
+            and assisted.REPLACED_TAG not in note.tags
+        ]
+        for statement in statements:
+            for note in older:
+                said = assisted.own_words(note.text) or note.text
+                if assisted.replaces(statement, said, self.mnemo.knowledge.resolve):
+                    self.mnemo.archival.update(note.id, tags=[*note.tags, assisted.REPLACED_TAG])
+                    outcomes.append(f"replaced: {note.text}")
+        return outcomes
+
     def _correct(self, correction: assisted.Correction, message_id: int) -> str:
         """Put right the newest fact or note of the user that says what was corrected: the
         old value itself ("it's Thursday, not Tuesday" after "my appointment is on Tuesday"),
@@ -309,9 +352,14 @@ class Keeper:
         about_topic = [
             note
             for note in notes
-            if any(same_word(w, t) for t in topic for w in query_terms(note.text, 10**6))
+            if any(
+                same_word(w, t)
+                for t in topic
+                for w in query_terms(assisted.own_words(note.text) or note.text, 10**6)
+            )
         ]
-        for note in [*about_topic, *notes]:
+        # With no topic ("no wait, it's the 16th"), the newest note of the value's kind.
+        for note in about_topic if topic else notes:
             if match := fits(note.text):
                 text = note.text[: match.start()] + correction.new + note.text[match.end() :]
                 self.mnemo.archival.update(note.id, text)

@@ -44,6 +44,36 @@ _NOT_NAMES = frozenset(
     Every""".split()
 )
 
+# An occupation as people name theirs: a word of the shapes jobs have ("radiographer",
+# "pharmacist", "designer", "technician", "accountant"), or one of the short everyday names
+# those shapes miss, after at most two describing words ("graphic designer", "senior staff
+# nurse"). Words of the same shapes that name no job are left out.
+_JOB_ENDINGS = r"(?:er|or|ist|ian|ant|ent|eer|ier|man|woman|ographer|ologist|wright|smith)"
+_JOB_NAMES = (
+    r"vet|nurse|chef|cook|pilot|judge|dentist|surgeon|medic|paramedic|midwife|barista|"
+    r"clerk|cleaner|coach|tutor|lawyer|solicitor|architect|analyst|consultant|student|"
+    r"firefighter|carpenter|plumber|electrician|mechanic|pharmacist|physio|therapist|"
+    r"doctor|teacher|engineer|developer|programmer|scientist|researcher|journalist|editor|"
+    r"artist|musician|farmer|baker|butcher|driver|postman|postwoman|guide|priest|vicar|rabbi|imam"
+)
+_NOT_JOBS = (
+    r"(?:fan|member|beginner|lover|user|owner|mother|father|brother|sister|daughter|son|"
+    r"partner|number|winner|loser|another|other|bit|lot|mess|person|matter|letter|order|"
+    r"favour|favor|customer|neighbour|neighbor|passenger|patient|resident|citizen|foreigner|"
+    r"stranger|sucker|worrier|dreamer|talker|thinker|believer|water|center|centre|under|over|"
+    r"after|never|ever|rather|together|proper|better|bigger|faster|later|whatever)"
+)
+_JOB_WORD = rf"(?!{_NOT_JOBS}\b)(?:{_JOB_NAMES}|[a-z]+{_JOB_ENDINGS})"
+# It ends the clause or comes before where or since when ("a bit under the weather" is none).
+# A judgement is no job title: "I'm a better cook now", "I'm a terrible driver".
+_JUDGED = r"(?:better|worse|good|bad|great|terrible|awful|decent|huge|big|keen|total|complete)"
+_OCCUPATION = (
+    rf"(?!{_JUDGED}\b)(?:[a-z]+\s+){{0,2}}?{_JOB_WORD}"
+    r"(?=\s*(?:$|[,.;:!?)]|(?:in|at|for|with|and|but|from|since|on|by|who|so|now)\b))"
+)
+
+_DIETS = r"vegan|vegetarian|pescatarian|pescetarian|flexitarian|keto|paleo|halal|kosher"
+
 # (predicate, pattern): ``subject`` is "I" in the first person, a name in the third; ``object``
 # is what the fact says. Patterns are tried on the whole sentence.
 # Between a name and its verb: "Tunde actually moved to Bristol".
@@ -79,6 +109,23 @@ _PATTERNS: list[tuple[str, str]] = [
         "job_title",
         rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
         r"(?P<object>[a-z]+(?:\s+(?!(?:in|at|for|with|and|but|since)\b)[a-z]+)?)",
+    ),
+    # "I'm a radiographer", "being a vet in Galway", "I'm a graphic designer, freelance": a
+    # word shaped like an occupation (``_OCCUPATION``), not "I'm a big fan" or "a bit tired".
+    (
+        "job_title",
+        rf"(?:\b(?P<subject>I)(?:'m|\s+am)|\b[Bb]eing)\s+(?:now\s+|still\s+|also\s+)?an?\s+"
+        rf"(?P<object>{_OCCUPATION})",
+    ),
+    (
+        "job_title",
+        rf"\b{_THEY}\s+{_ADVERBS}(?:is|works\s+as)\s+an?\s+(?P<object>{_OCCUPATION})",
+    ),
+    # "I'm vegan", "Been a vegetarian since 2015", "I've been pescatarian for years".
+    (
+        "diet",
+        r"(?:\b(?P<subject>I)(?:'m|\s+am|'ve\s+been|\s+have\s+been)|^(?:[Bb]een|[Gg]one))\s+"
+        rf"(?:(?:now|still|also|strictly|fully|mostly)\s+)?(?:an?\s+)?(?P<object>{_DIETS})\b",
     ),
     # "I'm allergic to peanuts", "I am also allergic to bee stings": one fact per allergy.
     (
@@ -144,7 +191,7 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
         found.append(Candidate(match["subject"], "birthday", _clean_date(match["object"])))
     for predicate, pattern in _COMPILED:
         for match in pattern.finditer(sentence):
-            subject = match["subject"] if "subject" in pattern.groupindex else "I"
+            subject = (match["subject"] if "subject" in pattern.groupindex else None) or "I"
             if subject in _NOT_NAMES:
                 continue
             obj = _TRAILING.sub("", match["object"].strip(" .,;"))

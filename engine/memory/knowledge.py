@@ -48,11 +48,11 @@ SourceKind = Literal["message", "passage", "document", "user"]
 # Relations a subject has one of at a time: a different value contradicts the current one.
 SINGLE_VALUED = frozenset(
     """lives_in works_at birthday born_on born_in died_on age job job_title employer email phone
-    married_to partner spouse nationality name full_name""".split()
+    married_to partner spouse nationality name full_name diet""".split()
 )
 # Relations whose object is a value, not an entity (a date, a number, an address).
 LITERAL_VALUED = frozenset(
-    "birthday born_on died_on age email phone job_title allergic_to name full_name".split()
+    "birthday born_on died_on age email phone job_title allergic_to name full_name diet".split()
 )
 # A name is the subject's own: "My name is Priya" makes Priya another word for the user, not a
 # second person beside them.
@@ -65,7 +65,7 @@ RELATIVES = (
 ).split()
 # Relations named by a noun read "Ana's birthday is 12 May"; the others are verbs ("lives in").
 _NOUN_RELATIONS = frozenset(
-    [*RELATIVES, *"birthday name full_name email phone age job job_title nationality".split()]
+    [*RELATIVES, *"birthday name full_name email phone age job job_title nationality diet".split()]
     + "employer partner spouse".split()
 )
 # Relations whose words need a verb to read as a sentence: "User is allergic to peanuts".
@@ -79,6 +79,9 @@ def relation_words(predicate: str) -> str:
 
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:
     """ "User lives in Lyon", "Ana's birthday is 12 May"."""
+    if predicate == "job_title":  # "User works as a nurse", not "User's job title is nurse"
+        article = "an" if obj[:1].casefold() in "aeiou" else "a"
+        return f"{subject} works as {article} {obj}"
     if predicate in _NOUN_RELATIONS:
         return f"{subject}'s {relation_words(predicate)} is {obj}"
     return f"{subject} {relation_words(predicate)} {obj}"
