@@ -357,6 +357,17 @@ def test_a_change_about_someone_makes_the_older_note_history(mnemo, model):
     assert "Accra" in reply and "Kumasi" not in reply
 
 
+def test_a_right_answer_said_before_is_given_as_the_record_at_once(mnemo, model):
+    agent = Agent(mnemo, model)
+    model.enqueue(["You're lactose intolerant."])
+    agent.send("I'm lactose intolerant.")
+    model.enqueue(["You're lactose intolerant."])  # one draft only: a second would fail
+    reply = agent.send("Am I lactose intolerant?").reply
+    day = f"{mnemo.recall.recent(1)[0].created_at.astimezone():%-d %B}"
+    assert reply == f"You told me on {day}: you're lactose intolerant."
+    assert len(model.prompts) == 2
+
+
 def test_a_name_nobody_gave_is_not_known(mnemo, model):
     agent = Agent(mnemo, model)
     tell(agent, model, "We live on Elm Street, me and my husband.")

@@ -71,12 +71,13 @@ RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample
 NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
 
 
-ANSWER_SHARE = 0.5  # of the reply's cap, for an answer that memory holds (a sentence or two)
+ANSWER_SHARE = 0.5  # of the reply's cap, for a reply checked against memory (a sentence or two)
 
 
 def answer_tokens(reply_tokens: int) -> int:
-    """The cap of an answer to a question about the person: half a reply's (a held draft of a
-    full reply took two seconds here, and was written again when it failed its check)."""
+    """The cap of a reply checked against memory (an answer about the person, or what they
+    told acknowledged): half a reply's. A held draft of a full reply took two seconds here, and
+    was written again when it failed its check."""
     return max(16, int(reply_tokens * ANSWER_SHARE))
 
 

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemo.agent")
 READ_BACK = "read its prompt back"
 USED_NOTHING = "used nothing memory found"
+REPEATED = "repeated an earlier reply or its shape"
 
 
 class _StopOrCancel(threading.Event):
@@ -181,8 +182,9 @@ class AssistedTurn:
         scaffold = "\n".join([prompt.instructions, *persona])
         fallback: str | None = None  # a draft that only fails to use memory: better than none
         step = Step(None)
-        if grounds is not None and grounds.question and prompt.max_tokens:
-            # An answer from memory is a sentence or two, and each draft is checked whole.
+        if grounds is not None and prompt.max_tokens:
+            # An answer from memory, or the acknowledgement of what the person told, is a
+            # sentence or two, and each draft is held back until it is checked whole.
             prompt = dataclasses.replace(
                 prompt, max_tokens=assisted.answer_tokens(prompt.max_tokens)
             )
@@ -223,6 +225,8 @@ class AssistedTurn:
             log.info("reply %d %s: %.80s", attempt + 1, problem, drafted)
             if problem == USED_NOTHING or (problem == READ_BACK and text):
                 fallback = text
+            if problem == REPEATED and self._record_will_do(grounds, text, stream):
+                break  # a right answer said before: the record says it in other words, at once
             if stream.released:
                 emit(ReplyWithdrawn())
             newest = max(i for i, m in enumerate(prompt.messages) if m.role == "user")
@@ -235,6 +239,16 @@ class AssistedTurn:
         text = record or fallback or assisted.NO_NEW_REPLY
         emit(TextStreamed(text))
         return Step(None, raw=step.raw, text=text, stats=step.stats)
+
+    @staticmethod
+    def _record_will_do(grounds: Grounds | None, text: str, stream: assisted.ReplyStream) -> bool:
+        """Whether a draft that only repeats an earlier reply ("You're lactose intolerant."
+        after that was said) is an answer that memory bears out, whose record is no repeat:
+        then the record is the reply, and no draft is written again."""
+        if grounds is None or not grounds.question or grounds.problem(text) is not None:
+            return False
+        record = grounds.record_reply()
+        return record is not None and not stream.repeats(record)
 
     def _earlier_replies(self) -> list[str]:
         """The conversation's last replies, which a new one neither repeats nor copies."""
@@ -257,7 +271,7 @@ class AssistedTurn:
         if not text:
             return "was only frame"
         if stream.repeats(text):
-            return "repeated an earlier reply or its shape"
+            return REPEATED
         if grounds is not None and (problem := grounds.problem(text)):
             return problem
         if memory and not assisted.uses_memory(text, memory):

@@ -15,6 +15,7 @@ conversation, in a new one, and after the profile was closed and opened again. T
 - ``corrected_new``: questions about a corrected fact answered with the new value alone;
 - ``invented_rate``: replies to questions about the person stating a value from nowhere;
 - ``frame_leaks``, ``runaways``: replies (all of them) with a frame, or that ran on;
+  ``placeholders``: replies with another bracketed label or tag ("Dear [Landlord's Name]");
 - ``musings_kept``: hypotheticals ("if I ever moved to Berlin…") kept as if they were facts;
 
 - ``repeat_rate``: replies at least 0.8 similar (difflib) to an earlier reply of the same
@@ -79,13 +80,18 @@ RUNAWAY_CHARS = 1200  # a few sentences are ~300; four times that is a reply tha
 SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
 SHAPE_SIMILARITY = 0.75  # of the words, in order: the same sentence with a phrase changed
 # What the recall note and the prompt look like, and never a reply to a person: headings, the
-# note's label, "the user", file names, chunk numbers, bracketed dates and labels, block tags.
+# note's label, "the user", file names, chunk numbers, bracketed dates, the prompt's bracketed
+# labels and block tags.
 FRAME = re.compile(
     r"recalled from memory|^\s*#+\s|core memory|\bthe user\b|\buser said\b|"
     r"\bchunk \d|\b[\w-]+\.(?:md|txt|pdf|docx|html?)\b|\(\s*\d{1,2} [A-Z][a-z]+ \d{4}|"
-    r"\[[^\]\n]{0,60}\]|^\s*(?:mnemo|assistant|user)\s*:|</?\w+(?:\s[^>]*)?>",
+    r"\[(?:system note|result of|status|recalled)[^\]\n]{0,60}\]|"
+    r"^\s*(?:mnemo|assistant|user)\s*:|</?(?:human|persona|memory|summary|\w+ chars=)[^>]*>",
     re.IGNORECASE | re.MULTILINE,
 )
+# Other bracketed labels and tags: a letter's "[Landlord's Name]", an HTML example. No frame
+# of the prompt, but no finished reply either; counted apart (``placeholders``).
+PLACEHOLDER = re.compile(r"\[[^\]\n]{1,60}\]|</?\w+(?:\s[^>]*)?>")
 # How a superseded value may still be named: as history, never as the answer.
 HISTORY = re.compile(
     r"\((?:before that|before|previously|earlier|formerly|was|it was)\b[^)]*\)"
@@ -193,6 +199,7 @@ class Turns:
         self.about_person = 0  # replies to questions about the person (for invented_rate)
         self.invented = 0
         self.frame_leaks = 0
+        self.placeholders = 0
         self.runaways = 0
         self.musings = 0
         self.musings_kept = 0
@@ -233,6 +240,8 @@ class Turns:
             if FRAME.search(reply):
                 self.frame_leaks += 1
                 self.failures.append({"frame": FRAME.search(reply)[0], "reply": reply[:200]})
+            elif PLACEHOLDER.search(reply):
+                self.placeholders += 1
             if runaway(reply):
                 self.runaways += 1
                 self.failures.append({"runaway": reply[:200], "to": text})
@@ -416,10 +425,13 @@ def main() -> None:
     kept = sum(p["kept"] for p in people)
     ceiling = sum(p["ceiling"] for p in people)
     answered = turns.answered / turns.asked if turns.asked else 0.0
+    median_turn = statistics.median(t[0] for t in turns.turns)
     if args.failures:
         for failure in turns.failures:
             print(failure, file=sys.stderr)
-    median_turn = statistics.median(t[0] for t in turns.turns)
+        for seconds, message, phases in turns.turns:
+            if seconds > 3 * median_turn:
+                print({"slow": message[:60], "s": round(seconds, 2), **phases}, file=sys.stderr)
     slowest = max(turns.turns, key=lambda t: t[0])
     emit(
         {
@@ -439,6 +451,7 @@ def main() -> None:
             "corrected_questions": turns.corrected_asked,
             "invented_rate": round(turns.invented / max(1, turns.about_person), 3),
             "frame_leaks": turns.frame_leaks,
+            "placeholders": turns.placeholders,
             "runaways": turns.runaways,
             "musings_kept": f"{turns.musings_kept}/{turns.musings}",
             **(
