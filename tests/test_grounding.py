@@ -368,6 +368,24 @@ def test_a_right_answer_said_before_is_given_as_the_record_at_once(mnemo, model)
     assert len(model.prompts) == 2
 
 
+def test_a_reply_that_denies_what_was_said_is_not_shown(mnemo, model):
+    model.enqueue(["No worries, you're not allergic to peanuts. You have a rare allergy."])
+    reply = Agent(mnemo, model).send("I'm allergic to peanuts, so I have to be careful.").reply
+    assert reply == "Got it: you're allergic to peanuts, so you have to be careful."
+
+
+def test_an_answer_neither_asks_the_question_back_nor_copies_a_note_line(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(agent, model, "I'm allergic to peanuts, so I have to be careful.")
+    model.enqueue(
+        [
+            "You're referring to your allergy?\nYou are allergic to peanuts.\n"
+            "- You said: You're allergic to peanuts, so you have to be careful."
+        ]
+    )
+    assert agent.send("What am I allergic to?").reply == "You are allergic to peanuts."
+
+
 def test_a_name_nobody_gave_is_not_known(mnemo, model):
     agent = Agent(mnemo, model)
     tell(agent, model, "We live on Elm Street, me and my husband.")

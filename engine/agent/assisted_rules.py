@@ -91,6 +91,15 @@ def whole_sentences(text: str) -> str:
     return text[: ends[-1]].rstrip() if ends else text
 
 
+_QUESTION_BACK = re.compile(r"^[^.!?\n]{0,120}\?\s+(?=\S)")
+
+
+def without_question_back(answer: str) -> str:
+    """An answer without the question it opens by asking back ("You're referring to your
+    allergy?\nYour allergy is peanuts."): the bundled model opened four answers in a row so."""
+    return _QUESTION_BACK.sub("", answer, count=1)
+
+
 def reply_attempts(grounds: Grounds | None) -> int:
     """How many drafts a reply gets before it is said by rule: each is a full generation, and
     a turn of three drafts took three times the median turn. A reply to a statement has its

@@ -214,6 +214,8 @@ class AssistedTurn:
             text = strip_frame(drafted if echo is None else echo)
             if (again := loop_start(text)) is not None:  # the frame hid a sentence said twice
                 text = text[:again].rstrip()
+            if grounds is not None and grounds.question:
+                text = assisted.without_question_back(text)
             if prompt.max_tokens and step.stats.generated_tokens >= prompt.max_tokens:
                 text = assisted.whole_sentences(text)  # the cap cut it: it ends where one did
             problem = self._problem(text, echo is not None, stream, memory, grounds, scaffold)

@@ -84,6 +84,9 @@ _FRAME_PARTS = [
     # December 2026 you said:" copied.
     rf"(?:\b{_MONTH_DATE},?\s*)?\b(?:the user|user) said:\s*",
     rf"^\s*(?:[-*•]\s*)?on {_MONTH_DATE},?\s+(?:you|i) said:\s*",
+    # A line of the note copied whole, as a list item: "- You said: You're allergic to…".
+    rf"^\s*[-*•]\s*(?:you said|i said|a note|on {_MONTH_DATE},?\s+(?:you|i) said"
+    r"|your document [\w .-]{1,60} says)\s*:[^\n]*$",
     # A short label line ending in a colon, as the note opens: "Your job:", "Your son:".
     r"^\s*(?:your|my)\s+[\w' ]{1,30}:\s*$",
     r"\bchunk \d+\b,?",
@@ -191,6 +194,8 @@ def same_shape(a: str, b: str) -> bool:
 
 _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
 _STATEMENTS = re.compile(r"(?<=[.!?])\s+|\n+")  # "Warranty number: WB-55810." is one
+_NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.!?;,\n]|\b(?:but|and|so|because)\b")
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
 # Capitalised inside a sentence without being a value of the person's life.
 _NOT_VALUES = frozenset(
@@ -352,6 +357,21 @@ class Grounds:
         said = query_terms(reply, max_terms=10**6)
         return bool(told) and not any(same_word(w, other) for w in told for other in said)
 
+    def denies(self, reply: str) -> bool:
+        """Whether ``reply`` says "not" of what the record holds ("No worries, you're not
+        allergic to peanuts" to "I'm allergic to peanuts"): a word of the record within the
+        clause after a negation, when the record itself negates nothing."""
+        record = self.best() if self.question else (self.records[0] if self.records else None)
+        if record is None or _NEGATION.search(record.said):
+            return False
+        held = query_terms(record.said, max_terms=10**6)
+        for match in _NEGATION.finditer(reply):
+            clause = _CLAUSE_END.split(reply[match.end() :], maxsplit=1)[0]
+            denied = query_terms(clause, max_terms=10**6)
+            if any(same_word(word, other) for word in denied for other in held):
+                return True
+        return False
+
     def gives_superseded(self, reply: str) -> bool:
         """Whether ``reply`` answers with a value that has since been replaced."""
         current = _words(_HISTORY.sub(" ", reply))
@@ -366,6 +386,8 @@ class Grounds:
             return "stated what memory does not hold: " + ", ".join(sorted(made_up))
         if self.gives_superseded(reply):
             return "gave a value that was replaced"
+        if self.denies(reply):
+            return "denied what memory holds"
         if self.left_out(reply):
             return "left out what memory holds"
         return None
