@@ -45,7 +45,7 @@ def model():
         (
             "4 December 2026, the user said: the rent is 1,200 (14 March 2027, from "
             "/home/ana/lease.md, chunk 3) a month.",
-            "the rent is 1,200 a month.",
+            "On 4 December 2026 you said: the rent is 1,200 a month.",  # the date may be asked
         ),
         ("Mnemo: The user lives in Leeds.", "You live in Leeds."),
         ("See lease.md for the details.", "See lease for the details."),

@@ -80,13 +80,12 @@ _FRAME_PARTS = [
     r"^\s*(?:memory for this message|what memory holds|your memory|core memory)\s*:\s*$",
     # "(14 March 2027, from …/lease.md, chunk 3)" and "(since 4 May 2026)"-style brackets.
     rf"\(\s*(?:{_MONTH_DATE}|since [^)]*|from [^)]*|[^)]*\bchunk \d+[^)]*)\)",
-    # "4 December 2026, the user said:" before what was said, and the note's own "On 4
-    # December 2026 you said:" copied.
-    rf"(?:\b{_MONTH_DATE},?\s*)?\b(?:the user|user) said:\s*",
-    rf"^\s*(?:[-*•]\s*)?on {_MONTH_DATE},?\s+(?:you|i) said:\s*",
-    # A line of the note copied whole, as a list item: "- You said: You're allergic to…".
-    rf"^\s*[-*•]\s*(?:you said|i said|a note|on {_MONTH_DATE},?\s+(?:you|i) said"
-    r"|your document [\w .-]{1,60} says)\s*:[^\n]*$",
+    # "the user said:" before what was said (with a date, it is said as a person says it:
+    # ``_SAID_ON``).
+    r"\b(?:the user|user) said:\s*",
+    # A line of the note copied whole, as a list item: "- You said: You're allergic to…". (One
+    # with a date keeps it, without the list's dash: the date may be the answer.)
+    r"^\s*[-*•]\s*(?:you said|i said|a note|your document [\w .-]{1,60} says)\s*:[^\n]*$",
     # A short label line ending in a colon, as the note opens: "Your job:", "Your son:".
     r"^\s*(?:your|my)\s+[\w' ]{1,30}:\s*$",
     r"\bchunk \d+\b,?",
@@ -115,10 +114,23 @@ def _to_you(match: re.Match[str]) -> str:
     return said + (match[3] if match[2] and match[3] else "")
 
 
+# "21 January 2023, the user said: …" and the note's "- On 21 January 2023 you said: …": when
+# something was said, which may be what a question asks ("When did I…?"), said plainly.
+_SAID_ON = re.compile(
+    rf"^(\s*)[-*•]\s*(?=on {_MONTH_DATE})|(?:\bon\s+)?\b({_MONTH_DATE}),?\s*(?:the user|user) "
+    r"said:\s*",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def _said_on(match: re.Match[str]) -> str:
+    return f"On {match[2]} you said: " if match[2] else match[1]
+
+
 def strip_frame(reply: str) -> str:
     """The reply without what it copied of its prompt's scaffolding, and with the person as
     "you" ("The user's sister" -> "Your sister")."""
-    text = _FRAME.sub(" ", reply)
+    text = _FRAME.sub(" ", _SAID_ON.sub(_said_on, reply))
     text = _PATH.sub(lambda match: match[1], text)
     text = _HEADING.sub("", text)
     text = _THE_USER.sub(_to_you, text)
