@@ -79,6 +79,7 @@ def test_every_benchmark_is_listed_with_its_command():
         "_common",
         "conversation_people",
         "conversation_heldout",
+        "conversation_fresh",
         "paraphrases",
         "retrieval_folds",
     }
