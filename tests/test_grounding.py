@@ -386,6 +386,14 @@ def test_an_answer_neither_asks_the_question_back_nor_copies_a_note_line(mnemo, 
     assert agent.send("What am I allergic to?").reply == "You are allergic to peanuts."
 
 
+def test_an_answer_about_someone_gives_what_was_asked_not_who_it_is(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(agent, model, "My son Filip plays the violin.", "Filip switched from violin to cello.")
+    model.enqueue(["Your son is Filip."] * assisted.REPLY_ATTEMPTS)
+    reply = Agent(mnemo, model, conversation_id="later").send("What instrument does Filip play?")
+    assert "cello" in reply.reply and "violin" not in reply.reply
+
+
 def test_a_name_nobody_gave_is_not_known(mnemo, model):
     agent = Agent(mnemo, model)
     tell(agent, model, "We live on Elm Street, me and my husband.")

@@ -590,9 +590,8 @@ def name_words(text: str) -> frozenset[str]:
 # The words a question asks for a relation by, when the fact's own words are not among them
 # ("What's my job?" asks for "User works as a nurse").
 RELATION_WORDS: dict[str, list[str]] = {
-    "works_at": [
+    "works_at": [  # "What's my job?" asks what they work as (``job_title``), not where
         "work",
-        "job",
         "employer",
         "company",
         "hospital",

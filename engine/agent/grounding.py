@@ -360,11 +360,13 @@ class Grounds:
             return not (wanted & _words(reply))
         # Else what the record says beyond the question ("a marathon", for "Which race am I
         # running in October?").
+        # Words naming who it is about ("son" in "Your son Filip plays the cello") are no
+        # answer to what the question asks.
         asked = query_terms(self.message, max_terms=10**6)
         told = [
             word
             for word in query_terms(best.said, max_terms=10**6)
-            if not any(same_word(word, other) for other in asked)
+            if not any(same_word(word, other) for other in asked) and word not in RELATIVES
         ]
         said = query_terms(reply, max_terms=10**6)
         return bool(told) and not any(same_word(w, other) for w in told for other in said)
