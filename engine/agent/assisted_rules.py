@@ -151,9 +151,10 @@ class Recalled:
     def names(self, relative: str) -> bool:
         """Whether what was found gives the name of the person's ``relative`` (a fact of that
         relation, or "my husband Tom", "Tom, my husband", "my husband is called Tom")."""
-        words = "|".join(re.escape(w) for w in (relative, *SAME_THING.get(relative, ())))
-        if any(fact.predicate in (relative, *SAME_THING.get(relative, ())) for fact in self.facts):
+        same = (relative, *SAME_THING.get(relative, ()))
+        if any(fact.predicate in same for fact in self.facts):
             return True
+        words = "|".join(re.escape(w) for w in same)
         naming = re.compile(
             rf"\b(?:{words})s?(?:'s name is|'s name's|,| is called| called| named| is)?\s+"
             rf"(?!(?:{_NOT_A_NAME})\b)[A-Z][a-z]+|\b[A-Z][a-z]+,?\s+(?:my|your|our)\s+(?:{words})\b",
@@ -209,14 +210,13 @@ class Recalled:
             else:
                 lines.append(f"On {spoken_date(hit.created_at)} I said: {cut}")
         for passage in self.passages:
-            cut = excerpt(passage.text, self.query, HIT_CHARS)
             if passage.source.path:
                 cut = excerpt(document_text(passage), self.query, HIT_CHARS)
                 lines.append(f"Your document {document_name(passage)} says: {cut}")
             elif (words := own_words(passage.text)) is not None:
                 lines.append(f"You said: {_sentence(to_second_person(words))}")
             else:
-                lines.append(f"A note: {cut}")
+                lines.append(f"A note: {excerpt(passage.text, self.query, HIT_CHARS)}")
         return lines
 
     def grounds(self, message: str, context: str) -> Grounds:

@@ -18,11 +18,10 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from engine.memory.knowledge import RELATIVES
 from engine.memory.search import query_terms, same_word
-
-_SELF = frozenset("i i'm i've me my mine we we're our us".split())
 
 # -- the person is "you" ------------------------------------------------------------------------
 
@@ -303,11 +302,10 @@ class Grounds:
         equals, one that tells a value the message does not hold, then the first); none when
         no record shares one (a record about something else is no answer: "Where do I work?"
         got "You told me: you're flying to Rome")."""
-        asked = asked_terms(self.message)
 
         def shared(record: Record) -> int:
             said = query_terms(f"{record.said} {record.about}", max_terms=10**6)
-            return sum(any(same_word(word, other) for other in said) for word in asked)
+            return sum(any(same_word(word, other) for other in said) for word in self._asked)
 
         def tells(record: Record) -> bool:  # a value the question does not already hold
             return bool(values(self._answering(record)) - _words(self.message))
@@ -323,12 +321,17 @@ class Grounds:
             return None
         return self.records[-max(scored)[2]]
 
+    @cached_property
+    def _asked(self) -> list[str]:
+        """The message's terms, as ``best`` and ``_answering`` match records by them."""
+        return asked_terms(self.message)
+
     def _about_the_person_alone(self) -> bool:
         """Whether the message asks about the person and names nobody else ("Where do I
         live?", not "Where does my sister live?" nor "Where does Karim live?")."""
         words = _WORD.findall(self.message)
         return (
-            any(w.casefold() in _SELF for w in words)
+            any(w.casefold() in _TO_YOU for w in words)  # the words that are the person
             and not values(self.message)
             and not any(w.casefold().removesuffix("'s") in RELATIVES for w in words)
         )
@@ -337,10 +340,12 @@ class Grounds:
         """The sentences of ``record`` that share most words with the message (all of it when
         none shares one): "Hi! I am allergic to peanuts. My name is Priya." answers "What am
         I allergic to?" with its second sentence, and its names are no part of the answer."""
-        asked = asked_terms(self.message)
         parts = _STATEMENTS.split(f"{record.said} {record.about}".strip())
         shared = [
-            sum(any(same_word(w, a) for w in query_terms(part, max_terms=10**6)) for a in asked)
+            sum(
+                any(same_word(w, a) for w in query_terms(part, max_terms=10**6))
+                for a in self._asked
+            )
             for part in parts
         ]
         most = max(shared, default=0)

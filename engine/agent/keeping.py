@@ -303,12 +303,11 @@ class Keeper:
             and assisted.NOTE_TAG in note.tags
             and assisted.REPLACED_TAG not in note.tags
         ]
-        for statement in statements:
-            for note in older:
-                said = assisted.own_words(note.text) or note.text
-                if assisted.replaces(statement, said, self.mnemo.knowledge.resolve):
-                    self.mnemo.archival.update(note.id, tags=[*note.tags, assisted.REPLACED_TAG])
-                    outcomes.append(f"replaced: {note.text}")
+        for note in older:
+            said = assisted.own_words(note.text) or note.text
+            if any(assisted.replaces(s, said, self.mnemo.knowledge.resolve) for s in statements):
+                self.mnemo.archival.update(note.id, tags=[*note.tags, assisted.REPLACED_TAG])
+                outcomes.append(f"replaced: {note.text}")
         return outcomes
 
     def _correct(self, correction: assisted.Correction, message_id: int) -> str:

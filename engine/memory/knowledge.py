@@ -65,7 +65,7 @@ RELATIVES = (
 ).split()
 # Relations named by a noun read "Ana's birthday is 12 May"; the others are verbs ("lives in").
 _NOUN_RELATIONS = frozenset(
-    [*RELATIVES, *"birthday name full_name email phone age job job_title nationality diet".split()]
+    [*RELATIVES, *"birthday name full_name email phone age job nationality diet".split()]
     + "employer partner spouse".split()
 )
 # Relations whose words need a verb to read as a sentence: "User is allergic to peanuts".
