@@ -394,6 +394,27 @@ def test_an_answer_about_someone_gives_what_was_asked_not_who_it_is(mnemo, model
     assert "cello" in reply.reply and "violin" not in reply.reply
 
 
+def test_what_is_true_of_a_relative_is_no_answer_about_the_person(mnemo, model):
+    agent = Agent(mnemo, model)
+    tell(agent, model, "My son Kofi is a radiographer at Korle Bu.")
+    later = Agent(mnemo, model, conversation_id="later")
+    # Memory holds only the son's job: no draft is written, and nothing is made up.
+    before = len(model.prompts)
+    reply = later.send("What's my job?").reply
+    assert reply.startswith("I don't know your job") and len(model.prompts) == before
+    tell(agent, model, "I work as a pharmacist in Accra.")
+    # The bundled model gave the person's job to their son.
+    model.enqueue(["Your son Kofi is a pharmacist."] * assisted.REPLY_ATTEMPTS)
+    reply = later.send("What's my job?").reply
+    assert "pharmacist" in reply and "son" not in reply
+
+
+def test_a_statement_is_not_answered_with_confusion(mnemo, model):
+    model.enqueue(["A pharmacist, a chemist. I'm not sure what you're talking about."] * 3)
+    reply = Agent(mnemo, model).send("I work as a pharmacist in Accra.").reply
+    assert reply == "Got it: you work as a pharmacist in Accra."
+
+
 def test_a_name_nobody_gave_is_not_known(mnemo, model):
     agent = Agent(mnemo, model)
     tell(agent, model, "We live on Elm Street, me and my husband.")

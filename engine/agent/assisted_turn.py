@@ -124,21 +124,24 @@ class AssistedTurn:
         turn.timed("window", started)  # with a fold, when the window was full
         turn.steps = 1
         emit(StepStarted(1, stats))
-        if prompt.messages and prompt.messages[-1].content.endswith(assisted.NOTHING_FOUND):
-            # A question about the user that memory holds nothing on: said so, not invented.
+        note = prompt.messages[-1].content if prompt.messages else ""
+        grounds = None
+        if not note.endswith(assisted.NOTHING_FOUND):
+            known = self.mnemo.knowledge.resolve
+            grounds = assisted.grounds_for(
+                question, about_user, found, prompt.memory, lambda name: known(name) is not None
+            )
+        if note.endswith(assisted.NOTHING_FOUND) or (grounds and grounds.only_of_others()):
+            # A question about the user that memory holds nothing on (or only what is true of
+            # others: their son's job for "What's my job?"): said so, not invented.
             text = assisted.not_told(question, self._earlier_replies())
             emit(TextStreamed(text))
             step = Step(None, raw=text, text=text)
         else:
-            note = prompt.messages[-1].content if prompt.messages else ""
             memory = (
                 assisted.memory_words(note, question)
                 if note.startswith(NOTE_MARKS) and about_user
                 else None
-            )
-            known = self.mnemo.knowledge.resolve
-            grounds = assisted.grounds_for(
-                question, about_user, found, prompt.memory, lambda name: known(name) is not None
             )
             step = self._new_reply(prompt, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
@@ -238,6 +241,8 @@ class AssistedTurn:
                 temperature=assisted.RETRY_TEMPERATURE,
             )
         record = grounds.record_reply() if grounds is not None else None
+        if record is None and grounds is not None and grounds.unanswered():
+            record = assisted.not_told(grounds.message, self._earlier_replies())
         text = record or fallback or assisted.NO_NEW_REPLY
         emit(TextStreamed(text))
         return Step(None, raw=step.raw, text=text, stats=step.stats)

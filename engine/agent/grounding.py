@@ -23,6 +23,8 @@ from functools import cached_property
 from engine.memory.knowledge import RELATIVES
 from engine.memory.search import query_terms, same_word
 
+_TIES = frozenset(RELATIVES)
+
 # -- the person is "you" ------------------------------------------------------------------------
 
 _TO_YOU = {
@@ -208,6 +210,13 @@ _STATEMENTS = re.compile(r"(?<=[.!?])\s+|\n+")  # "Warranty number: WB-55810." i
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?;,\n]|\b(?:but|and|so|because)\b")
 _SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
+# Saying it did not follow what the person told, which memory has just understood ("A
+# pharmacist, a chemist. I'm not sure what you're talking about.").
+_LOST = re.compile(
+    r"\bnot sure what you(?:'re| are)?\s+(?:mean|talking about|saying|referring to)"
+    r"|\b(?:don't|do not)\s+(?:understand|follow)\b|\bwhat do you mean\b|\bnot familiar with\b",
+    re.IGNORECASE,
+)
 # Capitalised inside a sentence without being a value of the person's life.
 _NOT_VALUES = frozenset(
     "i i'm i'd i've i'll you you're you've you'd you'll your yours mnemo ok".split()
@@ -243,6 +252,11 @@ def asked_terms(question: str) -> list[str]:
     terms = query_terms(question, max_terms=10**6)
     wh = _WH.match(question)
     return [*terms, wh[1].casefold()] if wh else terms
+
+
+def _relatives(text: str) -> set[str]:
+    """The people of the person's life that ``text`` names by their tie ("son", "sister")."""
+    return {w.casefold().removesuffix("'s") for w in _WORD.findall(text)} & _TIES
 
 
 def _words(text: str) -> set[str]:
@@ -333,7 +347,7 @@ class Grounds:
         return (
             any(w.casefold() in _TO_YOU for w in words)  # the words that are the person
             and not values(self.message)
-            and not any(w.casefold().removesuffix("'s") in RELATIVES for w in words)
+            and not _relatives(self.message)
         )
 
     def _answering(self, record: Record) -> str:
@@ -391,6 +405,16 @@ class Grounds:
                 return True
         return False
 
+    def speaks_of_someone_else(self, reply: str) -> bool:
+        """Whether a reply to a question about the person alone names a relative the record
+        that answers it does not ("What's my job?" got "Your son Kofi is a pharmacist"): what
+        is said of someone else is no answer about the person."""
+        if not self.question or not self._about_the_person_alone():
+            return False
+        best = self.best()
+        named = _relatives(best.said) if best is not None else set()
+        return bool(_relatives(reply) - named)
+
     def gives_superseded(self, reply: str) -> bool:
         """Whether ``reply`` answers with a value that has since been replaced."""
         current = _words(_HISTORY.sub(" ", reply))
@@ -401,15 +425,30 @@ class Grounds:
 
     def problem(self, reply: str) -> str | None:
         """Why ``reply`` cannot be shown as it is, in words for the log; None when it can."""
+        if not self.question and _LOST.search(reply):
+            return "said it did not follow"
         if made_up := self.invented(reply):
             return "stated what memory does not hold: " + ", ".join(sorted(made_up))
         if self.gives_superseded(reply):
             return "gave a value that was replaced"
         if self.denies(reply):
             return "denied what memory holds"
+        if self.speaks_of_someone_else(reply):
+            return "spoke of someone else"
         if self.left_out(reply):
             return "left out what memory holds"
         return None
+
+    def unanswered(self) -> bool:
+        """Whether the message asks about the person and nothing memory found answers it
+        (what the person's son does is no answer to "What's my job?")."""
+        return self.question and self._about_the_person_alone() and self.best() is None
+
+    def only_of_others(self) -> bool:
+        """Whether the message asks about the person and memory found only what is true of
+        the people in their life ("Karim lives in Dublin", "Your son is Kofi"): nothing to
+        draft a reply from."""
+        return self.unanswered() and all(r.someone_else or _relatives(r.said) for r in self.records)
 
     def record_reply(self) -> str | None:
         """The reply built from the record itself, when memory holds one for the message."""

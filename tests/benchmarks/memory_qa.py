@@ -10,11 +10,17 @@ asked in a new conversation, one turn through ``Agent.send``, in each memory mod
   the assisted section's format: what perfect retrieval would give this model.
 
 Replies are scored against the gold answer with LoCoMo's token F1 and "gold answer contained",
-overall and per category. A question's own conversation is deleted after it, so no question sees
-another's turns. One JSON line out.
+overall and per category, and strictly (``contained_strict``): the gold answer contained in a
+reply that ends and holds no frame of the recall note (``conversation.py``'s ``runaway`` and
+``FRAME``): a reply that recites the note holds the answer without giving it. A question's own
+conversation is deleted after it, so no question sees another's turns. One JSON line out.
 
     uv run python tests/benchmarks/memory_qa.py [--questions 200] [--model PATH.gguf |
         --model openai:NAME --base-url URL | --model anthropic:NAME] [--max-tokens 128]
+        [--show] [--score-shown FILE]
+
+``--show`` prints each question, its gold answer and the reply to stderr; ``--score-shown``
+scores such a listing again without running anything (an older commit's run, say).
 
 ``--max-tokens`` caps each step's output (LoCoMo answers are a few words; the bundled model
 otherwise writes until the cap of 768 tokens, which costs time and F1 alike).
@@ -23,6 +29,7 @@ otherwise writes until the cap of 768 tokens, which costs time and F1 alike).
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import random
 import re
@@ -35,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import REPO, emit, use_model
+from conversation import FRAME, runaway
 from locomo_recall import CATEGORIES, evidence_ids, load_conversation, session_date
 
 from engine import Mnemo
@@ -67,6 +75,42 @@ def f1(reply: str, gold: str) -> float:
 def contained(reply: str, gold: str) -> float:
     wanted = " ".join(normalize(gold))
     return float(bool(wanted) and wanted in " ".join(normalize(reply)))
+
+
+def strict(reply: str, gold: str) -> float:
+    """Contained in a reply that gives it: no frame of the note, and one that ends."""
+    return float(bool(contained(reply, gold)) and not FRAME.search(reply) and not runaway(reply))
+
+
+def scored(reply: str, gold: str) -> tuple[float, float, float]:
+    return f1(reply, gold), contained(reply, gold), strict(reply, gold)
+
+
+def summary(per_category: dict[str, list[tuple[float, float, float]]]) -> dict[str, Any]:
+    rows = [row for per in per_category.values() for row in per]
+    return {
+        "f1": round(100 * sum(r[0] for r in rows) / len(rows), 1),
+        "contained": round(100 * sum(r[1] for r in rows) / len(rows), 1),
+        "contained_strict": round(100 * sum(r[2] for r in rows) / len(rows), 1),
+        "f1_by_category": {
+            category: round(100 * sum(r[0] for r in per) / len(per), 1)
+            for category, per in sorted(per_category.items())
+        },
+    }
+
+
+def score_shown(path: Path, categories: dict[str, str]) -> dict[str, Any]:
+    """The scores of a ``--show`` listing, per mode."""
+    by_mode: dict[str, dict[str, list[tuple[float, float, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    for line in path.read_text(encoding="utf-8").splitlines():
+        parts = line.split("\t", 3)
+        if len(parts) == 4 and parts[0] in MODES:
+            mode, question, gold, shown = parts
+            reply = ast.literal_eval(shown)
+            by_mode[mode][categories[question]].append(scored(reply, gold))
+    return {mode: summary(per) for mode, per in by_mode.items()}
 
 
 def evidence_text(sample: dict[str, Any], wanted: list[str]) -> str:
@@ -116,6 +160,7 @@ def main() -> None:
         "--seed", type=int, default=7, help="the local model's, for repeatable runs"
     )
     parser.add_argument("--show", action="store_true", help="each question, gold and reply")
+    parser.add_argument("--score-shown", type=Path, help="score a --show listing, run nothing")
     args = parser.parse_args()
     samples = json.loads((args.data / "locomo" / "locomo10.json").read_text())
     eligible = [
@@ -124,11 +169,20 @@ def main() -> None:
         for qa in sample["qa"]
         if qa.get("category") in CATEGORIES and evidence_ids(qa.get("evidence", []))
     ]
+    if args.score_shown:
+        categories = {qa["question"]: CATEGORIES[qa["category"]] for _, qa in eligible}
+        emit(
+            {"benchmark": "memory_qa", "scored": str(args.score_shown)}
+            | score_shown(args.score_shown, categories)
+        )
+        return
     chosen = sorted(
         random.Random(0).sample(range(len(eligible)), min(args.questions, len(eligible)))
     )
     modes = args.modes.split(",")
-    scores: dict[str, dict[str, list[tuple[float, float]]]] = {m: defaultdict(list) for m in modes}
+    scores: dict[str, dict[str, list[tuple[float, float, float]]]] = {
+        m: defaultdict(list) for m in modes
+    }
     seconds: dict[str, float] = defaultdict(float)
     model: ChatModel | None = None
     started = time.perf_counter()
@@ -153,7 +207,7 @@ def main() -> None:
                     reply = ask(mnemo, model, mode, qa["question"], evidence, f"q{number}{mode}")
                     seconds[mode] += time.perf_counter() - began
                     gold = str(qa["answer"])
-                    scores[mode][category].append((f1(reply, gold), contained(reply, gold)))
+                    scores[mode][category].append(scored(reply, gold))
                     if args.show:
                         print(f"{mode}\t{qa['question']}\t{gold}\t{reply!r}", file=sys.stderr)
     result: dict[str, Any] = {
@@ -164,14 +218,8 @@ def main() -> None:
     }
     for mode in modes:
         rows = [row for per in scores[mode].values() for row in per]
-        result[mode] = {
-            "f1": round(100 * sum(r[0] for r in rows) / len(rows), 1),
-            "contained": round(100 * sum(r[1] for r in rows) / len(rows), 1),
-            "f1_by_category": {
-                category: round(100 * sum(r[0] for r in per) / len(per), 1)
-                for category, per in sorted(scores[mode].items())
-            },
-            "seconds_per_question": round(seconds[mode] / len(rows), 2),
+        result[mode] = summary(scores[mode]) | {
+            "seconds_per_question": round(seconds[mode] / len(rows), 2)
         }
     if "self" in modes and "assisted" in modes:
         result["assisted_over_self_f1"] = round(
