@@ -15,6 +15,7 @@ from engine.functions import SEND_MESSAGE, check_arguments, function_schemas
 from engine.llm import ChatMessage, Prompt
 from engine.llm.grammar import functions_grammar
 from engine.llm.local import LlamaModel, bundled_model_path
+from engine.profile import forget_prompt_states
 
 FUNCTIONS = function_schemas(["persona", "human"])
 
@@ -84,6 +85,27 @@ def test_counts_are_exact_and_the_prefix_is_reused(local_model):
     assert again.stats.prompt_tokens == local_model.count_prompt(follow)
     # Only the new messages (and the tail of the last one) are evaluated again.
     assert again.stats.evaluated_tokens < again.stats.prompt_tokens / 3
+
+
+def test_a_conversation_set_aside_by_another_prompt_is_not_evaluated_again(local_model):
+    talk = prompt_for("hello")
+    talk.messages += [
+        ChatMessage("assistant", "Hi! How can I help?"),
+        ChatMessage("user", "I moved to Leeds last spring with my sister. " * 12),
+        ChatMessage("assistant", "Leeds is lovely."),
+        ChatMessage("user", "What's a good walk near Leeds?"),
+    ]
+    first = local_model.step(talk)
+    # A draft written again without the conversation, then a summary: other prompts.
+    local_model.step(prompt_for("What's a good walk near Leeds?"))
+    local_model.complete("Summarize in one sentence.", "Sam likes boats.", max_tokens=8)
+    again = local_model.step(talk)
+    assert again.stats.evaluated_tokens < first.stats.evaluated_tokens / 10
+    assert again.raw  # (not always the same: a state's cells lie elsewhere, sums round apart)
+    # What was set aside may hold what the person then asks to forget: it is not read back.
+    local_model.step(prompt_for("What's a good walk near Leeds?"))
+    forget_prompt_states()
+    assert local_model.step(talk).stats.evaluated_tokens > first.stats.evaluated_tokens / 2
 
 
 def test_complete_writes_plain_text_within_the_limit(local_model):

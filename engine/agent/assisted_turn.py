@@ -210,6 +210,12 @@ class AssistedTurn:
                 turn.phases["drafts"] = attempt + 1
                 turn.timed("model", started)
                 turn.phases["prompt"] = turn.phases.get("prompt", 0.0) + step.stats.first_token_s
+                turn.phases["evaluated"] = (
+                    turn.phases.get("evaluated", 0) + step.stats.evaluated_tokens
+                )
+                turn.phases["generated"] = (
+                    turn.phases.get("generated", 0) + step.stats.generated_tokens
+                )
             if step.error or not step.text:
                 return step
             drafted = stream.text if stream.looped else step.text

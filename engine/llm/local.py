@@ -483,5 +483,6 @@ class LlamaModel:
             tokens = self._render(
                 [{"role": "system", "content": system}, {"role": "user", "content": text}]
             )
+            self._states.before_step(tokens, [])  # the conversation's state is set aside
             output, _ = self._generate(tokens, max_tokens, None, None, None, cancel)
         return output.decode("utf-8", errors="replace").strip()

@@ -13,6 +13,12 @@ once it is long). llama.cpp can write its state after some tokens to a file and 
 - a process done with the model keeps where it stands (`mnemo chat -m` after its reply, the chat
   and the window as they close), and the next start in that conversation begins there.
 
+Within a process, a step on a prompt that shares only its beginning with what the model stands in
+(a draft written again without the conversation, a summary) would throw the conversation's
+evaluated tokens away, and the next turn evaluated them all again (seconds). So the state it
+stood in is set aside in memory first (its keys and values only), and read back when a later
+step shares more with it than with where the model stands.
+
 Each state is kept beside the tokens it holds, named by a digest of everything it depends on:
 the model file, the context settings, the llama.cpp build, and the tokens. The most recently used
 few are kept, in the user's cache folder; forgetting removes them all (they hold core memory and
@@ -29,6 +35,7 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +48,19 @@ log = logging.getLogger("mnemo.llm")
 KEPT = 4  # states kept (a few assistants and conversations)...
 KEPT_BYTES = 512 * 2**20  # ...and no more than this in all (a large model's state is large)
 MIN_SHARED = 32  # fewer tokens in common are evaluated rather than read
+ASIDE = 2  # states set aside in memory: a conversation's, and a draft's or a summary's
 STATE, TOKENS = ".state", ".tokens"
+
+
+@dataclass
+class _Aside:
+    """A state set aside in memory: the tokens it holds and llama.cpp's copy of their keys and
+    values (sequence 0)."""
+
+    tokens: list[int]
+    data: ctypes.Array[ctypes.c_uint8]
+    size: int
+    taken_at: float
 
 
 class PromptStates:
@@ -63,6 +82,7 @@ class PromptStates:
         )
         self._model = hashlib.sha256(identity.encode()).hexdigest()[:16]
         self._stepped_at = 0.0
+        self._asides: list[_Aside] = []  # the newest last
 
     def before_step(self, tokens: list[int], system: list[int]) -> None:
         """Before each step on ``tokens``. In a fresh context, stand as far into them as a kept
@@ -70,6 +90,7 @@ class PromptStates:
         evaluated and kept when no state covers them). The step then evaluates the rest."""
         self._stepped_at = time.time()
         if self._llama.n_tokens:
+            self._swap_aside(tokens)
             return
         standing = self._read_longest(tokens)
         if len(system) >= MIN_SHARED and standing < len(system):
@@ -82,6 +103,55 @@ class PromptStates:
         count = self._llama.n_tokens
         if count >= MIN_SHARED and last_forget() < self._stepped_at:
             self._keep(self._llama.input_ids[:count].tolist())
+
+    # -- set aside in memory --------------------------------------------------------------------
+
+    def _swap_aside(self, tokens: list[int]) -> None:
+        """Before a step that would throw away ``MIN_SHARED`` or more evaluated tokens, set
+        them aside; when a state set aside shares more with ``tokens``, stand in it instead."""
+        if self._asides and last_forget() >= min(a.taken_at for a in self._asides):
+            self._asides = []  # they may hold what the person asked to forget
+        count = self._llama.n_tokens
+        standing = _shared(self._llama.input_ids[:count].tolist(), tokens[:-1])
+        best = max(self._asides, key=lambda a: _shared(a.tokens, tokens[:-1]), default=None)
+        if best is not None and _shared(best.tokens, tokens[:-1]) >= standing + MIN_SHARED:
+            self._asides.remove(best)
+            self._set_aside(count - standing)
+            if not self._put_back(best, tokens):
+                self._asides = []
+        else:
+            self._set_aside(count - standing)
+
+    def _set_aside(self, thrown_away: int) -> None:
+        if thrown_away >= MIN_SHARED and (aside := self._take()) is not None:
+            self._asides = [*self._asides, aside][-ASIDE:]
+
+    def _take(self) -> _Aside | None:
+        ctx = self._llama.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        if not size or size > KEPT_BYTES // 2:
+            return None
+        data = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, data, size, 0)
+        if not written:
+            return None
+        count = self._llama.n_tokens
+        return _Aside(self._llama.input_ids[:count].tolist(), data, written, time.time())
+
+    def _put_back(self, aside: _Aside, tokens: list[int]) -> bool:
+        """Stand in ``aside``, cut back to what it shares with ``tokens``."""
+        self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if llama_cpp.llama_state_seq_set_data(self._llama.ctx, aside.data, aside.size, 0) == 0:
+            log.warning("a prompt state set aside could not be read back; it is evaluated")
+            self._llama.reset()
+            self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return False
+        shared = _shared(aside.tokens, tokens[:-1])
+        self._llama._ctx.kv_cache_seq_rm(-1, shared, -1)
+        self._llama.input_ids[:shared] = tokens[:shared]
+        self._llama.n_tokens = shared
+        self._llama._requires_eval = True
+        return True
 
     # -- reading -------------------------------------------------------------------------------
 
