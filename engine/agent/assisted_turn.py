@@ -125,13 +125,14 @@ class AssistedTurn:
         turn.steps = 1
         emit(StepStarted(1, stats))
         note = prompt.messages[-1].content if prompt.messages else ""
+        nothing_found = note.endswith(assisted.NOTHING_FOUND)
         grounds = None
-        if not note.endswith(assisted.NOTHING_FOUND):
+        if not nothing_found:
             known = self.mnemo.knowledge.resolve
             grounds = assisted.grounds_for(
                 question, about_user, found, prompt.memory, lambda name: known(name) is not None
             )
-        if note.endswith(assisted.NOTHING_FOUND) or (grounds and grounds.only_of_others()):
+        if nothing_found or (grounds and grounds.only_of_others()):
             # A question about the user that memory holds nothing on (or only what is true of
             # others: their son's job for "What's my job?"): said so, not invented.
             text = assisted.not_told(question, self._earlier_replies())

@@ -256,7 +256,7 @@ def asked_terms(question: str) -> list[str]:
 
 def _relatives(text: str) -> set[str]:
     """The people of the person's life that ``text`` names by their tie ("son", "sister")."""
-    return {w.casefold().removesuffix("'s") for w in _WORD.findall(text)} & _TIES
+    return _words(text) & _TIES
 
 
 def _words(text: str) -> set[str]:

@@ -113,8 +113,9 @@ class PromptStates:
             self._asides = []  # they may hold what the person asked to forget
         count = self._llama.n_tokens
         standing = _shared(self._llama.input_ids[:count].tolist(), tokens[:-1])
-        best = max(self._asides, key=lambda a: _shared(a.tokens, tokens[:-1]), default=None)
-        if best is not None and _shared(best.tokens, tokens[:-1]) >= standing + MIN_SHARED:
+        ranked = [(_shared(a.tokens, tokens[:-1]), a) for a in self._asides]
+        most, best = max(ranked, key=lambda pair: pair[0], default=(0, None))
+        if best is not None and most >= standing + MIN_SHARED:
             self._asides.remove(best)
             self._set_aside(count - standing)
             if not self._put_back(best, tokens):
@@ -146,12 +147,15 @@ class PromptStates:
             self._llama.reset()
             self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
             return False
-        shared = _shared(aside.tokens, tokens[:-1])
-        self._llama._ctx.kv_cache_seq_rm(-1, shared, -1)
+        self._stand_at(tokens, _shared(aside.tokens, tokens[:-1]))
+        return True
+
+    def _stand_at(self, tokens: list[int], shared: int) -> None:
+        """Keep the state's first ``shared`` tokens, those ``tokens`` begins with."""
+        self._llama._ctx.kv_cache_seq_rm(-1, shared, -1)  # the part not shared goes
         self._llama.input_ids[:shared] = tokens[:shared]
         self._llama.n_tokens = shared
-        self._llama._requires_eval = True
-        return True
+        self._llama._requires_eval = True  # the step evaluates after it, which samples
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -174,10 +178,7 @@ class PromptStates:
         if loaded is None:
             return 0
         shared, path = loaded[0], loaded[2]
-        self._llama._ctx.kv_cache_seq_rm(-1, shared, -1)  # the part not shared goes
-        self._llama.input_ids[:shared] = tokens[:shared]
-        self._llama.n_tokens = shared
-        self._llama._requires_eval = True  # the step evaluates after it, which samples
+        self._stand_at(tokens, shared)
         with contextlib.suppress(OSError):  # recently used: kept longest
             os.utime(path)
         return shared
