@@ -102,7 +102,10 @@ class ContextOverflowError(ModelError):
 
 
 class GenerationCancelled(MnemoError):
-    """The user stopped a generation; nothing from the unfinished step was kept."""
+    """The user stopped a generation; nothing from the unfinished step was kept. ``stats``:
+    what the model had done until then (an ``engine.llm.base.StepStats``), when it says."""
+
+    stats: object = None
 
 
 class InputError(MnemoError):

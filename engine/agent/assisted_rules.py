@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from engine.agent.grounding import (
+    SHAPE_WORDS,
     Grounds,
     Record,
     asked_terms,
@@ -337,13 +338,19 @@ def grounds_for(
         for s in user_statements(message, names)
         if lasting(s)
     ]
+    news = set().union(*(stated_values(s) for s in told))
+    old: set[str] = set()
     if correction := correction_in(message):
         told.append(str(correction))
+        news |= {word.casefold() for word in correction.new.split()}
+        old = {word.casefold() for word in (correction.old or "").split()} - news
     if not told:
         return None
     # Its reply may restate what was said, not bring up other memory: after "Actually, Ines
     # moved to Antwerp", the bundled model replied "- Ines lives in Ghent".
-    return Grounds(message, [Record("; ".join(told), noted=True)], context, question=False)
+    return Grounds(
+        message, [Record("; ".join(told), noted=True)], context, old, question=False, news=news
+    )
 
 
 # A request for ideas or help, which may name what nobody said ("What's a good stretch…?").
@@ -534,6 +541,7 @@ def recall_for(
                 and not (hit.role == "assistant" and hit.name == SEND_MESSAGE)
                 and not hit.weak
                 and hit.id not in seen
+                and not _asks_nothing_more(hit, message)
             ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
@@ -549,6 +557,18 @@ def recall_for(
         # mentions him and holds no name (the bundled model answered "your husband").
         return Recalled(query=message, trace=recalled.trace)
     return recalled
+
+
+def _asks_nothing_more(hit: MessageHit, message: str) -> bool:
+    """Whether ``hit`` is the person asking what ``message`` asks, or less: no record, and a
+    reply recited it ("On 5 December you said: Where does Ines live?")."""
+    if hit.role != "user" or not hit.text.rstrip().endswith("?"):
+        return False
+    asked = query_terms(message, max_terms=10**6)
+    return all(
+        any(same_word(word, other) for other in asked)
+        for word in query_terms(hit.text, max_terms=10**6)
+    )
 
 
 _ASKS_A_NAME = re.compile(r"\b(?:name|names|called|named)\b|^\W*who\b", re.IGNORECASE)
@@ -646,14 +666,29 @@ def similarity(a: str, b: str) -> float:
     return difflib.SequenceMatcher(None, a.casefold(), b.casefold(), autojunk=False).ratio()
 
 
+REPEATED = "repeated an earlier reply or its shape"
+
+
+def _opening(reply: str) -> str:
+    """A reply's first sentence, without the frame it copied."""
+    return re.split(r"(?<=[.!?])\s+|\n+", strip_frame(reply).strip(), maxsplit=1)[0]
+
+
 class ReplyStream:
     """Passes a streamed reply on as the person should read it, sentence by sentence, without
     the frame it copied (``grounding.strip_frame``) and only up to where it starts looping
-    (``grounding.loop_start``: ``on_loop`` is called then, to stop generating). It holds the
+    (``grounding.loop_start``: ``on_stop`` is called then, to stop generating). It holds the
     reply back while it reads like the start of one of ``earlier`` (the conversation's replies),
     so that a copy of an earlier reply is never shown (``repeats`` then tells the turn to write
     another), and all of it when ``hold`` (a reply checked against memory before it is shown).
-    ``released`` says whether any of it was shown."""
+    ``released`` says whether any of it was shown.
+
+    ``doomed`` reads the reply at each sentence's end and says why no ending could make it
+    fit (a value from nowhere is stated, whatever follows): generating stops there too
+    (``failed``), and the turn writes another draft without waiting for this one to end. So
+    it does when the reply opens with the shape of an earlier reply's opening sentence ("That's
+    a wonderful way to celebrate your move." after "…your birthday."): a person reads the
+    template in the first words, and the bundled model then went on as it did before."""
 
     def __init__(
         self,
@@ -661,47 +696,74 @@ class ReplyStream:
         forward: Callable[[str], None],
         *,
         hold: bool = False,
-        on_loop: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
+        doomed: Callable[[str], str | None] | None = None,
     ) -> None:
         # Short replies too: the bundled model answered ten messages in a row with "Hallo!".
         self._earlier = [reply.casefold() for reply in earlier if reply.strip()]
         self._forward = forward
         self._hold = hold
-        self._on_loop = on_loop
+        self._on_stop = on_stop
+        self._doomed = doomed
         self.text = ""  # as generated, up to a loop
         self.looped = False
+        self.failed: str | None = None  # why it was stopped before its end
+        self._checked = 0  # how much of it ``doomed`` has read
         self._shown = ""
         self._like_earlier = bool(self._earlier)
+        self._openings = [_opening(reply) for reply in self._earlier]
 
     @property
     def released(self) -> bool:
         return bool(self._shown)
 
     def feed(self, piece: str) -> None:
-        if self.looped:
+        if self.looped or self.failed:
             return
         self.text += piece
         cut = loop_start(self.text)
         if cut is not None:
             self.text = self.text[:cut]
             self.looped = True
-            if self._on_loop is not None:
-                self._on_loop()
+            self._stop()
             return
+        end = max(self.text.rfind(mark) for mark in (". ", "! ", "? ", "\n"))
+        if end > self._checked:
+            if not self._checked and self._opens_like_earlier(_opening(self.text)):
+                self.failed = REPEATED
+            elif self._doomed is not None:
+                self.failed = self._doomed(strip_frame(self.text[: end + 1]))
+            self._checked = end
+            if self.failed:
+                self._stop()
+                return
         if self._hold:
             return
         if self._like_earlier:
             self._like_earlier = self._like_an_earlier_start()
             if self._like_earlier:
                 return
-        end = max(self.text.rfind(mark) for mark in (". ", "! ", "? ", "\n"))
         if end > 0:
             self._show(strip_frame(self.text[: end + 1]))
+
+    def _stop(self) -> None:
+        if self._on_stop is not None:
+            self._on_stop()
 
     def _show(self, clean: str) -> None:
         if clean.startswith(self._shown) and len(clean) > len(self._shown):
             self._forward(clean[len(self._shown) :])
             self._shown = clean
+
+    def _opens_like_earlier(self, opening: str) -> bool:
+        """Whether a reply's first sentence is an earlier reply's, or its shape (one of
+        ``SHAPE_WORDS`` words or more: "Sure!" may open many)."""
+        if len(opening.split()) < SHAPE_WORDS:
+            return False
+        return any(
+            similarity(opening, earlier) >= REPEAT_SIMILARITY or same_shape(opening, earlier)
+            for earlier in self._openings
+        )
 
     def _like_an_earlier_start(self) -> bool:
         text = self.text.casefold()
@@ -1089,7 +1151,16 @@ def core_line(statement: str) -> str:
     peanuts."."""
     said = to_second_person(without_opener(statement) or statement)
     said = re.split(r",?\s+(?:so|because|but|which|though|although)\s+|;|, that's\b", said)[0]
+    said = _SINCE_NOW.sub("", said)  # the line has no date: "last month" would go stale
     return _sentence(said[:CORE_LINE_CHARS].rstrip(" ,"))
+
+
+_SINCE_NOW = re.compile(
+    r",?\s*\b(?:(?:last|this) (?:week|month|year|spring|summer|autumn|fall|winter)"
+    r"|in the (?:spring|summer|autumn|fall|winter)|yesterday|today|recently"
+    r"|(?:a|one|two|three|a few|\d+) (?:days?|weeks?|months?|years?) ago)\b",
+    re.IGNORECASE,
+)
 
 
 def fact_line(statement: str) -> str:

@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
-from engine.agent.grounding import Grounds, loop_start, recites, strip_frame
+from engine.agent.grounding import Grounds, loop_start, out_of_place, recites, strip_frame
 from engine.context.window import (
     PRESSURE_FRACTION,
     AgentState,
@@ -33,7 +33,7 @@ from engine.events import (
 from engine.functions import (
     describe_call,
 )
-from engine.llm.base import Prompt, Step
+from engine.llm.base import Prompt, Step, StepStats
 from engine.memory.recall import (
     MessageHit,
 )
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemo.agent")
 READ_BACK = "read its prompt back"
 USED_NOTHING = "used nothing memory found"
-REPEATED = "repeated an earlier reply or its shape"
 
 
 class _StopOrCancel(threading.Event):
@@ -144,7 +143,7 @@ class AssistedTurn:
                 if note.startswith(NOTE_MARKS) and about_user
                 else None
             )
-            step = self._new_reply(prompt, emit, cancel, memory, grounds, turn)
+            step = self._new_reply(prompt, question, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
             return self.agent._stop(
                 turn,
@@ -161,6 +160,7 @@ class AssistedTurn:
     def _new_reply(
         self,
         prompt: Prompt,
+        message: str,
         emit: EventCallback,
         cancel: threading.Event | None,
         memory: list[str] | None = None,
@@ -198,15 +198,17 @@ class AssistedTurn:
                 earlier,
                 lambda text: emit(TextStreamed(text)),
                 hold=grounds is not None,
-                on_loop=stop.stop,
+                on_stop=stop.stop,
+                doomed=lambda text: self._doomed(text, message, grounds),
             )
             started = time.perf_counter()
             try:
                 step = self.model.step(prompt, on_text=stream.feed, cancel=stop)
-            except GenerationCancelled:
+            except GenerationCancelled as stopped:
                 if not stop.stopped:
                     raise  # the person pressed Stop
-                step = Step(None, raw=stream.text, text=stream.text)
+                done = stopped.stats if isinstance(stopped.stats, StepStats) else StepStats()
+                step = Step(None, raw=stream.text, text=stream.text, stats=done)
             if turn is not None:
                 turn.phases["drafts"] = attempt + 1
                 turn.timed("model", started)
@@ -228,7 +230,10 @@ class AssistedTurn:
                 text = assisted.without_question_back(text)
             if prompt.max_tokens and step.stats.generated_tokens >= prompt.max_tokens:
                 text = assisted.whole_sentences(text)  # the cap cut it: it ends where one did
-            problem = self._problem(text, echo is not None, stream, memory, grounds, scaffold)
+            problem = stream.failed or self._problem(
+                text, echo is not None, stream, memory, grounds, scaffold
+            )
+            problem = problem or out_of_place(text, message, grounds is not None)
             if problem is None:
                 if not stream.show(text):
                     emit(ReplyWithdrawn())
@@ -237,7 +242,7 @@ class AssistedTurn:
             log.info("reply %d %s: %.80s", attempt + 1, problem, drafted)
             if problem == USED_NOTHING or (problem == READ_BACK and text):
                 fallback = text
-            if problem == REPEATED and self._record_will_do(grounds, text, stream):
+            if problem == assisted.REPEATED and self._record_will_do(grounds, text, stream):
                 break  # a right answer said before: the record says it in other words, at once
             if stream.released:
                 emit(ReplyWithdrawn())
@@ -270,6 +275,13 @@ class AssistedTurn:
         return [hit.text for hit in recent if hit.role == "assistant"][-assisted.EARLIER_REPLIES :]
 
     @staticmethod
+    def _doomed(text: str, message: str, grounds: Grounds | None) -> str | None:
+        """Why a draft so far can be shown whatever it goes on to say (``ReplyStream``)."""
+        if grounds is not None and (problem := grounds.doomed(text)):
+            return problem
+        return out_of_place(text, message, grounds is not None)
+
+    @staticmethod
     def _problem(
         text: str,
         echoed: bool,
@@ -285,7 +297,7 @@ class AssistedTurn:
         if not text:
             return "was only frame"
         if stream.repeats(text):
-            return REPEATED
+            return assisted.REPEATED
         if grounds is not None and (problem := grounds.problem(text)):
             return problem
         if memory and not assisted.uses_memory(text, memory):

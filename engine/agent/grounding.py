@@ -209,7 +209,7 @@ _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
 _STATEMENTS = re.compile(r"(?<=[.!?])\s+|\n+")  # "Warranty number: WB-55810." is one
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?;,\n]|\b(?:but|and|so|because)\b")
-_SENTENCES = re.compile(r"(?<=[.!?:])\s+|\n+")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")  # after a colon comes the value: "Your job: Nurse"
 # Saying it did not follow what the person told, which memory has just understood ("A
 # pharmacist, a chemist. I'm not sure what you're talking about.").
 _LOST = re.compile(
@@ -217,10 +217,13 @@ _LOST = re.compile(
     r"|\b(?:don't|do not)\s+(?:understand|follow)\b|\bwhat do you mean\b|\bnot familiar with\b",
     re.IGNORECASE,
 )
-# Capitalised inside a sentence without being a value of the person's life.
+# Capitalised inside a sentence without being a value of the person's life (after a colon, a
+# sentence may open again: "Got it: You're…", "Note: The rent…").
 _NOT_VALUES = frozenset(
-    "i i'm i'd i've i'll you you're you've you'd you'll your yours mnemo ok".split()
+    """i i'm i'd i've i'll you you're you've you'd you'll your yours mnemo ok the a an this that
+    these those it it's there here he she they we yes no sure note""".split()
 )
+_FIRST_PERSON = frozenset("i i'm i've i'd i'll me my mine myself".split())
 # How a superseded value may still be named: as history.
 _HISTORY = re.compile(
     r"\((?:before that|before|previously|earlier|formerly|was|it was)\b[^)]*\)"
@@ -228,6 +231,27 @@ _HISTORY = re.compile(
     r"\b[^.;!?]*",
     re.IGNORECASE,
 )
+
+
+_CONDOLENCE = re.compile(r"\bsorry for your loss\b|\bcondolences\b", re.IGNORECASE)
+_LOSS = re.compile(
+    r"\b(?:died|dies|dead|death|passed|lost|loss|funeral|grie\w*|put down|miscarr\w*)\b",
+    re.IGNORECASE,
+)
+# What memory holds, quoted where nothing was checked against it ("Tell me something cheerful"
+# got "You said: You're not happy…").
+_QUOTES_MEMORY = re.compile(r"^\W*(?:you said|you told me|a note)\b[^\n]*:", re.I | re.M)
+
+
+def out_of_place(reply: str, message: str, checked: bool) -> str | None:
+    """Why ``reply`` does not fit ``message`` whatever it asks, in words for the log: sympathy
+    for a loss nobody told of ("Goodbye!" got "I'm sorry for your loss."), or memory quoted in
+    a reply that was not ``checked`` against memory."""
+    if _CONDOLENCE.search(reply) and not _LOSS.search(message):
+        return "offered sympathy for a loss nobody told of"
+    if not checked and _QUOTES_MEMORY.search(reply):
+        return "quoted memory unasked"
+    return None
 
 
 def values(text: str) -> set[str]:
@@ -301,6 +325,7 @@ class Grounds:
     context: str = ""  # core memory and anything else the model was given as true
     superseded: set[str] = field(default_factory=set)
     question: bool = True
+    news: set[str] = field(default_factory=set)  # the values a statement tells ("antwerp")
 
     def _known(self) -> set[str]:
         texts = [self.message, self.context, *(r.said for r in self.records)]
@@ -370,9 +395,13 @@ class Grounds:
         )
 
     def left_out(self, reply: str) -> bool:
-        """Whether a reply to a question leaves out every value the best record holds for it."""
+        """Whether a reply to a question leaves out every value the best record holds for it;
+        or a reply to news states values, none of them the news ("Your sister is Ines." to
+        "Actually, Ines moved to Antwerp last month.")."""
+        if not self.question:
+            return bool(self.news and values(reply)) and not self.news & _words(reply)
         best = self.best()
-        if not self.question or best is None:
+        if best is None:
             return False
         wanted = values(self._answering(best)) - _words(self.message)
         if wanted:  # a name, number or date the record gives
@@ -415,6 +444,20 @@ class Grounds:
         named = _relatives(best.said) if best is not None else set()
         return bool(_relatives(reply) - named)
 
+    def speaks_as_the_person(self, reply: str) -> bool:
+        """Whether a reply to what the person told says it as its own ("…about my work as a
+        pharmacist in Accra" to "I work as a pharmacist in Accra."): three words of the message
+        in a row, opened or preceded by "I", "my" or "me"."""
+        if self.question:
+            return False
+        told = [w.casefold() for w in _WORD.findall(self.message)]
+        runs = {tuple(told[i : i + 3]) for i in range(len(told) - 2)}
+        said = [w.casefold() for w in _WORD.findall(reply)]
+        return any(
+            tuple(said[i : i + 3]) in runs and _FIRST_PERSON & set(said[max(i - 1, 0) : i + 1])
+            for i in range(len(said) - 2)
+        )
+
     def gives_superseded(self, reply: str) -> bool:
         """Whether ``reply`` answers with a value that has since been replaced."""
         current = _words(_HISTORY.sub(" ", reply))
@@ -425,18 +468,27 @@ class Grounds:
 
     def problem(self, reply: str) -> str | None:
         """Why ``reply`` cannot be shown as it is, in words for the log; None when it can."""
-        if not self.question and _LOST.search(reply):
-            return "said it did not follow"
-        if made_up := self.invented(reply):
-            return "stated what memory does not hold: " + ", ".join(sorted(made_up))
+        if problem := self.doomed(reply):
+            return problem
         if self.gives_superseded(reply):
             return "gave a value that was replaced"
         if self.denies(reply):
             return "denied what memory holds"
-        if self.speaks_of_someone_else(reply):
-            return "spoke of someone else"
         if self.left_out(reply):
             return "left out what memory holds"
+        return None
+
+    def doomed(self, start: str) -> str | None:
+        """Why a reply that starts with ``start`` cannot be shown, however it goes on (a value
+        from nowhere stays stated); None while it still may be."""
+        if not self.question and _LOST.search(start):
+            return "said it did not follow"
+        if made_up := self.invented(start):
+            return "stated what memory does not hold: " + ", ".join(sorted(made_up))
+        if self.speaks_of_someone_else(start):
+            return "spoke of someone else"
+        if self.speaks_as_the_person(start):
+            return "spoke as the person"
         return None
 
     def unanswered(self) -> bool:

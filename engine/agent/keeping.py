@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from engine.agent import assisted_rules as assisted
@@ -179,13 +180,13 @@ class Keeper:
                     "they wait for the user's approval"
                 )
             change = untrusted is None and assisted.states_a_change(user.text)
-            replaced: list[Fact] = []
+            replaced: dict[str, str] = {}  # an old value, and the value that replaced it
             for candidate in knowledge:
                 outcome, waiting, ended = self._learn(
                     transaction, user, candidate, untrusted, supersede=change
                 )
                 outcomes.append(outcome)
-                replaced += ended
+                replaced |= {fact.object: candidate.object for fact in ended}
                 if waiting is not None:
                     proposals.append(waiting)
             if untrusted is None and self.agent.mode.mode == "assisted":
@@ -208,14 +209,16 @@ class Keeper:
         transaction: RecallTransaction,
         user: MessageHit,
         lines: list[str],
-        replaced: list[Fact],
+        replaced: dict[str, str],
     ) -> list[Proposal]:
         """The person's statements for the ``human`` block, one short line each ("Your sister
         Ines lives in Ghent."), so that its card shows what Mnemo knows of them: appended, or
-        in place of the line that held what a change replaced. A line the block or a waiting
-        proposal already holds is not proposed again; a full block takes no more. They wait
-        for the person, or apply at once under the ``auto`` write policy. A waiting line that
-        holds what the change replaced is withdrawn (approved, it would write a stale line)."""
+        in place of the line that held what a change replaced (``replaced``: old value -> new),
+        that line with the new value ("Your sister Ines lives in Antwerp.", not the news as it
+        was said: "Ines moved to Antwerp last month."). A line the block or a waiting proposal
+        already holds is not proposed again; a full block takes no more. They wait for the
+        person, or apply at once under the ``auto`` write policy. A waiting line that holds
+        what the change replaced is withdrawn (approved, it would write a stale line)."""
         held_lines = self.mnemo.core.block("human").value.splitlines()
         held = [line.casefold() for line in held_lines]
         held += [
@@ -224,6 +227,7 @@ class Keeper:
             if p.kind == "core" and p.label == "human"
         ]
         proposals: list[Proposal] = []
+        stale: str | None = None  # the line whose value changed, written again with the new one
         for waiting in self.mnemo.proposals.pending(None):
             if (
                 waiting.kind == "core"
@@ -232,11 +236,16 @@ class Keeper:
             ):
                 self.mnemo.proposals.withdraw_in(transaction.session, waiting.id)
                 held.remove(waiting.new_content.casefold())
+                stale = waiting.new_content
+        old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
+        stale = old_line or stale
         for line in dict.fromkeys(lines):
+            if stale is not None:
+                line = _with_new_values(stale, replaced)
             if line.casefold() in held:
                 continue
-            old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
             proposal = self._propose_line(transaction, user, line, old_line)
+            stale = old_line = None  # one line takes its place; any other is added
             if proposal is not None:
                 held.append(line.casefold())
                 proposals.append(proposal)
@@ -418,6 +427,17 @@ class Keeper:
         return result.text, result.proposal, []
 
 
-def _holds_any(line: str, facts: list[Fact]) -> bool:
-    """Whether ``line`` states the object of one of ``facts`` (a line to replace)."""
-    return any(re.search(rf"(?<!\w){re.escape(f.object)}(?!\w)", line) for f in facts)
+def _value(value: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
+
+
+def _holds_any(line: str, values: Iterable[str]) -> bool:
+    """Whether ``line`` states one of ``values`` (a line to replace)."""
+    return any(_value(value).search(line) for value in values)
+
+
+def _with_new_values(line: str, replaced: dict[str, str]) -> str:
+    """``line`` with each old value that it states replaced by the new one."""
+    for old, new in replaced.items():
+        line = _value(old).sub(new, line)
+    return line

@@ -406,7 +406,10 @@ class LlamaModel:
             self._llama.set_seed(self.seed if self.seed is not None else random.getrandbits(31))
         for token in self._llama.generate(tokens, grammar=grammar, **sampling):  # type: ignore[arg-type]
             if cancel is not None and cancel.is_set():
-                raise GenerationCancelled("The reply was stopped.")
+                stats.total_s = time.perf_counter() - started
+                stopped = GenerationCancelled("The reply was stopped.")
+                stopped.stats = stats
+                raise stopped
             if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                 break
             if not stats.generated_tokens:
