@@ -37,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
     # The most tokens of an assisted reply (a few sentences: ~25 tokens each, and room for a short
     # list or recipe); the self-managed mode's replies are capped by the model's step
     # (engine.llm: up to 768 tokens locally).
-    "agent.reply_tokens": 160,
+    "agent.reply_tokens": 96,
     # The conversation the chat continues (`mnemo chat --new` starts one); empty: the first.
     "chat.conversation": "",
     # "ask": the model's core-memory edits wait for the user; "auto": trusted ones apply at once.

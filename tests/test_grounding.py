@@ -116,12 +116,41 @@ def test_a_capped_reply_ends_where_a_sentence_did(mnemo, model):
     assert "".join(e.text for e in events.of(TextStreamed)) == result.reply
 
 
-def test_an_answer_from_memory_gets_half_the_cap(mnemo, model):
+def test_an_answer_cut_off_before_a_sentence_ended_is_not_shown(mnemo, model):
+    mnemo.settings.set("agent.reply_tokens", 20)
+    agent = Agent(mnemo, model)
+    tell(agent, model, "I work as a radiographer.")
+    model.enqueue(["You work as a " + "very " * 30])
+    reply = agent.send("What is my job?").reply
+    assert reply.endswith("you work as a radiographer.")
+    assert not assisted.ends_a_sentence("Your landlord's name is Mr.")  # no end: cut off too
+
+
+def test_an_answer_from_memory_gets_half_the_cap_and_a_remark_less(mnemo, model):
+    mnemo.settings.set("agent.reply_tokens", 100)
     agent = Agent(mnemo, model)
     tell(agent, model, "I live in Leeds.")
+    assert model.prompts[-1].max_tokens == 30  # news, thanks, a greeting: a sentence or two
     model.enqueue(["You live in Leeds."])
     agent.send("Where do I live?")
-    assert model.prompts[-1].max_tokens == assisted.answer_tokens(160) == 80
+    assert model.prompts[-1].max_tokens == 50
+    model.enqueue(["A crisp apple and a walk."])
+    agent.send("Any ideas for a healthy snack?")
+    assert model.prompts[-1].max_tokens == 100
+
+
+def test_a_draft_written_again_gets_what_the_first_left_of_the_cap(mnemo, model):
+    mnemo.settings.set("agent.reply_tokens", 40)
+    agent = Agent(mnemo, model)
+    model.enqueue(["Goodbye for now, and I'm sorry for your loss. " + "word " * 30, "Bye!"])
+    assert agent.send("Tell me a joke, then goodbye.").reply == "Bye!"
+    first, second = model.prompts[-2:]
+    assert (first.max_tokens, second.max_tokens) == (40, 40 - 9)  # stopped after 9 words
+    # With less than a draft's worth left, none is written: the turn says so.
+    mnemo.settings.set("agent.reply_tokens", 20)
+    model.enqueue(["Goodbye again, my friend, and I am so very sorry for your loss. ", "Bye!"])
+    reply = agent.send("Tell me another joke, then goodbye.").reply
+    assert reply == assisted.NO_NEW_REPLY and model.prompts[-1].max_tokens == 20
 
 
 def test_the_same_reply_shape_is_written_again(mnemo, model):

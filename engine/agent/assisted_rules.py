@@ -72,23 +72,49 @@ RETRY_TEMPERATURE = 0.7  # a reply written again is sampled, as chat apps sample
 NO_NEW_REPLY = "I'm not sure how to answer that. Could you say it another way?"
 
 
-ANSWER_SHARE = 0.5  # of the reply's cap, for a reply checked against memory (a sentence or two)
+# Of the reply's cap: an answer from memory is a sentence or two; so is the reply to what is
+# neither a question nor a request (news, thanks, a greeting), which the bundled model ran on
+# for 80-170 tokens ("Thanks man." got a paragraph, then another draft of one).
+ANSWER_SHARE = 0.5
+REMARK_SHARE = 0.3
+DRAFT_TOKENS = 8  # the least a draft is given ("Hello! How are you?"); fewer left: none is written
 
 
-def answer_tokens(reply_tokens: int) -> int:
-    """The cap of a reply checked against memory (an answer about the person, or what they
-    told acknowledged): half a reply's. A held draft of a full reply took two seconds here, and
-    was written again when it failed its check."""
-    return max(16, int(reply_tokens * ANSWER_SHARE))
+def reply_cap(message: str, grounds: Grounds | None, reply_tokens: int) -> int:
+    """The tokens a turn's drafts may generate between them, by what ``message`` asks for:
+    ``reply_tokens`` (the setting) for a request or a question, ``ANSWER_SHARE`` of it for an
+    answer checked against memory, ``REMARK_SHARE`` for anything else. A held draft of a full
+    reply took two seconds here, and was written again when it failed its check."""
+    if grounds is not None and grounds.question:
+        share = ANSWER_SHARE
+    elif message.rstrip().endswith("?") or _REQUESTING.search(message.strip()):
+        share = 1.0
+    else:
+        share = REMARK_SHARE
+    return max(DRAFT_TOKENS, int(reply_tokens * share))
 
 
 _SENTENCE_DONE = re.compile(r"[.!?…][\"')\]]*(?=\s|$)")
 
 
+def _sentence_ends(text: str) -> list[int]:
+    """Where sentences of ``text`` end ("Your landlord's name is Mr." has no end yet)."""
+    return [
+        m.end()
+        for m in _SENTENCE_DONE.finditer(text)
+        if not _ABBREVIATION.search(text[: m.start() + 1])
+    ]
+
+
+def ends_a_sentence(text: str) -> bool:
+    """Whether ``text`` holds a whole sentence ("You work as a" does not)."""
+    return bool(_sentence_ends(text))
+
+
 def whole_sentences(text: str) -> str:
     """``text`` up to the end of its last whole sentence (all of it when it has none): a reply
     cut by its cap ends where a sentence did, not in the middle of one."""
-    ends = [m.end() for m in _SENTENCE_DONE.finditer(text)]
+    ends = _sentence_ends(text)
     return text[: ends[-1]].rstrip() if ends else text
 
 

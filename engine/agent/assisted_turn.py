@@ -186,13 +186,14 @@ class AssistedTurn:
         scaffold = "\n".join([prompt.instructions, *persona])
         fallback: str | None = None  # a draft that only fails to use memory: better than none
         step = Step(None)
-        if grounds is not None and prompt.max_tokens:
-            # An answer from memory, or the acknowledgement of what the person told, is a
-            # sentence or two, and each draft is held back until it is checked whole.
-            prompt = dataclasses.replace(
-                prompt, max_tokens=assisted.answer_tokens(prompt.max_tokens)
-            )
+        # What all drafts may generate: a draft written again gets what the first left, so no
+        # turn runs past its cap (a failed draft mostly stops early: ``ReplyStream.doomed``).
+        budget = assisted.reply_cap(message, grounds, prompt.max_tokens or 0)
         for attempt in range(assisted.reply_attempts(grounds)):
+            if prompt.max_tokens:
+                if budget < assisted.DRAFT_TOKENS:
+                    break
+                prompt = dataclasses.replace(prompt, max_tokens=budget)
             stop = _StopOrCancel(cancel)
             stream = assisted.ReplyStream(
                 earlier,
@@ -219,6 +220,7 @@ class AssistedTurn:
                 turn.phases["generated"] = (
                     turn.phases.get("generated", 0) + step.stats.generated_tokens
                 )
+            budget -= step.stats.generated_tokens
             if step.error or not step.text:
                 return step
             drafted = stream.text if stream.looped else step.text
@@ -228,11 +230,16 @@ class AssistedTurn:
                 text = text[:again].rstrip()
             if grounds is not None and grounds.question:
                 text = assisted.without_question_back(text)
-            if prompt.max_tokens and step.stats.generated_tokens >= prompt.max_tokens:
+            cut = bool(prompt.max_tokens) and step.stats.generated_tokens >= (
+                prompt.max_tokens or 0
+            )
+            if cut:
                 text = assisted.whole_sentences(text)  # the cap cut it: it ends where one did
             problem = stream.failed or self._problem(
                 text, echo is not None, stream, memory, grounds, scaffold
             )
+            if cut and grounds is not None and not assisted.ends_a_sentence(text):
+                problem = problem or "was cut off before its first sentence ended"
             problem = problem or out_of_place(text, message, grounds is not None)
             if problem is None:
                 if not stream.show(text):

@@ -130,9 +130,11 @@ class ScriptedModel:
         stream: MessageStream | TextStream = MessageStream() if prompt.functions else TextStream()
         if not prompt.functions:  # a word is a token here; a plain reply is cut at its cap
             raw = "".join(re.findall(r"\S+\s*", raw)[: prompt.output_tokens(self.max_step_tokens)])
-        for piece in re.findall(r"\S+\s*", raw):
+        for generated, piece in enumerate(re.findall(r"\S+\s*", raw)):
             if cancel is not None and cancel.is_set():
-                raise GenerationCancelled("The reply was stopped.")
+                stopped = GenerationCancelled("The reply was stopped.")
+                stopped.stats = StepStats(size, size, generated)  # as the local model says
+                raise stopped
             visible = stream.feed(piece)
             if visible and on_text is not None:
                 on_text(visible)
