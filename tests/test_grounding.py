@@ -618,6 +618,13 @@ def test_a_waiting_line_a_change_made_stale_is_withdrawn(mnemo, model):
     assert mnemo.core.get("human") == "You live in Lyon."
 
 
+def test_only_the_line_of_the_change_takes_the_old_lines_place(mnemo, model):
+    mnemo.settings.set("memory.core_write_policy", "auto")
+    agent = Agent(mnemo, model)
+    tell(agent, model, "I live in Porto.", "I'm a nurse, and I moved to Lyon last week.")
+    assert mnemo.core.get("human").splitlines() == ["You live in Lyon.", "You're a nurse."]
+
+
 def test_news_about_someone_else_rewrites_their_line_with_the_new_value(mnemo, model):
     agent = Agent(mnemo, model)
     events = Recorder()

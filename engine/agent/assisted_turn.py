@@ -283,7 +283,7 @@ class AssistedTurn:
 
     @staticmethod
     def _doomed(text: str, message: str, grounds: Grounds | None) -> str | None:
-        """Why a draft so far can be shown whatever it goes on to say (``ReplyStream``)."""
+        """Why a draft so far cannot be shown, whatever it goes on to say (``ReplyStream``)."""
         if grounds is not None and (problem := grounds.doomed(text)):
             return problem
         return out_of_place(text, message, grounds is not None)

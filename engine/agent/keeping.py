@@ -240,12 +240,15 @@ class Keeper:
         old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
         stale = old_line or stale
         for line in dict.fromkeys(lines):
-            if stale is not None:
+            # The line of the news takes the stale line's place; any other is added.
+            replacing = stale is not None and _holds_any(line, replaced.values())
+            if replacing and stale is not None:
                 line = _with_new_values(stale, replaced)
             if line.casefold() in held:
                 continue
-            proposal = self._propose_line(transaction, user, line, old_line)
-            stale = old_line = None  # one line takes its place; any other is added
+            proposal = self._propose_line(transaction, user, line, old_line if replacing else None)
+            if replacing:
+                stale = old_line = None
             if proposal is not None:
                 held.append(line.casefold())
                 proposals.append(proposal)
