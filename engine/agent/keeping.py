@@ -241,7 +241,10 @@ class Keeper:
         stale = old_line or stale
         for line in dict.fromkeys(lines):
             # The line of the news takes the stale line's place; any other is added.
-            replacing = stale is not None and _holds_any(line, replaced.values())
+            replacing = stale is not None and any(
+                _value(old).search(stale) and _value(new).search(line)
+                for old, new in replaced.items()
+            )
             if replacing and stale is not None:
                 line = _with_new_values(stale, replaced)
             if line.casefold() in held:
