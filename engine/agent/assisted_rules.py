@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from engine.agent.grounding import (
+    SENTENCE_END,
     SHAPE_WORDS,
     Grounds,
     Record,
@@ -697,7 +698,7 @@ REPEATED = "repeated an earlier reply or its shape"
 
 def _opening(reply: str) -> str:
     """A reply's first sentence, without the frame it copied."""
-    return re.split(r"(?<=[.!?])\s+|\n+", strip_frame(reply).strip(), maxsplit=1)[0]
+    return SENTENCE_END.split(strip_frame(reply).strip(), maxsplit=1)[0]
 
 
 class ReplyStream:

@@ -144,7 +144,9 @@ def strip_frame(reply: str) -> str:
 # -- every reply ends ---------------------------------------------------------------------------
 
 LOOP_WORDS = 8  # a run of this many words said twice in one reply is a loop
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# Where a sentence ends; not at a colon ("Warranty number: WB-55810." is one sentence, and in
+# "Your job: Nurse" the value comes after it).
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[\w'-]+")
 
 
@@ -153,7 +155,7 @@ def loop_start(text: str) -> int | None:
     more, or a run of ``LOOP_WORDS`` words); None while it does not."""
     seen: set[str] = set()
     position = 0
-    for piece in _SENTENCE_END.split(text):
+    for piece in SENTENCE_END.split(text):
         start = text.find(piece, position)
         position = start + len(piece)
         key = " ".join(_WORD.findall(piece.casefold()))
@@ -206,10 +208,8 @@ def same_shape(a: str, b: str) -> bool:
 # -- grounded -----------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
-_STATEMENTS = re.compile(r"(?<=[.!?])\s+|\n+")  # "Warranty number: WB-55810." is one
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?;,\n]|\b(?:but|and|so|because)\b")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")  # after a colon comes the value: "Your job: Nurse"
 # Saying it did not follow what the person told, which memory has just understood ("A
 # pharmacist, a chemist. I'm not sure what you're talking about.").
 _LOST = re.compile(
@@ -258,7 +258,7 @@ def values(text: str) -> set[str]:
     """What only a source can tell: numbers of two or more digits ("16th" is 16, "1,200" is
     1200) and names (words capitalised inside a sentence), casefolded, without "'s"."""
     found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
-    for sentence in _SENTENCES.split(text):
+    for sentence in SENTENCE_END.split(text):
         sentence = sentence.lstrip("-*•· \t")  # a list's line starts a sentence too
         for word in _WORD.findall(sentence)[1:]:
             folded = word.casefold().removesuffix("'s")
@@ -379,7 +379,7 @@ class Grounds:
         """The sentences of ``record`` that share most words with the message (all of it when
         none shares one): "Hi! I am allergic to peanuts. My name is Priya." answers "What am
         I allergic to?" with its second sentence, and its names are no part of the answer."""
-        parts = _STATEMENTS.split(f"{record.said} {record.about}".strip())
+        parts = SENTENCE_END.split(f"{record.said} {record.about}".strip())
         shared = [
             sum(
                 any(same_word(w, a) for w in query_terms(part, max_terms=10**6))
