@@ -207,6 +207,22 @@ def test_a_value_after_a_label_is_a_value():
     assert grounds.problem("Got it: You work as a pharmacist in Accra.") is None
 
 
+def test_an_answer_neither_claims_the_persons_life_nor_counts_from_nowhere():
+    # Both seen in the window: the lease says nothing of "4 days", and the assistant has no
+    # sister.
+    lease = Grounds(
+        "How much is my monthly rent?",
+        [Record("The monthly rent is 1,200 euros, due on the first day of each month.")],
+    )
+    assert "4" in (lease.problem("It's 1,200 euros (4 days per month).") or "")
+    assert lease.problem("Your monthly rent is 1,200 euros.") is None
+    sister = Grounds(
+        "Where does my sister live now?", [Record("Your sister Ines lives in Antwerp", "5 Dec")]
+    )
+    assert sister.problem("My sister is Ines, in Antwerp.") == "spoke as the person"
+    assert sister.problem("Your sister Ines lives in Antwerp.") is None
+
+
 @pytest.mark.parametrize(
     ("message", "reply", "problem"),
     [

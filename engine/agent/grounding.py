@@ -208,6 +208,13 @@ def same_shape(a: str, b: str) -> bool:
 # -- grounded -----------------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"\d+(?:[,.:/-]\d+)*")
+# A single digit is a value when it counts something ("4 days per month", "3 years"); alone it
+# is mostly a list's number or a count of the reply's own ("2 ideas").
+_QUANTITY = re.compile(
+    r"(?<![\d,.])(\d)\s+(?:minute|hour|day|night|week|month|year|euro|dollar|pound|time|"
+    r"kilo|kg|km|mile|metre|meter|floor|bedroom|room|child|kid|cat|dog)s?\b",
+    re.IGNORECASE,
+)
 _NEGATION = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?;,\n]|\b(?:but|and|so|because)\b")
 # Saying it did not follow what the person told, which memory has just understood ("A
@@ -256,8 +263,10 @@ def out_of_place(reply: str, message: str, checked: bool) -> str | None:
 
 def values(text: str) -> set[str]:
     """What only a source can tell: numbers of two or more digits ("16th" is 16, "1,200" is
-    1200) and names (words capitalised inside a sentence), casefolded, without "'s"."""
+    1200) or of what they count ("4 days"), and names (words capitalised inside a sentence),
+    casefolded, without "'s"."""
     found = {n.replace(",", "") for n in _NUMBER.findall(text) if len(n.replace(",", "")) > 1}
+    found |= set(_QUANTITY.findall(text))
     for sentence in SENTENCE_END.split(text):
         sentence = sentence.lstrip("-*•· \t")  # a list's line starts a sentence too
         for word in _WORD.findall(sentence)[1:]:
@@ -445,14 +454,19 @@ class Grounds:
         return bool(_relatives(reply) - named)
 
     def speaks_as_the_person(self, reply: str) -> bool:
-        """Whether a reply to what the person told says it as its own ("…about my work as a
-        pharmacist in Accra" to "I work as a pharmacist in Accra."): three words of the message
-        in a row, opened or preceded by "I", "my" or "me"."""
+        """Whether a reply takes the person's words as its own: "my" and the word after it as
+        the message has them ("My sister is Ines…" to "Where does my sister live now?"), or,
+        to what the person told, three words of the message in a row, opened or preceded by
+        "I", "my" or "me" ("…about my work as a pharmacist in Accra" to "I work as a
+        pharmacist in Accra.")."""
+        told = [w.casefold() for w in _WORD.findall(self.message)]
+        said = [w.casefold() for w in _WORD.findall(reply)]
+        owned = {pair for pair in zip(told, told[1:], strict=False) if pair[0] == "my"}
+        if owned & set(zip(said, said[1:], strict=False)):
+            return True
         if self.question:
             return False
-        told = [w.casefold() for w in _WORD.findall(self.message)]
         runs = {tuple(told[i : i + 3]) for i in range(len(told) - 2)}
-        said = [w.casefold() for w in _WORD.findall(reply)]
         return any(
             tuple(said[i : i + 3]) in runs and _FIRST_PERSON & set(said[max(i - 1, 0) : i + 1])
             for i in range(len(said) - 2)
