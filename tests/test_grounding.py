@@ -223,6 +223,22 @@ def test_an_answer_neither_claims_the_persons_life_nor_counts_from_nowhere():
     assert sister.problem("Your sister Ines lives in Antwerp.") is None
 
 
+def test_what_memory_holds_of_the_person_is_not_told_of_their_sister():
+    records = [
+        Record("Your sister Ines lives in Antwerp", "5 Dec", before="Ghent"),
+        Record("You work at St. Mary's hospital", "5 Dec"),
+    ]
+    for question in ("Where does my sister live now?", "Where does Ines live?"):
+        grounds = Grounds(question, records)
+        mixed = grounds.problem("Your sister lives in Antwerp and works at St. Mary's.") or ""
+        assert mixed.startswith("told of them what memory holds of others: ")
+        assert grounds.problem("Ines lives in Antwerp now (before that, Ghent).") is None
+    # A question about the person may name what memory holds of them.
+    assert Grounds("Where do I work?", records).problem("At St. Mary's hospital.") is None
+    allergy = Grounds("What am I allergic to?", [Record("You're allergic to peanuts", "5 Dec")])
+    assert allergy.problem("Your family is allergic to peanuts.") == "spoke of someone else"
+
+
 @pytest.mark.parametrize(
     ("message", "reply", "problem"),
     [

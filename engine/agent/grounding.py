@@ -23,7 +23,8 @@ from functools import cached_property
 from engine.memory.knowledge import RELATIVES
 from engine.memory.search import query_terms, same_word
 
-_TIES = frozenset(RELATIVES)
+# The people of the person's life, named by their tie; groups too ("Your family is allergic…").
+_TIES = frozenset([*RELATIVES, "family", "parents", "children", "kids", "colleague"])
 
 # -- the person is "you" ------------------------------------------------------------------------
 
@@ -345,6 +346,19 @@ class Grounds:
         """The values ``reply`` states that neither memory nor the message holds."""
         return values(reply) - self._known()
 
+    def misattributed(self, reply: str) -> set[str]:
+        """To a question about someone in the person's life ("Where does my sister live now?"),
+        the values ``reply`` states that memory holds only of others ("Your sister lives in
+        Antwerp and works at St. Mary's", where the person is the one at St. Mary's)."""
+        if not self.question:
+            return set()
+        who = _relatives(self.message) | (values(self.message) & self._known())
+        theirs = [r for r in self.records if who & _words(r.said)]
+        if not who or not theirs:
+            return set()
+        held = set().union(*(_words(f"{r.said} {r.before or ''}") for r in theirs))
+        return values(reply) - held - _words(self.message)
+
     def best(self) -> Record | None:
         """The record that answers the message: the one sharing most of its words (among
         equals, one that tells a value the message does not hold, then the first); none when
@@ -499,6 +513,8 @@ class Grounds:
             return "said it did not follow"
         if made_up := self.invented(start):
             return "stated what memory does not hold: " + ", ".join(sorted(made_up))
+        if others := self.misattributed(start):
+            return "told of them what memory holds of others: " + ", ".join(sorted(others))
         if self.speaks_of_someone_else(start):
             return "spoke of someone else"
         if self.speaks_as_the_person(start):
