@@ -233,6 +233,9 @@ def test_what_memory_holds_of_the_person_is_not_told_of_their_sister():
         mixed = grounds.problem("Your sister lives in Antwerp and works at St. Mary's.") or ""
         assert mixed.startswith("told of them what memory holds of others: ")
         assert grounds.problem("Ines lives in Antwerp now (before that, Ghent).") is None
+        # And what memory holds of her is not told of the person.
+        told = "Your sister is Ines.\n- Your memory:\nYour memory says you live in Antwerp."
+        assert "antwerp" in (grounds.problem(strip_frame(told)) or "")
     # A question about the person may name what memory holds of them.
     assert Grounds("Where do I work?", records).problem("At St. Mary's hospital.") is None
     allergy = Grounds("What am I allergic to?", [Record("You're allergic to peanuts", "5 Dec")])
@@ -307,6 +310,25 @@ def test_an_invented_value_is_never_shown_and_the_record_answers(mnemo, model):
     assert result.reply == f"You told me on {day}: your car is a 2012 Honda Jazz."
     shown = "".join(e.text for e in events.of(TextStreamed))
     assert shown == result.reply and "2018" not in shown
+
+
+def test_an_answer_ends_where_it_was_given(mnemo, model):
+    """The bundled model went wrong after the answer ("You are allergic to peanuts. Your
+    family is allergic to peanuts, so…"): the draft stops there, and is shown up to there."""
+    agent = Agent(mnemo, model)
+    model.enqueue(["Lovely car!"])
+    agent.send("My car is a 2012 Honda Jazz.")
+    model.enqueue(["Your car is a 2012 Honda Jazz. Your family drives a 2018 Fiat Panda too."])
+    events = Recorder()
+    result = agent.send("What car do I have?", on_event=events)
+    assert result.reply == "Your car is a 2012 Honda Jazz."
+    assert "".join(e.text for e in events.of(TextStreamed)) == result.reply
+    assert len(model.prompts) == 2  # one draft, stopped at the answer
+    grounds = Grounds("What car do I have?", [Record("Your car is a 2012 Honda Jazz", "5 Dec")])
+    assert grounds.up_to_answer("Let me see. It's a Honda Jazz from 2012. Enjoy!") == (
+        "Let me see. It's a Honda Jazz from 2012."
+    )
+    assert grounds.up_to_answer("Let me see. It's a 2018 Jazz.") is None  # not an answer
 
 
 def test_a_statements_reply_states_nothing_the_person_did_not_say(mnemo, model):

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from engine.agent.grounding import (
+    ABBREVIATION,
     SENTENCE_END,
     SHAPE_WORDS,
     Grounds,
@@ -103,7 +104,7 @@ def _sentence_ends(text: str) -> list[int]:
     return [
         m.end()
         for m in _SENTENCE_DONE.finditer(text)
-        if not _ABBREVIATION.search(text[: m.start() + 1])
+        if not ABBREVIATION.search(text[: m.start() + 1])
     ]
 
 
@@ -710,6 +711,9 @@ class ReplyStream:
     another), and all of it when ``hold`` (a reply checked against memory before it is shown).
     ``released`` says whether any of it was shown.
 
+    ``answered`` reads it there too, and generating stops once it has answered the question
+    (``Grounds.up_to_answer``).
+
     ``doomed`` reads the reply at each sentence's end and says why no ending could make it
     fit (a value from nowhere is stated, whatever follows): generating stops there too
     (``failed``), and the turn writes another draft without waiting for this one to end. So
@@ -725,6 +729,7 @@ class ReplyStream:
         hold: bool = False,
         on_stop: Callable[[], None] | None = None,
         doomed: Callable[[str], str | None] | None = None,
+        answered: Callable[[str], bool] | None = None,
     ) -> None:
         # Short replies too: the bundled model answered ten messages in a row with "Hallo!".
         self._earlier = [reply.casefold() for reply in earlier if reply.strip()]
@@ -732,8 +737,9 @@ class ReplyStream:
         self._hold = hold
         self._on_stop = on_stop
         self._doomed = doomed
+        self._answered = answered
         self.text = ""  # as generated, up to a loop
-        self.looped = False
+        self.ended = False  # read no further: a loop began, or the answer was given
         self.failed: str | None = None  # why it was stopped before its end
         self._checked = 0  # how much of it ``doomed`` has read
         self._shown = ""
@@ -745,13 +751,13 @@ class ReplyStream:
         return bool(self._shown)
 
     def feed(self, piece: str) -> None:
-        if self.looped or self.failed:
+        if self.ended or self.failed:
             return
         self.text += piece
         cut = loop_start(self.text)
         if cut is not None:
             self.text = self.text[:cut]
-            self.looped = True
+            self.ended = True
             self._stop()
             return
         end = max(self.text.rfind(mark) for mark in (". ", "! ", "? ", "\n"))
@@ -762,6 +768,11 @@ class ReplyStream:
                 self.failed = self._doomed(strip_frame(self.text[: end + 1]))
             self._checked = end
             if self.failed:
+                self._stop()
+                return
+            if self._answered is not None and self._answered(strip_frame(self.text[: end + 1])):
+                self.text = self.text[: end + 1]
+                self.ended = True
                 self._stop()
                 return
         if self._hold:
@@ -823,16 +834,12 @@ class ReplyStream:
 
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 # A full stop after these ends no sentence: "I work at St. Mary's hospital".
-_ABBREVIATION = re.compile(
-    r"(?:^|\s)(?:st|dr|mr|mrs|ms|prof|jr|sr|mt|no|vs|etc|e\.g|i\.e|approx|dept|ave|rd)\.$",
-    re.IGNORECASE,
-)
 
 
 def _sentences(text: str) -> list[str]:
     sentences: list[str] = []
     for piece in _SENTENCE.split(text.strip()):
-        if sentences and _ABBREVIATION.search(sentences[-1]):
+        if sentences and ABBREVIATION.search(sentences[-1]):
             sentences[-1] += " " + piece
         else:
             sentences.append(piece)

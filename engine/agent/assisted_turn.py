@@ -201,6 +201,7 @@ class AssistedTurn:
                 hold=grounds is not None,
                 on_stop=stop.stop,
                 doomed=lambda text: self._doomed(text, message, grounds),
+                answered=None if grounds is None else lambda t: grounds.up_to_answer(t) is not None,
             )
             started = time.perf_counter()
             try:
@@ -223,13 +224,14 @@ class AssistedTurn:
             budget -= step.stats.generated_tokens
             if step.error or not step.text:
                 return step
-            drafted = stream.text if stream.looped else step.text
+            drafted = stream.text if stream.ended else step.text
             echo = assisted.without_prompt_echo(drafted)
             text = strip_frame(drafted if echo is None else echo)
             if (again := loop_start(text)) is not None:  # the frame hid a sentence said twice
                 text = text[:again].rstrip()
             if grounds is not None and grounds.question:
                 text = assisted.without_question_back(text)
+                text = grounds.up_to_answer(text) or text  # it ends where the answer was given
             cut = bool(prompt.max_tokens) and step.stats.generated_tokens >= (
                 prompt.max_tokens or 0
             )
@@ -283,9 +285,12 @@ class AssistedTurn:
 
     @staticmethod
     def _doomed(text: str, message: str, grounds: Grounds | None) -> str | None:
-        """Why a draft so far cannot be shown, whatever it goes on to say (``ReplyStream``)."""
-        if grounds is not None and (problem := grounds.doomed(text)):
-            return problem
+        """Why a draft so far cannot be shown, whatever it goes on to say (``ReplyStream``);
+        what follows the answer is not shown, and does not count."""
+        if grounds is not None:
+            text = grounds.up_to_answer(text) or text
+            if problem := grounds.doomed(text):
+                return problem
         return out_of_place(text, message, grounds is not None)
 
     @staticmethod

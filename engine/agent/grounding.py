@@ -23,6 +23,12 @@ from functools import cached_property
 from engine.memory.knowledge import RELATIVES
 from engine.memory.search import query_terms, same_word
 
+# A title's full stop ends no sentence ("St. Mary's", "Dr. Okafor").
+ABBREVIATION = re.compile(
+    r"(?:^|\s)(?:st|dr|mr|mrs|ms|prof|jr|sr|mt|no|vs|etc|e\.g|i\.e|approx|dept|ave|rd)\.$",
+    re.IGNORECASE,
+)
+_YOU_WORDS = frozenset({"you", "you're", "your", "yours"})
 # The people of the person's life, named by their tie; groups too ("Your family is allergic…").
 _TIES = frozenset([*RELATIVES, "family", "parents", "children", "kids", "colleague"])
 
@@ -79,7 +85,8 @@ _FRAME_PARTS = [
     r"^\s*#+\s*(?:core memory|recalled from memory|memory|persona|human|summary)\b[^\n]*$",
     r"\[(?:recalled from memory|system note|result of|status)[^\]\n]*\]?",
     r"</?(?:human|persona|memory|\w+ chars=\"\d+\")[^>\n]*>",
-    r"^\s*(?:memory for this message|what memory holds|your memory|core memory)\s*:\s*$",
+    r"^\s*(?:[-*•]\s*)?(?:memory for this message|what memory holds|your memory|core memory)"
+    r"\s*:\s*$",
     # "(14 March 2027, from …/lease.md, chunk 3)" and "(since 4 May 2026)"-style brackets.
     rf"\(\s*(?:{_MONTH_DATE}|since [^)]*|from [^)]*|[^)]*\bchunk \d+[^)]*)\)",
     # "the user said:" before what was said (with a date, it is said as a person says it:
@@ -89,7 +96,7 @@ _FRAME_PARTS = [
     # with a date keeps it, without the list's dash: the date may be the answer.)
     r"^\s*[-*•]\s*(?:you said|i said|a note|your document [\w .-]{1,60} says)\s*:[^\n]*$",
     # A short label line ending in a colon, as the note opens: "Your job:", "Your son:".
-    r"^\s*(?:your|my)\s+[\w' ]{1,30}:\s*$",
+    r"^\s*(?:[-*•]\s*)?(?:your|my)\s+[\w' ]{1,30}:\s*$",
     r"\bchunk \d+\b,?",
     # A reply that names its own speaker.
     r"^\s*(?:mnemo|assistant)\s*:\s*",
@@ -346,10 +353,31 @@ class Grounds:
         """The values ``reply`` states that neither memory nor the message holds."""
         return values(reply) - self._known()
 
+    def up_to_answer(self, reply: str) -> str | None:
+        """``reply`` up to the end of the first sentence by which it has answered the question
+        (it gives a value the record that answers holds, and nothing is wrong with it so far);
+        None while it has not. The person asked one thing: what the bundled model wrote after
+        the answer was where it went wrong ("You are allergic to peanuts. Your family is
+        allergic to peanuts, so…")."""
+        best = self.best() if self.question else None
+        if best is None:
+            return None
+        wanted = values(self._answering(best)) - _words(self.message)
+        if not wanted:
+            return None
+        for end in (m.start() for m in SENTENCE_END.finditer(reply + "\n")):
+            said = reply[:end].rstrip()
+            if ABBREVIATION.search(said):
+                continue  # "You work at St." has not ended
+            if wanted & _words(said) and said[-1:] in ".!?" and self.problem(said) is None:
+                return said
+        return None
+
     def misattributed(self, reply: str) -> set[str]:
         """To a question about someone in the person's life ("Where does my sister live now?"),
-        the values ``reply`` states that memory holds only of others ("Your sister lives in
-        Antwerp and works at St. Mary's", where the person is the one at St. Mary's)."""
+        the values ``reply`` tells of the wrong one: of them, what memory holds only of others
+        ("Your sister … works at St. Mary's", where the person is the one at St. Mary's); of
+        the person, what memory holds only of them ("…says you live in Antwerp")."""
         if not self.question:
             return set()
         who = _relatives(self.message) | (values(self.message) & self._known())
@@ -357,7 +385,14 @@ class Grounds:
         if not who or not theirs:
             return set()
         held = set().union(*(_words(f"{r.said} {r.before or ''}") for r in theirs))
-        return values(reply) - held - _words(self.message)
+        others = [r for r in self.records if r not in theirs]
+        elsewhere = set().union(set(), *(_words(f"{r.said} {r.before or ''}") for r in others))
+        wrong = values(reply) - held - _words(self.message)
+        for sentence in SENTENCE_END.split(reply):
+            said = _words(sentence)
+            if said & _YOU_WORDS and not said & who and not _relatives(sentence):
+                wrong |= values(sentence) & held - elsewhere - _words(self.message)
+        return wrong
 
     def best(self) -> Record | None:
         """The record that answers the message: the one sharing most of its words (among
