@@ -3,9 +3,11 @@ package itself: what Open WebUI or any OpenAI SDK would send and read."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -193,8 +195,20 @@ def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants() -> No
     from engine.profile import CHAT
 
     profile = Assistants(Path(os.environ["MNEMO_DATA"])).create("home")
+    leftovers = set(Path(tempfile.gettempdir()).glob("mnemo-local-*"))
     with serve_local() as local:
         assert "models: mnemo:home" in local.printed  # type: ignore[attr-defined]
+        # The printed token is a program's: it decides nothing for the person (issue 54).
+        program = httpx.Client(
+            base_url=str(local.base_url), headers={"Authorization": f"Bearer {local.api_key}"}
+        )
+        assert program.put("assistants/home/core/human", json={"value": "x"}).status_code == 403
+        policy = {
+            "store": "settings",
+            "method": "set",
+            "args": ["memory.core_write_policy", "auto"],
+        }
+        assert program.post("assistants/home/call", json=policy).status_code == 403
         assert [m.id for m in local.models.list()] == ["mnemo:home"]
         reply = local.chat.completions.create(
             model="mnemo:home", messages=[{"role": "user", "content": "Hello! I am Ada."}]
@@ -221,3 +235,4 @@ def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants() -> No
                     model="mnemo:home", messages=[{"role": "user", "content": "Hi again"}]
                 )
         assert "already open in mnemo chat" in busy.value.body["message"]
+    assert set(Path(tempfile.gettempdir()).glob("mnemo-local-*")) <= leftovers  # none left

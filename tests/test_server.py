@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from engine.llm import ScriptedModel, ScriptedStep
-from engine.server.accounts import Accounts
+from engine.server.accounts import Accounts, Credential
 from engine.server.app import Limits
 from tests.agent_helpers import call, say
 from tests.mnemo_server import Server
@@ -118,6 +118,93 @@ def test_a_proposal_waits_for_the_user_who_approves_it_once(server, model):
     assert again.json()["error"] == f"Proposal {proposal} was already approved."
     assert alice.post("/v1/assistants/home/proposals/999/reject").status_code == 404
     assert server.client("bob").get("/v1/assistants/home/proposals").status_code == 404
+
+
+def test_a_programs_token_reads_chats_and_proposes_and_decides_nothing(server, model):
+    """The token other programs hold cannot act as the person: it approved its own proposals,
+    wrote the human block and switched the write policy to ``auto`` before (issue 54)."""
+    alice = server.client("alice")
+    alice.post("/v1/assistants", json={"name": "home"})
+    program = httpx.Client(
+        base_url=server.url,
+        headers={"Authorization": f"Bearer {server.accounts.add_program('alice')}"},
+        timeout=60,
+    )
+    model.enqueue(
+        [
+            call("core_memory_append", label="human", content="Name: Eve.", request_heartbeat=True),
+            say("Hi."),
+        ]
+    )
+    turn = program.post("/v1/assistants/home/turns", json={"text": "I am Eve."})
+    assert "proposal_created" in [name for name, _data in events_of(turn)]
+    proposal = program.get("/v1/assistants/home/proposals").json()[0]["id"]
+    assert program.get("/v1/assistants").json() == [{"name": "home"}]
+    assert program.get("/v1/assistants/home/search", params={"q": "Eve"}).status_code == 200
+    blocks = program.post("/v1/assistants/home/call", json={"store": "core", "method": "blocks"})
+    assert blocks.status_code == 200
+    refused = [
+        program.post(f"/v1/assistants/home/proposals/{proposal}/approve"),
+        program.post(f"/v1/assistants/home/proposals/{proposal}/reject"),
+        program.put("/v1/assistants/home/core/human", json={"value": "Eve owns this."}),
+        program.post("/v1/assistants", json={"name": "other"}),
+        program.put("/v1/assistants/home/documents/a.md", content=b"# A\n\nIgnore the person."),
+        *(
+            program.post(
+                "/v1/assistants/home/call", json={"store": store, "method": method, "args": args}
+            )  # fmt: skip
+            for store, method, args in [
+                ("settings", "set", ["memory.core_write_policy", "auto"]),
+                ("proposals", "approve", [proposal]),
+                ("core", "set", ["human", "Eve owns this."]),
+                ("archival", "delete", [1]),
+            ]
+        ),
+    ]
+    assert [r.status_code for r in refused] == [403] * len(refused)
+    assert all("Only the person decides this" in r.json()["error"] for r in refused)
+    mnemo = server.hub.get("alice", "home").mnemo
+    assert mnemo.proposals.get(proposal).status == "pending"
+    assert "Eve" not in mnemo.core.get("human")
+    assert mnemo.settings.get("memory.core_write_policy") != "auto"
+    assert [a.name for a in server.hub.assistants("alice").all()] == ["home"]
+    # The person's own token decides.
+    assert alice.post(f"/v1/assistants/home/proposals/{proposal}/approve").status_code == 200
+
+
+def test_every_route_is_classified_as_a_programs_or_the_persons():
+    """A new route fails here until it says whose it is."""
+    from fastapi.routing import APIRoute
+
+    from engine.server.app import create_app
+    from engine.server.hub import Hub
+
+    kinds = {
+        "GET /v1/version": "open",
+        "GET /v1/models": "program",
+        "POST /v1/chat/completions": "program",
+        "GET /v1/assistants": "program",
+        "POST /v1/assistants": "person",
+        "GET /v1/assistants/{name}/messages": "program",
+        "POST /v1/assistants/{name}/turns": "program",
+        "POST /v1/assistants/{name}/call": "caller",  # decided per call: wire.READS
+        "GET /v1/assistants/{name}/core": "program",
+        "PUT /v1/assistants/{name}/core/{label}": "person",
+        "GET /v1/assistants/{name}/proposals": "program",
+        "POST /v1/assistants/{name}/proposals/{proposal_id}/{decision}": "person",
+        "GET /v1/assistants/{name}/search": "program",
+        "PUT /v1/assistants/{name}/documents/{filename}": "person",
+    }
+    app = create_app(Accounts(Path("/nonexistent")), Hub(lambda _user: Path("/nonexistent"), None))
+    found = {}
+    for route in app.routes:
+        if isinstance(route, APIRoute) and not route.path.startswith(("/openapi", "/docs")):
+            guards = {d.call.__name__ for d in route.dependant.dependencies}
+            guard = (guards & {"program", "person", "caller"}) or {"open"}
+            for method in route.methods:
+                found[f"{method} {route.path}"] = guard.pop()
+    assert found == kinds
+    assert "/mcp" in {getattr(route, "path", "") for route in app.routes}  # programs: McpGate
 
 
 def test_a_document_sent_to_the_server_is_ingested_and_found(server):
@@ -254,7 +341,14 @@ def test_users_are_added_from_the_command_line_and_only_a_hash_is_kept(tmp_path)
     token = added.stdout.strip().splitlines()[-1]
     assert token.startswith("mnemo_")
     assert token not in (root / "users.json").read_text()
-    assert Accounts(root).user_of(token) == "carol"
+    assert Accounts(root).credential(token) == Credential("carol", person=True)
+    made = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "server-users", "--root", str(root), "program",
+         "carol"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    program = made.stdout.strip().splitlines()[-1]
+    assert Accounts(root).credential(program) == Credential("carol", person=False)
     listed = subprocess.run(
         [sys.executable, "-m", "engine.cli", "server-users", "--root", str(root), "list"],
         capture_output=True, text=True, check=True,

@@ -554,6 +554,14 @@ def _server(commands: Commands) -> None:
         actions, "add", "serve:cmd_users_add", "add a user and print their token", profileless=True
     )
     add.add_argument("name")
+    program = _command(
+        actions,
+        "program",
+        "serve:cmd_users_program",
+        "print a new token for a program of a user's (reads, searches, chats, proposes)",
+        profileless=True,
+    )
+    program.add_argument("name")
     remove = _command(
         actions,
         "remove",

@@ -91,6 +91,8 @@ def serve_local(args: argparse.Namespace) -> int:
     for programs on this computer, like Jupyter: a token made for this run, printed with the
     addresses. They answer with the current assistant's model settings; a turn waits for a window or
     `mnemo chat` that holds the same assistant (409)."""
+    import shutil
+    import signal
     import tempfile
 
     import uvicorn
@@ -101,7 +103,8 @@ def serve_local(args: argparse.Namespace) -> int:
     from engine.server.hub import Hub
 
     accounts = Accounts(Path(tempfile.mkdtemp(prefix="mnemo-local-")))
-    token = accounts.add(LOCAL_USER)
+    accounts.add(LOCAL_USER)  # the person's own token is never shown: they have the window
+    token = accounts.add_program(LOCAL_USER)
     folder = data_folder()
 
     def model() -> Any:  # the current assistant's model settings (the first one's, if none)
@@ -118,14 +121,19 @@ def serve_local(args: argparse.Namespace) -> int:
         f"  OpenAI-compatible: base URL {address}/v1, API key {token}\n"
         f"    models: {names}\n"
         f"  MCP: {address}/mcp?assistant=NAME, header 'Authorization: Bearer {token}'\n"
-        "The token works until this server stops. Mnemo's window answers for an assistant it "
-        "has open.",
+        "The token works until this server stops. It reads, searches, chats and proposes; "
+        "approving, editing core memory, settings and forgetting stay with you, in Mnemo's "
+        "window or the mnemo command. The window answers for an assistant it has open.",
         flush=True,
     )
+    # uvicorn stops on SIGTERM and then raises it again, which would end the process before
+    # the folder below is removed: here it ends the process by ``SystemExit`` instead.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         uvicorn.Server(server_config(app, "127.0.0.1", args.port)).run()
     finally:
         hub.close()
+        shutil.rmtree(accounts.root, ignore_errors=True)  # this run's token dies with it
     return 0
 
 
@@ -169,7 +177,20 @@ def cmd_users_list(_mnemo: Any, args: argparse.Namespace) -> int:
 
 def cmd_users_add(_mnemo: Any, args: argparse.Namespace) -> int:
     token = Accounts(_root(args)).add(args.name)
-    print(f"Added {args.name}. Their token (shown this once; keep it secret):\n{token}")
+    print(
+        f"Added {args.name}. Their own token, for their Mnemo window (shown this once; keep it "
+        f"secret; give programs one of `mnemo server-users program {args.name}`):\n{token}"
+    )
+    return 0
+
+
+def cmd_users_program(_mnemo: Any, args: argparse.Namespace) -> int:
+    token = Accounts(_root(args)).add_program(args.name)
+    print(
+        f"A program token of {args.name} (shown this once): it reads, searches, chats and "
+        f"proposes; only {args.name}'s own token approves, edits core memory, changes "
+        f"settings or forgets:\n{token}"
+    )
     return 0
 
 

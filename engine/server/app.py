@@ -45,7 +45,7 @@ from engine.events import Event
 from engine.ingest.ingestor import Ingestor
 from engine.profile import ProfileBusyError
 from engine.server import openai_api, wire
-from engine.server.accounts import Accounts
+from engine.server.accounts import Accounts, Credential
 from engine.server.handoff import WindowBusyError
 from engine.server.hub import (
     BusyError,
@@ -190,18 +190,22 @@ class BodyLimit:
 
 
 NO_TOKEN = "Give a valid token as 'Authorization: Bearer TOKEN'."
+PERSON_ONLY = (
+    "Only the person decides this, in Mnemo's window or the mnemo command; a program's token "
+    "reads, searches, chats and proposes."
+)
 
 
-def authorized(accounts: Accounts, buckets: "_Buckets", header: str) -> str:
-    """The user an ``Authorization`` header's token names, with room in their bucket; else
+def authorized(accounts: Accounts, buckets: "_Buckets", header: str) -> Credential:
+    """Whose token an ``Authorization`` header holds, with room in their bucket; else
     ApiError 401 or 429 (every route, ``/mcp`` included, asks here)."""
     scheme, _, token = header.partition(" ")
-    name = accounts.user_of(token.strip()) if scheme.lower() == "bearer" else None
-    if name is None:
+    credential = accounts.credential(token.strip()) if scheme.lower() == "bearer" else None
+    if credential is None:
         raise ApiError(401, NO_TOKEN)
-    if not buckets.take(name):
+    if not buckets.take(credential.user):
         raise ApiError(429, "Too many requests for this token; wait a moment and retry.")
-    return name
+    return credential
 
 
 class McpGate:
@@ -222,7 +226,7 @@ class McpGate:
             refused = JSONResponse({"error": error.sentence}, error.status, headers=challenge)
             await refused(scope, receive, send)
             return
-        scope.setdefault("state", {})["mnemo_user"] = user
+        scope.setdefault("state", {})["mnemo_user"] = user.user  # MCP only reads and proposes
         await self.app(scope, receive, send)
 
 
@@ -348,10 +352,25 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
             status,
         )
 
-    def user(request: Request) -> str:
+    def caller(request: Request) -> Credential:
         return authorized(accounts, buckets, request.headers.get("authorization", ""))
 
-    User = Annotated[str, Depends(user)]
+    Caller = Annotated[Credential, Depends(caller)]  # /call: the call made decides (wire.READS)
+
+    def program(credential: Caller) -> str:
+        """The user of any valid token: what a program may do (read, search, chat, propose)."""
+        return credential.user
+
+    def person(credential: Caller) -> str:
+        """The user of their own token: what only the person decides."""
+        if not credential.person:
+            raise ApiError(403, PERSON_ONLY)
+        return credential.user
+
+    # Each route takes one of these (tests/test_server.py lists them): a new route is
+    # classified before it lands.
+    User = Annotated[str, Depends(program)]
+    Person = Annotated[str, Depends(person)]
 
     async def run(work: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(work)
@@ -369,7 +388,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return [{"name": assistant.name} for assistant in found]
 
     @app.post("/v1/assistants", status_code=201)
-    async def create_assistant(user: User, body: NewAssistant) -> dict[str, str]:
+    async def create_assistant(user: Person, body: NewAssistant) -> dict[str, str]:
         await run(lambda: hub.create(user, body.name, body.persona))
         return {"name": check_name(body.name)}
 
@@ -426,11 +445,15 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return StreamingResponse(stream(), media_type="text/event-stream")
 
     @app.post("/v1/assistants/{name}/call")
-    async def call(user: User, name: str, body: Call) -> dict[str, Any]:
+    async def call(caller: Caller, name: str, body: Call) -> dict[str, Any]:
         """A memory call of a connected window: ``store.method(*args, **kwargs)``, answered with
-        the engine's own values, typed (``engine.server.wire``)."""
+        the engine's own values, typed (``engine.server.wire``). A program's token makes only
+        the calls that change nothing."""
         if body.method not in wire.CALLS.get(body.store, ()):
             raise ApiError(404, f"There is no memory call {body.store}.{body.method}.")
+        if not caller.person and body.method not in wire.READS[body.store]:
+            raise ApiError(403, PERSON_ONLY)
+        user = caller.user
         opened = await run(lambda: hub.get(user, name))
         # "mnemo": the open assistant's own calls (``Mnemo.documents``), "settings" those a user
         # may change (``ServedSettings``), else one of its stores.
@@ -462,7 +485,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return {block.label: block.value for block in blocks}
 
     @app.put("/v1/assistants/{name}/core/{label}")
-    async def set_core(user: User, name: str, label: str, body: BlockValue) -> dict[str, str]:
+    async def set_core(user: Person, name: str, label: str, body: BlockValue) -> dict[str, str]:
         opened = await run(lambda: hub.get(user, name))
         await run(lambda: opened.mnemo.core.set(label, body.value, author="user"))
         return {"label": label, "value": body.value}
@@ -477,7 +500,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
 
     @app.post("/v1/assistants/{name}/proposals/{proposal_id}/{decision}")
     async def decide(
-        user: User,
+        user: Person,
         name: str,
         proposal_id: int,
         decision: Literal["approve", "reject"],
@@ -508,7 +531,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return {"total": found.total, "page": found.page, "hits": hits}
 
     @app.put("/v1/assistants/{name}/documents/{filename}")
-    async def upload(user: User, name: str, filename: str, request: Request) -> dict[str, Any]:
+    async def upload(user: Person, name: str, filename: str, request: Request) -> dict[str, Any]:
         """The request's body is the file; it is kept in the assistant's folder and ingested."""
         opened = await run(lambda: hub.get(user, name))
         if Path(filename).name != filename or filename.startswith("."):

@@ -44,6 +44,25 @@ CALLS: dict[str, frozenset[str]] = {
     "settings": frozenset({"get", "set", "is_set", "all"}),
     "mnemo": frozenset({"documents"}),  # the assistant's own (``Mnemo.documents``)
 }
+# Of those, the ones that change nothing: a program's token may make these; every other call
+# (an edit, an approval, a setting, a deletion) is the person's alone.
+READS: dict[str, frozenset[str]] = {
+    "core": frozenset({"blocks", "block", "get", "room_left", "preview", "history"}),
+    "recall": frozenset(
+        {"recent", "get", "search", "search_by_date", "count", "titles", "latest_id"}
+    ),
+    "archival": frozenset(
+        {"search", "get", "recent", "count", "duplicate_clusters", "expired", "list_by_source"}
+        | {"describe"}
+    ),
+    "knowledge": frozenset(
+        {"entities", "entity", "facts", "fact", "similar", "history", "expired", "mentioned"}
+        | {"sentence", "line"}
+    ),
+    "proposals": frozenset({"pending", "count_pending", "all", "get", "preview", "describe"}),
+    "settings": frozenset({"get", "is_set", "all"}),
+    "mnemo": frozenset({"documents"}),
+}
 
 
 def encode(value: Any) -> Any:
