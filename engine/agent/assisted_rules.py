@@ -125,8 +125,13 @@ _QUESTION_BACK = re.compile(r"^[^.!?\n]{0,120}\?\s+(?=\S)")
 
 def without_question_back(answer: str) -> str:
     """An answer without the question it opens by asking back ("You're referring to your
-    allergy?\nYour allergy is peanuts."): the bundled model opened four answers in a row so."""
-    return _QUESTION_BACK.sub("", answer, count=1)
+    allergy?\nYour allergy is peanuts."), or with a statement's acknowledgement ("Got it:
+    You're allergic to peanuts.", copied from the replies before it, seen in the window)."""
+    bare = _ACKNOWLEDGED.sub("", _QUESTION_BACK.sub("", answer, count=1), count=1)
+    return bare[:1].upper() + bare[1:] if bare else answer
+
+
+_ACKNOWLEDGED = re.compile(r"^\s*(?:got it|noted)\s*[:,.!-]\s*(?=\S)", re.IGNORECASE)
 
 
 def reply_attempts(grounds: Grounds | None) -> int:
