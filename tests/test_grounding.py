@@ -545,6 +545,9 @@ def test_an_answer_neither_asks_the_question_back_nor_copies_a_note_line(mnemo, 
         ]
     )
     assert agent.send("What am I allergic to?").reply == "You are allergic to peanuts."
+    model.enqueue(["Got it: You're allergic to peanuts."])  # the shape of a reply to a statement
+    later = Agent(mnemo, model, conversation_id="later")
+    assert later.send("What am I allergic to?").reply == "You're allergic to peanuts."
 
 
 def test_an_answer_about_someone_gives_what_was_asked_not_who_it_is(mnemo, model):
