@@ -323,3 +323,68 @@ def test_a_random_profile_restores_and_merges_on_postgresql_too(tmp_path, embedd
             before = contents(in_use)
             import_archive(in_use, tmp_path / "memory.mnemo")
             assert merged_differences(old, before, in_use) == []
+
+
+def rewritten(source, target, parts: dict) -> None:
+    """``source`` with some parts replaced: each given as bytes, or as a function writing it."""
+    with zipfile.ZipFile(source) as old, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as new:
+        for info in old.infolist():
+            if info.filename not in parts:
+                new.writestr(info, old.read(info.filename))
+        for name, part in parts.items():
+            if callable(part):
+                with new.open(name, "w") as out:
+                    part(out)
+            else:
+                new.writestr(name, part)
+
+
+def test_an_archives_keys_are_never_sql(tmp_path, embedder):
+    """The hostile test's archive: a core block row whose key is SQL wrote the settings into
+    the human block; the columns come from the table, and a key the table lacks is not read."""
+    with Mnemo.open(tmp_path / "a", embedder=embedder) as m:
+        m.core.set("human", "Name: Ada.")
+        export_archive(m, tmp_path / "plain.mnemo")
+    with zipfile.ZipFile(tmp_path / "plain.mnemo") as archive:
+        rows = [json.loads(line) for line in archive.read("data/core_block.jsonl").splitlines()]
+    crafted = (
+        "value) SELECT label, (SELECT group_concat(key || value) FROM setting) FROM core_block --"
+    )
+    rows = [{crafted: "x", **row} for row in rows]  # the first key of every row
+    lines = "\n".join(json.dumps(row) for row in rows).encode()
+    rewritten(
+        tmp_path / "plain.mnemo", tmp_path / "crafted.mnemo", {"data/core_block.jsonl": lines}
+    )
+    with Mnemo.open(tmp_path / "b", embedder=embedder) as m:
+        import_archive(m, tmp_path / "crafted.mnemo")
+        assert m.core.get("human") == "Name: Ada."
+
+
+def test_an_archive_bomb_and_an_enormous_row_are_refused_in_one_sentence(
+    tmp_path, embedder, monkeypatch
+):
+    """510 KB holding one 512 MB line took 2.5 GB and ended in "a bug… DataError"."""
+    import engine.exchange.archive as archive_module
+
+    with Mnemo.open(tmp_path / "a", embedder=embedder) as m:
+        m.recall.add("user", "Booked the boiler service for Friday.")
+        export_archive(m, tmp_path / "plain.mnemo")
+
+    def bomb(out) -> None:
+        out.write(b'{"id": 1, "text": "')
+        for _ in range(160):
+            out.write(b"a" * 2**20)
+        out.write(b'"}\n')
+
+    rewritten(tmp_path / "plain.mnemo", tmp_path / "bomb.mnemo", {"data/message.jsonl": bomb})
+    assert (tmp_path / "bomb.mnemo").stat().st_size < 2**20
+    with Mnemo.open(tmp_path / "b", embedder=embedder) as m:
+        with pytest.raises(ArchiveError) as refused:
+            import_archive(m, tmp_path / "bomb.mnemo")
+        sentence = str(refused.value)
+        assert "data/message.jsonl unpacks to 160 MB" in sentence and "exhaust memory" in sentence
+        assert "\n" not in sentence and m.recall.count() == 0
+        monkeypatch.setattr(archive_module, "MAX_ROW_BYTES", 200)
+        with pytest.raises(ArchiveError, match="A row of data/.* is larger than"):
+            import_archive(m, tmp_path / "plain.mnemo")
+        assert m.recall.count() == 0

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 
 from engine import __version__
 from engine.db import on_postgres
@@ -88,6 +88,15 @@ OFFERED = ("setting", "watched_folder")  # listed for the person, never applied
 # Columns that point at a row of their own table, which may come later in the file (a fact
 # superseded by a newer one, a person merged into another): written once every row is in.
 SELF_REFERENCES = {"entity": "merged_into", "relation": "superseded_by"}
+# An archive is read only within these, as a Word file is: a part (one table's rows) may unpack
+# to this much, and no more than ``MAX_RATIO`` times its packed size once it is larger than
+# ``RATIO_FROM`` (real rows pack 2 to 10 times; a zip bomb a thousand); one row (a line) to
+# ``MAX_ROW_BYTES``, read without holding more.
+MAX_PART_BYTES = 4 * 2**30
+MAX_RATIO = 100
+RATIO_FROM = 2**20
+MAX_ROW_BYTES = 64 * 2**20
+MAX_MANIFEST_BYTES = 2**20
 Progress = Callable[[str, int, int], None]  # what, done, total
 
 
@@ -303,7 +312,9 @@ def _file_name(name: str) -> str:
 
 
 def read_manifest(archive: zipfile.ZipFile, path: Path) -> dict[str, Any]:
-    """The manifest, after checking the archive is whole and in a format this Mnemo reads."""
+    """The manifest, after checking the archive is whole, within the limits and in a format
+    this Mnemo reads."""
+    _check_parts(archive, path)
     try:
         manifest = json.loads(archive.read(MANIFEST))
     except (KeyError, ValueError) as error:
@@ -326,6 +337,20 @@ def read_manifest(archive: zipfile.ZipFile, path: Path) -> dict[str, Any]:
             f"{path.name} is damaged ({damaged} does not match its checksum); nothing was imported."
         )
     return manifest
+
+
+def _check_parts(archive: zipfile.ZipFile, path: Path) -> None:
+    """Refuse, unread, an archive with a part past the limits: zipfile never unpacks a part
+    past its declared size, so the declared sizes bound what reading costs."""
+    for info in archive.infolist():
+        limit = MAX_MANIFEST_BYTES if info.filename == MANIFEST else MAX_PART_BYTES
+        packed_ratio = info.file_size / max(1, info.compress_size)
+        if info.file_size > limit or (info.file_size > RATIO_FROM and packed_ratio > MAX_RATIO):
+            raise ArchiveError(
+                f"{path.name} was not imported: its part {info.filename} unpacks to "
+                f"{info.file_size / 2**20:,.0f} MB ({packed_ratio:,.0f} times its packed size), "
+                "more than a Mnemo archive holds; it may be damaged or built to exhaust memory."
+            )
 
 
 def import_archive(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> ImportReport:
@@ -377,7 +402,12 @@ def _lines(archive: zipfile.ZipFile, name: str) -> Iterator[dict[str, Any]]:
     except KeyError:
         return
     with member:
-        for line in member:
+        while line := member.readline(MAX_ROW_BYTES + 1):
+            if len(line) > MAX_ROW_BYTES:
+                raise ArchiveError(
+                    f"A row of {name} is larger than {MAX_ROW_BYTES // 2**20} MB, more than a "
+                    "Mnemo archive holds; it may be damaged or built to exhaust memory."
+                )
             if line.strip():
                 yield json.loads(line)
 
@@ -451,9 +481,13 @@ def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport
         if not rows:
             continue
         session.execute(text(f"DELETE FROM {table}"))
-        columns = list(rows[0])
+        # The columns are the table's own, never the file's keys (a key is no SQL); one the
+        # file lacks takes its default, one it adds is not read.
+        own = [column["name"] for column in inspect(session.connection()).get_columns(table)]
+        columns = [name for name in own if name in rows[0]]
         names = ", ".join(columns)
         values = ", ".join(f":{column}" for column in columns)
+        rows = [{column: row.get(column) for column in columns} for row in rows]
         pointer = SELF_REFERENCES.get(table, "")
         later = [row for row in rows if row.get(pointer) is not None]
         first = [{**row, pointer: None} for row in rows] if later else rows
