@@ -29,7 +29,13 @@ from desktop.threads import Tasks, describe_failure
 from desktop.ui import ok_cancel
 from desktop.workers import ChatWorker, IngestWorker, load_configured_model
 from engine.errors import MnemoError
-from engine.ingest.ingestor import DEFAULT_EXCLUDES, FileResult, IngestProgress, walk
+from engine.ingest.ingestor import (
+    DEFAULT_EXCLUDES,
+    FileResult,
+    IngestProgress,
+    leaves_folder,
+    walk,
+)
 from engine.keys import KeyringUnavailableError
 from engine.server.client import (
     Connection,
@@ -176,9 +182,12 @@ class RemoteIngestWorker(IngestWorker):
     def ingest(self, paths: Sequence[str]) -> None:
         self.cancel.clear()
         files: list[Path] = []
+        outside: dict[Path, Path] = {}  # links under a folder to files outside it: not sent
         for given in paths:
             path = Path(given).expanduser().absolute()
-            files += walk(path, (), DEFAULT_EXCLUDES) if path.is_dir() else [path]
+            found = list(walk(path, (), DEFAULT_EXCLUDES)) if path.is_dir() else [path]
+            outside |= {file: path for file in found if path.is_dir() and leaves_folder(file, path)}
+            files += found
         state = IngestProgress(files_total=len(files))
         self.started.emit(len(files))
         for path in files:
@@ -187,10 +196,20 @@ class RemoteIngestWorker(IngestWorker):
             state.current = str(path)
             self.progress.emit(state.files_done, state.files_total, str(path))
             try:
-                answer = self._remote.connection.upload(path)
-                result = FileResult(
-                    str(path), answer["outcome"], int(answer.get("chunks", 0)), answer.get("error")
-                )
+                if path in outside:
+                    reason = (
+                        f"it is a link to a file outside {outside[path]}, and Mnemo reads only "
+                        "what is inside the folders it is given"
+                    )
+                    result = FileResult(str(path), "skipped", 0, reason)
+                else:
+                    answer = self._remote.connection.upload(path)
+                    result = FileResult(
+                        str(path),
+                        answer["outcome"],
+                        int(answer.get("chunks", 0)),
+                        answer.get("error"),
+                    )
             except (MnemoError, OSError) as error:
                 result = FileResult(str(path), "error", 0, describe_failure(error))
             state.results.append(result)

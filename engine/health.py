@@ -67,6 +67,7 @@ def check(mnemo: Mnemo, *, forgotten: bool = False) -> list[Problem]:
         _core_blocks,
         _proposals,
         _watched_folders,
+        _tombstone_key,
         *((_forgotten,) if forgotten else ()),
     ):
         try:
@@ -87,10 +88,17 @@ def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
     """Fix what can be fixed, after a snapshot; returns what was done and what is still wrong."""
     found = check(mnemo, forgotten=True)
     done: list[str] = []
-    if any(problem.check == FORGOTTEN for problem in found):
+    forgotten = any(problem.check == FORGOTTEN for problem in found)
+    if forgotten:
         # First, and before the snapshot a repair takes, which would copy the text again.
-        forget.forget_again(mnemo)
-        done.append(_REPAIRS_SAID[FORGOTTEN])
+        held = forget.held_on_disk(mnemo)
+        snapshots = forget.forget_again(mnemo)
+        cleared = sorted(set(held) - set(forget.held_on_disk(mnemo)))
+        if cleared:  # only what it did: a file still holding the text is a problem still
+            done.append(
+                f"Forgot again what was still held in {_listed(cleared)}"
+                + (f", and deleted {len(snapshots)} snapshots holding it." if snapshots else ".")
+            )
         found = [problem for problem in found if problem.check != FORGOTTEN]
     fixable = [problem for problem in found if problem.repairable]
     if fixable:
@@ -103,7 +111,7 @@ def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
         except Exception as error:
             log.exception("repairing %s failed", problem.check)
             done.append(f"Could not repair the {problem.check} ({error}).")
-    return done, check(mnemo, forgotten=True) if fixable or done else found
+    return done, check(mnemo, forgotten=True) if fixable or forgotten else found
 
 
 # -- the checks ---------------------------------------------------------------------------------
@@ -294,6 +302,15 @@ _REPAIRS_SAID = {
 }
 
 
+def _tombstone_key(mnemo: Mnemo) -> list[Problem]:
+    problem = mnemo.tombstones.key_problem()
+    return [Problem("tombstones", problem, None)] if problem else []
+
+
+def _listed(paths: list[str]) -> str:
+    return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more files" if len(paths) > 5 else "")
+
+
 def _forgotten(mnemo: Mnemo) -> list[Problem]:
     held = forget.held_on_disk(mnemo)
     if not held:
@@ -301,9 +318,7 @@ def _forgotten(mnemo: Mnemo) -> list[Problem]:
     return [
         Problem(
             FORGOTTEN,
-            f"text you asked Mnemo to forget is still in {', '.join(held[:5])}"
-            + (f" and {len(held) - 5} more files" if len(held) > 5 else "")
-            + ".",
+            f"text you asked Mnemo to forget is still in {_listed(held)}.",
             _REPAIRS_SAID[FORGOTTEN],
         )
     ]

@@ -114,13 +114,13 @@ class Mnemo:
             lance, "passages", archival.SCHEMA, embedder, fts_column="text", key_column="id"
         )
         self.tombstones = Tombstones(profile.root)  # what the person asked to forget
-        self.core = CoreMemory(self._engine)
+        self.core = CoreMemory(self._engine, self.tombstones)
         self.recall = RecallStore(self._engine, self._message_vectors, self.tombstones)
         self.archival = ArchivalStore(self._passage_vectors, self.tombstones)
         self.knowledge = KnowledgeStore(self._engine, self.tombstones)
         self.conversations = Conversations(self._engine, self.settings)
         self.proposals = ProposalStore(
-            self._engine, self.core, self.recall, self.knowledge, self.archival
+            self._engine, self.core, self.recall, self.knowledge, self.archival, self.tombstones
         )
         self.snapshots = SnapshotStore(
             profile.root,

@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import shutil
 import threading
+import unicodedata
 import zipfile
 from pathlib import Path
 
@@ -318,3 +320,179 @@ def test_a_topic_forgets_its_value_not_a_year_in_the_same_sentence(used):
     assert "We moved here in 2026 and I renewed my passport." in texts
     assert all(PASSPORT not in said for said in texts)
     assert all("[forgotten on [forgotten" not in said for said in texts)
+
+
+# -- forget's reach, round two: every column and file a person's text can be in ----------------
+
+BAKERY = "Lindqvist Bakery"
+
+
+def test_a_forget_reaches_tags_headings_paths_proposals_hand_offs_and_uploads(mnemo, tmp_path):
+    """Found by a hostile session: a passage's tags, a document's heading and path, a
+    proposal's label, a crashed hand-off and an upload kept the text after a forget."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "shifts.md").write_text(  # its heading holds it
+        "# Lindqvist Bakery shifts\n\nEarly shifts start at five; the ovens warm by six.\n",
+        encoding="utf-8",
+    )
+    folder = tmp_path / "lindqvist-bakery"  # its path holds it: it goes whole
+    folder.mkdir()
+    (folder / "contract.md").write_text("Pay is 14 euros an hour.", encoding="utf-8")
+    Ingestor(mnemo).ingest([tmp_path / "work", folder])
+    mnemo.archival.insert("Bring the rye starter on Mondays.", tags=["lindqvist_bakery"])
+    with mnemo.recall.transaction() as transaction:
+        mnemo.proposals.create_fact_in(
+            transaction.session,
+            conversation_id="default",
+            subject=BAKERY,
+            predicate="employs",
+            obj="the user",
+        )
+    root = mnemo.profile.root
+    (root / "handoff").mkdir()
+    (root / "handoff" / "0a1b.ask").write_text(
+        json.dumps({"text": f"Do I still work at {BAKERY}?"}), encoding="utf-8"
+    )
+    (root / "uploads").mkdir()
+    (root / "uploads" / "lindqvist-bakery-contract.md").write_text("Pay: 14 euros an hour.")
+    (root / "uploads" / "letter.md").write_text(f"Dear {BAKERY}, I resign.", encoding="utf-8")
+    (root / "uploads" / "unrelated.md").write_text("Plant tulips in October.")
+
+    plan = forget.plan_text(mnemo, BAKERY)
+    kinds = plan.by_kind()
+    assert kinds["archival passage"] == 3  # a heading, a path, a tag
+    assert kinds["document"] == 1 and kinds["proposal"] == 1
+    assert kinds["hand-off file"] == 1 and kinds["uploaded document"] == 2
+    forget.forget(mnemo, plan)
+    mnemo.wait_for_background_work()
+
+    assert held_in(root, "indqvist", "INDQVIST") == []  # no byte of it, in any case or form
+    assert sorted(path.name for path in (root / "uploads").iterdir()) == ["unrelated.md"]
+    passages = mnemo.archival.recent(10)
+    assert {p.text for p in passages} >= {"Bring the rye starter on Mondays."}
+    assert all("indqvist" not in f"{p.tags} {p.source.path} {p.source.section}" for p in passages)
+    assert any("ovens warm by six" in p.text for p in passages)  # the rest is kept
+    assert all("14 euros" not in p.text for p in passages)
+    assert [row.path for row in Ingestor(mnemo).documents()] == [
+        str(tmp_path / "work" / "shifts.md")
+    ]
+    assert health.check(mnemo) == []  # no passage is left of a document Mnemo does not know
+    assert mnemo.archival.search("Lindqvist")[:1] == [] or all(
+        "indqvist" not in hit.text.lower() for hit in mnemo.archival.search("Lindqvist")
+    )
+    # The folder is read again: a file whose path holds the text is not indexed again.
+    (result,) = Ingestor(mnemo).ingest([folder]).results
+    assert result.outcome == "skipped" and "asked Mnemo to forget" in (result.error or "")
+    assert held_in(root, "indqvist") == []
+
+
+def test_repair_says_only_what_it_did(mnemo, tmp_path, capsys):
+    mnemo.archival.insert(f"The alarm code is {PIN}.")
+    forget.forget(mnemo, forget.plan_text(mnemo, PIN))
+    profile = ["--profile", str(mnemo.profile.root)]
+    # A copy no store knows of: repair cannot forget it, and must not say it did.
+    (mnemo.profile.root / "notes-copy.txt").write_text(f"code {PIN}\n", encoding="utf-8")
+    assert main([*profile, "check", "--repair"]) == 1
+    out = capsys.readouterr().out
+    assert "Repaired" not in out and "notes-copy.txt" in out
+    (mnemo.profile.root / "notes-copy.txt").unlink()
+    # A passage's tag written past the stores (another program): repaired, and said.
+    mnemo.passage_vectors.upsert(
+        [{**mnemo.archival._raw(mnemo.archival.recent(1)[0].id), "tags": [f"pin {PIN}"]}]
+    )
+    assert main([*profile, "check"]) == 1
+    assert main([*profile, "check", "--repair"]) == 0
+    out = capsys.readouterr().out
+    assert "Repaired: Forgot again what was still held in " in out
+    mnemo.wait_for_background_work()
+    assert held_in(mnemo.profile.root, PIN) == []
+
+
+ZOE = "Zoë Ångström"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        unicodedata.normalize("NFD", ZOE),  # decomposed: "o" + U+0308
+        "ＺＯＥ\u0308 ÅＮＧＳＴＲÖＭ",  # full-width letters (and a decomposed Ë)
+        "Zo\u200bë Ång\u2060ström",  # zero-width space and word joiner inside the words
+        "Zoë Ång\u00adström",  # a soft hyphen
+        "zoë_ångström",  # joined by an underscore
+        "ZOË -- ÅNGSTRÖM",  # any run of punctuation between them
+    ],
+    ids=["nfd", "full-width", "zero-width", "soft-hyphen", "underscore", "punctuation"],
+)
+def test_one_text_in_any_unicode_form_is_found_forgotten_and_kept_out(mnemo, written):
+    """A forget of "Zoë Ångström" finds every way it can be written, and none comes back."""
+    mnemo.recall.add("user", f"My tutor is {written}, she teaches cello.")
+    plan = forget.plan_text(mnemo, ZOE)
+    assert plan.by_kind().get("message") == 1  # in the preview
+    forget.forget(mnemo, plan)
+    assert mnemo.recall.recent(1)[0].text.startswith("My tutor is [forgotten on ")
+    for form in (ZOE, written, unicodedata.normalize("NFC", written)):
+        mnemo.recall.add("user", f"Ask {form} about the recital.")
+        assert mnemo.recall.recent(1)[0].text == "Ask [forgotten] about the recital."
+        passage = mnemo.archival.insert(f"Lessons with {form}.", tags=[form])
+        assert mnemo.archival.get(passage).text == "Lessons with [forgotten]."
+        assert mnemo.archival.get(passage).tags == ["[forgotten]"]
+
+
+def test_a_programs_core_edit_after_a_forget_keeps_the_text_out_even_once_approved(mnemo):
+    from engine.server.mcp_server import propose_client_edit
+
+    mnemo.core.append("human", f"Works at the {BAKERY}.")
+    forget.forget(mnemo, forget.plan_text(mnemo, BAKERY))
+    propose_client_edit(mnemo, "an MCP program", "human", f"Bakes at {BAKERY} on Saturdays.", None)
+    (proposal,) = mnemo.proposals.pending()
+    assert "Lindqvist" not in f"{proposal.new_content} {proposal.describe()}"
+    mnemo.proposals.approve(proposal.id)
+    assert "Lindqvist" not in mnemo.core.get("human")
+    mnemo.core.set("human", f"{BAKERY} fan.")  # and any other write of the block
+    assert mnemo.core.get("human") == "[forgotten] fan."
+    mnemo.wait_for_background_work()
+    assert held_in(mnemo.profile.root, "Lindqvist") == []
+
+
+def test_a_lost_or_replaced_tombstone_key_is_said(mnemo, capsys):
+    mnemo.recall.add("user", f"My PIN is {PIN}.")
+    forget.forget(mnemo, forget.plan_text(mnemo, PIN))
+    assert health.check(mnemo) == []
+    key = mnemo.profile.root / "forgotten.key"
+    original = key.read_bytes()
+    key.unlink()
+    (problem,) = health.check(mnemo)
+    assert problem.check == "tombstones" and "forgotten.key is missing" in problem.sentence
+    assert main(["--profile", str(mnemo.profile.root), "forget", "--list"]) == 1
+    assert "forgotten.key is missing" in capsys.readouterr().err
+    key.write_bytes(os.urandom(32))
+    (problem,) = health.check(mnemo)
+    assert "forgotten.key was replaced" in problem.sentence
+    key.write_bytes(original)
+    assert health.check(mnemo) == []
+
+
+def test_a_prompt_state_being_kept_while_a_forget_runs_is_not_kept(tmp_path, monkeypatch):
+    """A chat evaluating its prompt (core memory, with the text) when a forget ran wrote the
+    state 11 s after it: a state whose step began before the last forget is never kept."""
+    import engine.profile
+    from engine.llm.base import ChatMessage, Prompt
+    from engine.llm.local import LlamaModel
+
+    monkeypatch.setattr(engine.profile, "cache_folder", lambda: tmp_path)
+    model = LlamaModel(context_length=2048, seed=7)
+    evaluate = model._llama.eval
+    forgets = iter([engine.profile.forget_prompt_states])
+
+    def forget_while_evaluating(tokens):
+        evaluate(tokens)
+        for forget_now in forgets:  # another process forgets, during the first evaluation
+            forget_now()
+
+    model._llama.eval = forget_while_evaluating
+    lines = f"The PIN is {PIN}. Lives in Lyon, near the river. Walks a lot on Sundays.\n" * 3
+    memory = f"### Core memory\n<human>\n{lines}</human>"  # long enough to be kept
+    prompt = Prompt("You are Mnemo, an assistant.", [], memory, [ChatMessage("user", "Hello")])
+    assert model.step(prompt).text
+    model.keep_state()  # as `mnemo chat -m` does after its reply
+    assert [path.name for path in (tmp_path / "prompt-states").iterdir()] == ["forgotten"]

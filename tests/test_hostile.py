@@ -695,8 +695,11 @@ def test_a_pipe_and_a_link_to_a_device_are_named_for_what_they_are(mnemo, tmp_pa
     results = {Path(r.path).name: r.error for r in Ingestor(mnemo).ingest([folder]).results}
     assert results == {
         "pipe.txt": "it is a named pipe, not a document",
-        "device.txt": "it is a device, not a document",
+        "device.txt": f"it is a link to a file outside {folder}, and Mnemo reads only what is "
+        "inside the folders it is given",  # found in a folder; given by itself, it is read:
     }
+    device = Ingestor(mnemo).ingest_file(folder / "device.txt")
+    assert device.error == "it is a device, not a document"
 
 
 def test_a_code_searched_by_itself_comes_first_among_1000_look_alikes(mnemo):

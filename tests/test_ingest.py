@@ -444,3 +444,34 @@ def test_two_processes_ingesting_at_once_write_each_passage_once(library, profil
         assert len(places) == len(set(places)), "some passages were written twice"
         assert {row.status for row in Ingestor(mnemo).documents()} == {"done"}
     assert "waiting for it to finish" in second.stderr
+
+
+def test_a_link_in_a_folder_to_a_file_outside_it_is_skipped_and_said(mnemo, tmp_path):
+    """A link named ``innocent.md`` in a watched folder, pointing at a secret elsewhere, was
+    read; any MCP client could then read the secret."""
+    secret = tmp_path / "secret.md"
+    secret.write_text("# Keys\n\nThe safe code is 55-1290.", encoding="utf-8")
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "plan.md").write_text("# Plan\n\nRepaint the hall.", encoding="utf-8")
+    (folder / "innocent.md").symlink_to(secret)
+    (folder / "plan-link.md").symlink_to(folder / "plan.md")  # a link inside is read
+    results = {Path(r.path).name: r for r in Ingestor(mnemo).ingest([folder]).results}
+    assert results["innocent.md"].outcome == "skipped"
+    assert f"a link to a file outside {folder}" in (results["innocent.md"].error or "")
+    assert results["plan.md"].outcome == results["plan-link.md"].outcome == "done"
+    assert all("55-1290" not in p.text for p in mnemo.archival.recent(20))
+    # And when watching: at the start, and when a link appears later.
+    WatchedFolders(mnemo).add(folder)
+    seen = []
+    watcher = FolderWatcher(mnemo, debounce_s=0.2, on_result=seen.append)
+    watcher.start()
+    try:
+        assert watcher.wait_until_idle()
+        (folder / "later.md").symlink_to(secret)
+        wait_for(lambda: any(r.path.endswith("later.md") for r in seen))
+        (later,) = [r for r in seen if r.path.endswith("later.md")]
+        assert later.outcome == "skipped" and "outside" in (later.error or "")
+    finally:
+        watcher.stop()
+    assert all("55-1290" not in p.text for p in mnemo.archival.recent(20))

@@ -95,4 +95,7 @@ def _list(mnemo: Mnemo) -> int:
         when = datetime.fromtimestamp(stone.created_at).strftime("%Y-%m-%d %H:%M")
         print(f"  {stone.id}  {when}  {stone.kind}: {stone.what}  [{stone.status}]")
     print("`mnemo forget --lift N` lets tombstone N's text be stored again.")
+    if problem := mnemo.tombstones.key_problem():
+        print(f"But {problem}", file=sys.stderr)
+        return 1
     return 0

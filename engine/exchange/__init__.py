@@ -29,6 +29,7 @@ def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> I
     ChatGPT or Claude export (its ``conversations.json``, the numbered files of a split one or
     their folder, or the zip it came in). A file shaped in a way no reader expected is refused
     in one sentence, never with a traceback."""
+    kept_out = mnemo.tombstones.kept_out
     try:
         report = _import_by_kind(mnemo, path, progress)
     except (
@@ -44,11 +45,12 @@ def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> I
             f"{path.name} could not be imported: it is shaped in a way Mnemo does not read "
             f"({type(error).__name__}); nothing was changed."
         ) from error
-    again = sweep(mnemo)  # rows an importer wrote as they were: none of them comes back
+    again = sum(sweep(mnemo).values())  # rows an importer wrote as they were: none comes back
+    again += mnemo.tombstones.kept_out - kept_out  # and what the stores kept out as it came
     if again:
         report.notes.append(
-            f"{sum(again.values())} things you had asked Mnemo to forget were in the file; "
-            "they were forgotten again."
+            f"{again} things you had asked Mnemo to forget were in the file; they were "
+            "forgotten again."
         )
     return report
 

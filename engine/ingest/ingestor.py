@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     from engine.embed.base import Embedder
     from engine.memory.snapshots import Snapshot
+    from engine.memory.tombstones import Tombstones
     from engine.profile import Profile
     from engine.settings import Settings
 
@@ -115,6 +116,18 @@ def walk(
                 yield path
 
 
+def leaves_folder(path: Path, folder: Path) -> bool:
+    """Whether ``path``, found under ``folder``, is a symbolic link to a file outside it: a
+    folder given to Mnemo is read, and only what is inside it (a link named ``notes.md`` may
+    point at a key file elsewhere)."""
+    if not path.is_symlink():
+        return False
+    try:
+        return not path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a loop: reported as such when read
+        return False
+
+
 def canonical_path(given: str | os.PathLike[str]) -> Path:
     """The one form a path takes in the document index: absolute, with ``~``, ``.`` and ``..``
     resolved; symbolic links are kept as they are (a link is reported for what it is)."""
@@ -184,6 +197,7 @@ class Stores(Protocol):
     profile: Profile
     archival: ArchivalStore
     settings: Settings
+    tombstones: Tombstones
 
     @property
     def embedder(self) -> Embedder: ...
@@ -202,6 +216,7 @@ class Ingestor:
         self._stores = stores
         self._on_wait = on_wait
         self.index = DocumentIndex(stores.database)
+        self._outside: dict[str, Path] = {}  # links found under a folder, to files outside it
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
@@ -245,6 +260,7 @@ class Ingestor:
             path = canonical_path(given)
             if path.is_dir():
                 found = list(walk(path, include, exclude))
+                self._note_outside(found, path)
                 files += found
                 listed = {str(file) for file in found}
                 gone = [row.path for row in self.documents(str(path)) if row.path not in listed]
@@ -252,6 +268,13 @@ class Ingestor:
             else:
                 files.append(path)
         return list(dict.fromkeys(files))
+
+    def _note_outside(self, files: Iterable[Path], folder: Path) -> None:
+        for file in files:
+            if leaves_folder(file, folder):
+                self._outside[str(file)] = folder
+            else:  # (a link changed to point inside)
+                self._outside.pop(str(file), None)
 
     def ingest(
         self,
@@ -302,7 +325,9 @@ class Ingestor:
         if progress and state.files_done:
             progress(state)
         # A file whose name cannot be stored is reported on its own when its turn comes.
-        self.index.queue(str(path) for path in work if not unstorable_name(path))
+        self.index.queue(
+            str(path) for path in work if not unstorable_name(path) and not self._refused(str(path))
+        )
 
         def record(result: FileResult) -> None:
             state.results.append(result)
@@ -330,8 +355,25 @@ class Ingestor:
         state.current = None
         return state
 
+    def _refused(self, key: str) -> str | None:
+        """Why a file is not read, with no trace of it kept in the index: its name holds what
+        the person asked to forget, or it is a link out of the folder it was found in."""
+        if self._stores.tombstones.spans(key):
+            return (
+                "its name holds what you asked Mnemo to forget; rename it and it is read on the "
+                "next scan"
+            )
+        if key in self._outside:
+            return (
+                f"it is a link to a file outside {display_path(self._outside[key])}, and Mnemo "
+                "reads only what is inside the folders it is given"
+            )
+        return None
+
     def _unchanged(self, row: DocumentRow | None, path: Path) -> FileResult | None:
         if row is None or row.status != "done" or row.embedder != self._stores.embedder.name:
+            return None
+        if self._refused(row.path):  # read before it was refused: its passages go now
             return None
         try:
             stat = path.stat()
@@ -341,9 +383,14 @@ class Ingestor:
             return None
         return FileResult(str(path), "unchanged", row.chunk_count)
 
-    def ingest_file(self, path: Path, cancel: threading.Event | None = None) -> FileResult:
-        """Bring one file's passages in line with the file, whatever state it is in."""
+    def ingest_file(
+        self, path: Path, cancel: threading.Event | None = None, inside: Path | None = None
+    ) -> FileResult:
+        """Bring one file's passages in line with the file, whatever state it is in; a file of
+        the folder ``inside`` (a watched folder's change) only while it stays inside it."""
         path = canonical_path(path)
+        if inside is not None:
+            self._note_outside([path], canonical_path(inside))
         with self._exclusive():
             row = None
             if not unstorable_name(path):  # such a file is reported by _ingest_into
@@ -370,6 +417,11 @@ class Ingestor:
             writer.report(self._failed(display_path(path), problem))
             return
         key = str(path)
+        if (refused := self._refused(key)) is not None:
+            if self.index.get(key) is not None:  # read before: it goes, passages and all
+                self._remove(key)
+            writer.report(FileResult(key, "skipped", error=refused))
+            return
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -505,6 +557,7 @@ class Ingestor:
         """Catch up with a folder: index what is new or changed, drop what is gone."""
         with self._exclusive():
             present = set(walk(folder, include, exclude))
+            self._note_outside(present, folder)
             for row in self.documents(under=str(folder)):
                 if Path(row.path) not in present:
                     self._remove(row.path)

@@ -214,7 +214,7 @@ class FolderWatcher:
                 self._report(result)
         elif path.exists():
             if is_supported(path):
-                self._report(ingest.ingest_file(path, self._stop))
+                self._report(ingest.ingest_file(path, self._stop, inside=folder.path))
         elif is_directory or not path.suffix or is_supported(path):
             removed = ingest.remove(str(path))
             self._report(FileResult(str(path), "removed", removed))

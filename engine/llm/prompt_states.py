@@ -101,7 +101,7 @@ class PromptStates:
         """Keep the state the model stands in now, for the next process to start from; not
         when something was forgotten since its last step (the context may still hold it)."""
         count = self._llama.n_tokens
-        if count >= MIN_SHARED and last_forget() < self._stepped_at:
+        if count >= MIN_SHARED:
             self._keep(self._llama.input_ids[:count].tolist())
 
     # -- set aside in memory --------------------------------------------------------------------
@@ -200,6 +200,10 @@ class PromptStates:
     # -- keeping -------------------------------------------------------------------------------
 
     def _keep(self, tokens: list[int]) -> None:
+        """Write the state for ``tokens``, unless something was forgotten since this step began
+        (before or while it is written: the state would hold it)."""
+        if last_forget() >= self._stepped_at:
+            return
         digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:24]
         path = prompt_states_folder() / f"{self._model}-{digest}{STATE}"
         if path.with_suffix(TOKENS).is_file():  # kept already: now recently used
@@ -221,6 +225,9 @@ class PromptStates:
             partials[0].replace(path)
             partials[1].write_bytes(array.array("i", tokens).tobytes())
             partials[1].replace(path.with_suffix(TOKENS))
+            if last_forget() >= self._stepped_at:  # a forget ran while it was written
+                _remove(path)
+                return
         except OSError as error:
             for partial in partials:
                 partial.unlink(missing_ok=True)

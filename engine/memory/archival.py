@@ -223,6 +223,19 @@ class ArchivalStore:
         program's name so that its source shows wherever the note does."""
         return self.insert(text, tags=("mcp", client), origin="model")
 
+    def _kept_out(self, item: NewPassage) -> NewPassage:
+        assert self._tombstones is not None
+        source = _as_source(item.source)
+        return replace(
+            item,
+            tags=[self._tombstones.redact(tag) for tag in item.tags],
+            source=replace(
+                source,
+                path=source.path and self._tombstones.redact(source.path),
+                section=source.section and self._tombstones.redact(source.section),
+            ),
+        )
+
     def insert_many(self, passages: Iterable[NewPassage | Mapping[str, Any] | str]) -> list[str]:
         """Store many passages, embedding them in batches; return their ids in order."""
         self._vectors.require_current_embedder()
@@ -237,8 +250,9 @@ class ArchivalStore:
             if item.origin not in ORIGINS:
                 raise ValueError(f"unknown origin {item.origin!r}; use one of {ORIGINS}")
             clean = redact(item.text)  # an API key, from a model's note or a document
-            if self._tombstones is not None:  # what the person asked to forget stays out
-                clean = self._tombstones.redact(clean)
+            if self._tombstones is not None:  # what the person asked to forget stays out,
+                clean = self._tombstones.redact(clean)  # of its tags and source's names too
+                item = self._kept_out(item)
             items.append(item if clean == item.text else replace(item, text=clean, vector=None))
         ids: list[str] = []
         now = time_module.time()
@@ -364,6 +378,17 @@ class ArchivalStore:
             pa.Table.from_pylist([row], schema=self._vectors.table.schema).to_pylist()
         )
         return self.get(passage_id)
+
+    def rewrite(self, passage_id: str, columns: Mapping[str, Any]) -> None:
+        """Replace a passage's text, tags or source as they are (a forget): no check, a new
+        vector when the text changed."""
+        row = {**self._raw(passage_id), **columns}
+        if "text" in columns:
+            row["vector"] = self._vectors.embed([row["text"]])[0]
+            row["embedder"], row["dim"] = self._vectors.embedder.name, self._vectors.embedder.dim
+        self._vectors.upsert(
+            pa.Table.from_pylist([row], schema=self._vectors.table.schema).to_pylist()
+        )
 
     def delete(self, passage_id: str) -> None:
         self.get(passage_id)  # raises NotFoundError with a clear sentence

@@ -21,6 +21,7 @@ from engine.db import committed, row_or_missing
 from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
 from engine.memory.search import from_timestamp
+from engine.memory.tombstones import Tombstones
 from engine.resources import resource_path
 
 Author = Literal["user", "model", "system"]
@@ -112,8 +113,9 @@ EMPTY_TEXTS = frozenset({"Nothing is known about the user yet."})
 class CoreMemory:
     """The profile's core blocks (``persona``, ``human`` and any the user adds)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, tombstones: Tombstones | None = None) -> None:
         self._engine = engine
+        self._tombstones = tombstones  # what the person asked to forget: never written back
         self._ensure_defaults()
 
     def _ensure_defaults(self) -> None:
@@ -289,6 +291,8 @@ class CoreMemory:
     ) -> Block:
         """A new block; nothing is committed here: the caller's transaction (an approved
         proposal's) does, or ``add_block`` does for itself."""
+        if self._tombstones is not None:
+            value = self._tombstones.redact(value)
         self.check_new_block(label, value, char_limit)
         if session.get(CoreBlock, label) is not None:
             raise CoreMemoryError(f"There is already a block named {label}.")
@@ -454,15 +458,21 @@ class CoreMemory:
         session.add(row)
         return version
 
-    @staticmethod
     def _checked_edit(
-        label: str, value: str, char_limit: int, read_only: bool, edit: Callable[[str], str]
+        self,
+        label: str,
+        value: str,
+        char_limit: int,
+        read_only: bool,
+        edit: Callable[[str], str],
     ) -> str:
         if read_only:
             raise CoreMemoryError(
                 f"The {label} block is read-only; make it editable first if it should change."
             )
         new_value = edit(value)
+        if self._tombstones is not None:
+            new_value = self._tombstones.redact(new_value)
         if len(new_value) > char_limit:
             room = char_limit - len(value)
             raise CoreMemoryError(

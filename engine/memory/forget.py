@@ -43,7 +43,7 @@ from engine.memory import trace
 from engine.memory.knowledge import LITERAL_VALUED
 from engine.memory.recall import keyword_text
 from engine.memory.search import _STOPWORDS
-from engine.memory.tombstones import Kind, Tombstone, words
+from engine.memory.tombstones import Kind, Tombstone, replace_spans, words
 from engine.memory.vectors import clear_query_vectors, quote_sql
 from engine.profile import forget_prompt_states
 
@@ -64,13 +64,24 @@ COLUMNS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     ("conversation", "id", ("title",), "conversation title"),
     ("core_block", "label", ("value", "description"), "core memory block"),
     ("core_block_version", "id", ("old_value", "new_value"), "core memory version"),
-    ("proposal", "id", ("old_content", "new_content", "applied_content", "payload"), "proposal"),
+    (
+        "proposal",
+        "id",
+        ("label", "old_content", "new_content", "applied_content", "payload", "cause_ref"),
+        "proposal",
+    ),
     ("entity", "id", ("name", "note"), "person or thing"),
     ("entity_alias", "key", ("alias",), "other name"),
-    ("relation", "id", ("value",), "fact"),
+    ("relation", "id", ("value", "source_ref"), "fact"),
+    ("document", "path", ("path", "error"), "document"),
 )
-REMOVED_WHOLE = {"entity": "name", "entity_alias": "alias", "relation": "value"}
+REMOVED_WHOLE = {"entity": "name", "entity_alias": "alias", "relation": "value", "document": "path"}
+# A passage's text, tags and where it came from (a document's path and section heading).
+PASSAGE_COLUMNS = ("text", "tags", "source_path", "source_section")
 PASSAGE = "archival passage"
+# The profile's folders of files a person's text arrives in: a chat handed to the window
+# (``engine.server.handoff``) and the documents sent to `mnemo serve` (deleted whole).
+FILE_FOLDERS = {"handoff": "hand-off file", "uploads": "uploaded document"}
 LOG = "log file"
 SNAPSHOT = "snapshot"
 Redact = Callable[[str], str]
@@ -92,7 +103,7 @@ class ForgetPlan:
     places: list[Place] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)  # ids of the snapshots that hold it
     items: list[tuple[str, str]] = field(default_factory=list)  # whole items: (kind, id)
-    matcher: re.Pattern[str] | None = None  # the words, found in text as typed
+    matcher: Phrases | None = None  # the words, found in text however written
     like: str | None = None  # a LIKE pattern every place holds (fewer rows to read)
 
     def by_kind(self) -> dict[str, int]:
@@ -131,19 +142,17 @@ class ForgetResult:
 
 def plan_text(mnemo: Mnemo, typed: str) -> ForgetPlan:
     """Where ``typed`` is held, as a run of words (any case, any punctuation between them)."""
-    found = [match.group() for match in words(typed)]
+    found = [word.text for word in words(typed)]
     if not found:
         raise InputError("Give the text to forget: it has no letters or digits.")
-    if sum(len(word) for word in found) < MIN_CHARS or all(
-        word.casefold() in _STOPWORDS for word in found
-    ):
+    if sum(len(word) for word in found) < MIN_CHARS or all(word in _STOPWORDS for word in found):
         raise InputError(
             f"{typed!r} is too common to forget everywhere; give the words around it, such "
             "as the sentence it was in."
         )
     short = typed if len(typed) <= 40 else typed[:37] + "…"
     plan = ForgetPlan(f"the text {short!r}", [("words", found, f"{len(found)} words")])
-    found_words, plan.like = matcher(found), _prefilter(found)
+    found_words, plan.like = Phrases([found]), _prefilter(found)
     plan.matcher = found_words
     marker = forgotten_marker()
     _survey(mnemo, plan, outside_markers(lambda value: found_words.sub(marker, value)), plan.like)
@@ -162,13 +171,12 @@ def plan_entity(mnemo: Mnemo, name: str) -> ForgetPlan:
     if entity is None:
         raise NotFoundError(f"Knowledge memory knows no one and nothing called {name!r}.")
     names = sorted({entity.name, *entity.aliases}, key=len, reverse=True)
-    tokens = [[match.group() for match in words(each)] for each in names]
+    tokens = [[word.text for word in words(each)] for each in names]
     plan = ForgetPlan(
         f"everything about {entity.name}",
         [("words", each, f"a name of {len(each)} words") for each in tokens if each],
     )
-    patterns = [matcher(each).pattern for each in tokens if each]
-    any_name = re.compile("|".join(patterns), re.IGNORECASE)
+    any_name = Phrases([each for each in tokens if each])
     plan.matcher = any_name
     marker = forgotten_marker()
     _survey(mnemo, plan, outside_markers(lambda value: any_name.sub(marker, value)), None)
@@ -182,18 +190,24 @@ _REQUEST = re.compile(
     r"(?:\W+(?:from|in)\W+(?:your|my)\W+memory)?\W*$",
     re.IGNORECASE,
 )
+# The answer to a request to forget that came where no preview can be shown (a program's chat).
+ELSEWHERE = (
+    "Forgetting is done by you, with a preview of everything that goes: to forget {what!r}, "
+    'ask in Mnemo\'s window or run `mnemo forget "{what}"`. Nothing of this message was '
+    "kept."
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?\n])\s+")
 # A code or number: what a sentence about a passport, a PIN or an account holds.
 _CODE = re.compile(r"\b(?=[\w-]*\d)[A-Za-z0-9][\w-]*[A-Za-z0-9]\b")
 
 
-def _value_after(topic: re.Pattern[str], sentence: str) -> str | None:
+def _value_after(topic: Phrases, sentence: str) -> str | None:
     """The code or number a sentence gives for the topic: the first one after the topic's
     words ("my passport number is QX-55123-LM"), not a date or count elsewhere in it."""
     named = topic.search(sentence)
     if named is None:
         return None
-    found = _CODE.search(sentence, named.end())
+    found = _CODE.search(sentence, named[1])
     return found.group() if found else None
 
 
@@ -204,7 +218,7 @@ def requested(message: str) -> str | None:
     if found is None or len(message) > 200:
         return None
     what = found.group("what").strip()
-    named = [m.group().casefold() for m in words(what)]
+    named = [word.text for word in words(what)]
     return what if [word for word in named if word not in _STOPWORDS] else None  # "forget it"
 
 
@@ -212,11 +226,11 @@ def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
     """What a chat request means ("forget my passport number"): every sentence that mentions
     the topic, the facts it names, and the value itself wherever else it is written (a code or
     number in those sentences, a fact's value): the value is what the person wants gone."""
-    found = [match.group() for match in words(topic)]
-    named = {word.casefold() for word in found} - _STOPWORDS
+    found = [word.text for word in words(topic)]
+    named = set(found) - _STOPWORDS
     if not named:
         raise InputError(f"Say what to forget: {topic!r} names nothing Mnemo could look for.")
-    topic_words = matcher(found)
+    topic_words = Phrases([found])
     sentences: list[str] = []
 
     def collect(value: str) -> str:
@@ -229,7 +243,7 @@ def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
     plan = ForgetPlan(f"what you said about {topic!r}", [])
     values = {value for sentence in sentences if (value := _value_after(topic_words, sentence))}
     for fact_id, subject, predicate, obj in _facts(mnemo):  # "passport" names (user, passport, …)
-        relation_words = {w.casefold() for w in predicate.split("_")} - _STOPWORDS
+        relation_words = {word.text for word in words(predicate)} - _STOPWORDS
         if relation_words & named or topic_words.search(f"{subject} {obj}"):
             plan.items.append(("fact", str(fact_id)))
             plan.stones.append(("fact", [subject, predicate, obj], f"fact {fact_id}"))
@@ -237,14 +251,11 @@ def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:
                 values.add(obj)
     pieces = [*dict.fromkeys(sentences), *values]
     for piece in pieces:
-        tokens = [match.group() for match in words(piece)]
+        tokens = [word.text for word in words(piece)]
         if tokens:
             plan.stones.append(("words", tokens, f"{len(tokens)} words"))
     if pieces:
-        plan.matcher = re.compile(
-            "|".join(matcher([m.group() for m in words(piece)]).pattern for piece in pieces),
-            re.IGNORECASE,
-        )
+        plan.matcher = Phrases([[word.text for word in words(piece)] for piece in pieces])
         marker = forgotten_marker()
         everything = plan.matcher
         _survey(mnemo, plan, outside_markers(lambda value: everything.sub(marker, value)), None)
@@ -269,7 +280,7 @@ def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
     """One message, passage, fact or conversation, whole."""
     if kind == "message":
         message = mnemo.recall.get(int(item_id))
-        tokens = [m.group() for m in words(message.text)]
+        tokens = [word.text for word in words(message.text)]
         return ForgetPlan(
             f"message {item_id}",
             [("whole", tokens, f"message {item_id}")] if tokens else [],
@@ -277,7 +288,7 @@ def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
         )
     if kind == "passage":
         passage = mnemo.archival.get(item_id)
-        tokens = [m.group() for m in words(passage.text)]
+        tokens = [word.text for word in words(passage.text)]
         return ForgetPlan(
             f"passage {item_id[:8]}",
             [("whole", tokens, f"passage {item_id[:8]}")] if tokens else [],
@@ -300,7 +311,7 @@ def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
             raise NotFoundError(f"There is no conversation {item_id!r}; `mnemo chat --list`.")
         stones: list[tuple[Kind, list[str], str]] = []
         for row in rows:
-            tokens = [m.group() for m in words(row.text)]
+            tokens = [word.text for word in words(row.text)]
             if tokens:
                 stones.append(("whole", tokens, f"a message of conversation {item_id}"))
         plan = ForgetPlan(f"conversation {item_id}", stones, items=[("conversation", item_id)])
@@ -324,11 +335,31 @@ def plan_items(mnemo: Mnemo, kind: str, item_ids: list[str]) -> ForgetPlan:
     )
 
 
-def matcher(tokens: list[str]) -> re.Pattern[str]:
-    """The words as they may be written: any case, anything but letters between them."""
-    return re.compile(
-        r"(?<!\w)" + r"\W+".join(re.escape(token) for token in tokens) + r"(?!\w)", re.IGNORECASE
-    )
+class Phrases:
+    """Runs of words (``words``, normalised) found in a text however it is written: any case,
+    width or separator, a decomposed letter, a soft hyphen or zero-width character inside."""
+
+    def __init__(self, runs: list[list[str]]) -> None:
+        self._runs: dict[int, set[tuple[str, ...]]] = {}
+        for run in runs:
+            if run:
+                self._runs.setdefault(len(run), set()).add(tuple(run))
+
+    def spans(self, value: str) -> list[tuple[int, int]]:
+        found = words(value)
+        tokens = [word.text for word in found]
+        return [
+            (found[start].start, found[start + length - 1].end)
+            for length, runs in self._runs.items()
+            for start in range(len(tokens) - length + 1)
+            if tuple(tokens[start : start + length]) in runs
+        ]
+
+    def search(self, value: str) -> tuple[int, int] | None:
+        return min(self.spans(value), default=None)
+
+    def sub(self, marker: str, value: str) -> str:
+        return replace_spans(value, self.spans(value), marker)
 
 
 _MARKER = re.compile(r"\[forgotten(?: on \d{4}-\d{2}-\d{2})?\]")
@@ -355,12 +386,12 @@ def forgotten_marker() -> str:
 
 
 def _prefilter(tokens: list[str]) -> str | None:
-    """A LIKE pattern that every match holds (its longest ASCII word): the scan reads only the
-    rows that could match. SQL's lower() knows only ASCII, so no pattern without one."""
+    """A LIKE pattern that every match written in ASCII holds (its longest ASCII word): the
+    scan reads only those rows and the ones with other characters (``_rows``)."""
     ascii_words = [token for token in tokens if token.isascii()]
     if not ascii_words:
         return None
-    return "%" + max(ascii_words, key=len).lower() + "%"
+    return "%" + max(ascii_words, key=len) + "%"
 
 
 # -- the survey: where a text is held ------------------------------------------------------------
@@ -371,11 +402,12 @@ def _survey(mnemo: Mnemo, plan: ForgetPlan, redact: Redact, like: str | None) ->
         plan.places += _sql_places(connection, redact, like)
     plan.places += [
         Place(PASSAGE, f"passage {row['id'][:8]}", _excerpt(row["text"], plan.matcher))
-        for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), ["id", "text"]), redact)
+        for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), _PASSAGE_READ), redact)
     ]
     plan.places += [
         Place(LOG, path.name, "") for path in _log_files(mnemo) if _changes(path, redact)
     ]
+    plan.places += [Place(kind, path.name, "") for kind, path in _held_files(mnemo, redact)]
     plan.snapshots = [
         snapshot.id
         for snapshot in mnemo.snapshots.all()
@@ -398,26 +430,85 @@ def _sql_places(connection: Connection, redact: Redact, like: str | None) -> lis
 def _rows(
     connection: Connection, table: str, key: str, columns: tuple[str, ...], like: str | None
 ) -> Iterable[Any]:
-    where = (
-        " WHERE " + " OR ".join(f"lower({column}) LIKE :like" for column in columns) if like else ""
-    )
+    """The rows that may hold the words: those whose ASCII text holds ``like``, and every row
+    with other characters (a full-width or decomposed word is found only by reading it)."""
+    where = ""
+    if like:
+        other = (
+            "octet_length({c}) != char_length({c})"
+            if connection.dialect.name == "postgresql"
+            else "length(CAST({c} AS BLOB)) != length({c})"
+        )
+        where = " WHERE " + " OR ".join(
+            f"lower({c}) LIKE :like OR {other.format(c=c)}" for c in columns
+        )
     sql = f"SELECT {key}, {', '.join(columns)} FROM {table}{where}"
     return connection.execute(text(sql), {"like": like}).mappings().all()
 
 
 def _lance_where(like: str | None) -> str | None:
-    return f"lower(text) LIKE {quote_sql(like)}" if like else None
+    """Passages that may hold the words (as ``_rows``), in any of their columns."""
+    if not like:
+        return None
+    columns = ["text", "source_path", "source_section", "array_to_string(tags, ' ')"]
+    return " OR ".join(
+        f"lower({c}) LIKE {quote_sql(like)} OR octet_length({c}) != character_length({c})"
+        for c in columns
+    )
+
+
+_PASSAGE_READ = ["id", *PASSAGE_COLUMNS]
 
 
 def _passages(rows: list[dict[str, Any]], redact: Redact) -> list[dict[str, Any]]:
-    return [
-        {**row, "new": redact(row["text"])} for row in rows if redact(row["text"]) != row["text"]
-    ]
+    """The rows ``redact`` changes, each with ``new``: its changed columns, redacted."""
+    changed = []
+    for row in rows:
+        new: dict[str, Any] = {}
+        for column in PASSAGE_COLUMNS:
+            value = row.get(column)
+            if isinstance(value, str) and redact(value) != value:
+                new[column] = redact(value)
+            elif isinstance(value, list) and [redact(tag) for tag in value] != value:
+                new[column] = [redact(tag) for tag in value]
+        if new:
+            changed.append({**row, "new": new})
+    return changed
 
 
-def _excerpt(value: str, found: re.Pattern[str] | None) -> str:
-    match = found.search(value) if found is not None else None
-    start = max(0, match.start() - EXCERPT_CHARS // 2) if match else 0
+def _held_files(mnemo: Mnemo, redact: Redact) -> list[tuple[str, Path]]:
+    """The hand-off files and uploaded documents that hold the text (in their name or their
+    words): they are deleted whole (a PDF cannot be rewritten without it)."""
+    held = []
+    for folder, kind in FILE_FOLDERS.items():
+        for path in sorted((mnemo.profile.root / folder).glob("*")):
+            if path.is_file() and (redact(path.name) != path.name or _file_holds(path, redact)):
+                held.append((kind, path))
+    return held
+
+
+def _file_holds(path: Path, redact: Redact) -> bool:
+    """Whether a file's text holds what ``redact`` removes: a document as Mnemo reads it, any
+    other file as text."""
+    from engine.ingest.loaders import is_supported, load
+
+    if _changes(path, redact):
+        return True
+    if not is_supported(path):
+        return False
+    try:
+        return any(
+            redact(section.text) != section.text
+            or redact(section.label or "") != (section.label or "")
+            for section in load(path)
+        )
+    except Exception:  # noqa: BLE001 (a damaged upload: its raw bytes were read above)
+        return False
+
+
+def _excerpt(value: str, found: Phrases | None) -> str:
+    span = found.search(value) if found is not None else None
+    start = max(0, span[0] - EXCERPT_CHARS // 2) if span else 0
     piece = " ".join(value[start : start + EXCERPT_CHARS * 2].split())
     return ("…" if start else "") + piece
 
@@ -438,7 +529,7 @@ def _snapshot_holds(mnemo: Mnemo, snapshot_id: str, redact: Redact, like: str | 
     tag = f"snapshot-{snapshot_id}"
     table = mnemo.passage_vectors
     if table.has_tag(tag):
-        return bool(_passages(table.rows_at(tag, _lance_where(like), ["id", "text"]), redact))
+        return bool(_passages(table.rows_at(tag, _lance_where(like), _PASSAGE_READ), redact))
     return False
 
 
@@ -560,12 +651,18 @@ def _remove(mnemo: Mnemo, redact: Redact, like: str | None) -> Counter[str]:
         ids = ", ".join(map(str, changed_messages))
         mnemo.recall_vectors.delete(f"id IN ({ids})")
         mnemo.recall.embed_missing()  # their vectors, made again from what is left
-    for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), ["id", "text"]), redact):
+    for row in _passages(mnemo.passage_vectors.rows(_lance_where(like), _PASSAGE_READ), redact):
         found[PASSAGE] += 1
-        if [m for m in words(row["new"]) if not _is_marker_word(m.group())]:
-            mnemo.archival.update(row["id"], text=row["new"])
+        left = row["new"].get("text", row["text"])
+        # A passage of a document whose path holds it goes whole, as the document's entry does.
+        whole = "source_path" in row["new"]
+        if not whole and [word for word in words(left) if not _is_marker_word(word.text)]:
+            mnemo.archival.rewrite(row["id"], row["new"])
         else:
             mnemo.archival.delete(row["id"])
+    for kind, path in _held_files(mnemo, redact):
+        found[kind] += 1
+        path.unlink(missing_ok=True)
     for path in _log_files(mnemo):
         content = path.read_text(encoding="utf-8", errors="replace")
         if redact(content) != content:
@@ -596,6 +693,8 @@ def _reindex(connection: Connection, message_ids: list[int]) -> None:
 def _delete_whole(connection: Connection, table: str, key: Any) -> None:
     if table == "relation":
         _delete_relations(connection, [int(key)])
+    elif table == "document":
+        connection.execute(text("DELETE FROM document WHERE path = :k"), {"k": key})
     elif table == "entity_alias":
         connection.execute(text("DELETE FROM entity_alias WHERE key = :k"), {"k": key})
     elif table == "entity":
@@ -686,15 +785,22 @@ SCAN_CHARS = 8 * 2**20  # read a file this much at a time (with an overlap for w
 
 
 def held_on_disk(mnemo: Mnemo) -> list[str]:
-    """The profile's files that still hold a forgotten text, found by the tombstones' hashes
-    (`mnemo check`): every byte of every file is read, so it takes a while on a large
-    profile."""
+    """Where the profile still holds a forgotten text, found by the tombstones' hashes
+    (`mnemo check`): the stores' rows as they read (a text a data file glues to the next one
+    is found there), then every byte of every file, so it takes a while on a large profile."""
     stones = [stone for stone in mnemo.tombstones.active() if stone.kind == "words"]
     if not stones:
         return []
     longest = max(stone.length for stone in stones)
     root = mnemo.profile.root
+    redact = outside_markers(lambda value: mnemo.tombstones.redact(value, stones, "[forgotten]"))
     held = []
+    with mnemo.database.connect() as connection:
+        held += sorted(
+            {f"the database ({place.kind})" for place in _sql_places(connection, redact, None)}
+        )
+    if _passages(mnemo.passage_vectors.rows(None, _PASSAGE_READ), redact):
+        held.append("archival memory (its passages)")
     for path in sorted(root.rglob("*")):
         if not path.is_file() or path.name.startswith("forgotten."):
             continue
@@ -705,19 +811,23 @@ def held_on_disk(mnemo: Mnemo) -> list[str]:
                 if mnemo.tombstones.spans(text_, stones):
                     held.append(str(path.relative_to(root)))
                     break
-                carried = " ".join(match.group() for match in words(text_)[-longest:])
+                carried = " ".join(word.text for word in words(text_)[-longest:])
     return held
 
 
-def forget_again(mnemo: Mnemo, stones: list[Tombstone] | None = None) -> None:
+def forget_again(mnemo: Mnemo, stones: list[Tombstone] | None = None) -> list[str]:
     """Forget again what tombstones forget, still held (`mnemo check --repair`, a forget cut
-    short): the snapshots that hold it go, every store is swept and the disk scrubbed."""
+    short): the snapshots that hold it go (their ids are returned), every store is swept and
+    the disk scrubbed."""
     stones = mnemo.tombstones.active() if stones is None else stones
     marker = "[forgotten]"
+    deleted = []
     for snapshot in mnemo.snapshots.all():
         if _snapshot_holds(
             mnemo, snapshot.id, lambda v: mnemo.tombstones.redact(v, stones, marker), None
         ):
             mnemo.snapshots.delete(snapshot.id)
+            deleted.append(snapshot.id)
     sweep(mnemo, stones)
     _scrub(mnemo)
+    return deleted

@@ -39,6 +39,7 @@ from engine.memory.knowledge import (
 from engine.memory.recall import RecallStore, RecallTransaction
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.memory.search import from_timestamp
+from engine.memory.tombstones import Tombstones
 
 if TYPE_CHECKING:
     from engine.memory.archival import ArchivalStore
@@ -184,12 +185,29 @@ class ProposalStore:
         recall: RecallStore,
         knowledge: KnowledgeStore,
         archival: ArchivalStore,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self._engine = engine
         self._core = core
         self._recall = recall
         self._knowledge = knowledge
         self._archival = archival
+        self._tombstones = tombstones
+
+    def _kept_out(self, row: ProposalRow) -> ProposalRow:
+        """The proposal without what the person asked to forget, wherever it came from (the
+        model, an import, a program over MCP). A core edit's text to replace and a passage's id
+        must stay as they are to apply; what they name is checked when it is applied."""
+        if self._tombstones is None:
+            return row
+        columns = ["new_content", "payload", "cause_ref"]
+        columns += [] if row.kind in ("core", "passage") else ["label"]
+        columns += [] if row.kind == "core" else ["old_content"]
+        for column in columns:
+            value = getattr(row, column)
+            if value:
+                setattr(row, column, self._tombstones.redact(value))
+        return row
 
     def create_in(
         self,
@@ -224,7 +242,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        session.add(row)
+        session.add(self._kept_out(row))
         session.flush()
         if auto_approve and untrusted_reason is None:
             version_id = self._core.apply_in(
@@ -280,7 +298,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        session.add(row)
+        session.add(self._kept_out(row))
         session.flush()
         if auto_approve and untrusted_reason is None:
             self._store_fact(session, row, obj)
@@ -313,7 +331,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        return _stored(session, row)
+        return _stored(session, self._kept_out(row))
 
     def create_block_in(
         self,
@@ -342,7 +360,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        return _stored(session, row)
+        return _stored(session, self._kept_out(row))
 
     def create_note_in(
         self, session: Session, *, text: str, client: str, untrusted_reason: str
@@ -360,7 +378,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=time.time(),
         )
-        return _stored(session, row)
+        return _stored(session, self._kept_out(row))
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 A forget removes a text from every store (``engine.memory.forget``); its tombstone keeps it from
 coming back. Each is one of:
-- ``words``: a run of words anywhere (a PIN, a name): the hash of the words, lower-cased;
+- ``words``: a run of words anywhere (a PIN, a name): the hash of the words, normalised;
 - ``whole``: a whole message or passage: the hash of all its words;
 - ``fact``: one fact: the hash of its subject, relation and object.
 
@@ -19,21 +19,22 @@ ever exported.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 KEY_FILE = "forgotten.key"
 LIST_FILE = "forgotten.json"
 REDACTED = "[forgotten]"
-WORD = re.compile(r"\w+")
 Kind = Literal["words", "whole", "fact"]
 
 
@@ -46,12 +47,77 @@ class Tombstone:
     what: str  # what was forgotten, in words that hold none of it ("3 words", "message 12")
     created_at: float
     status: Literal["forgetting", "done", "lifted"] = "forgetting"
+    key_check: str = ""  # ``Tombstones.key_check`` when it was made: a changed key shows
 
 
-def words(text: str) -> list[re.Match[str]]:
-    """The words a tombstone is made of and checked against: runs of letters and digits, so
-    "zebra-7741-quartz" and "Zebra 7741 quartz" are the same three words."""
-    return list(WORD.finditer(text))
+# Written inside a word without changing it: the soft hyphen and the zero-width characters.
+INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
+_ALNUM = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+
+
+class Word(NamedTuple):
+    text: str  # normalised (``normal``)
+    start: int  # where it stands in the text as written
+    end: int
+
+
+def normal(text: str) -> str:
+    """One form for the same word however it is written: NFKC (full-width letters and digits,
+    ligatures), case folded, without soft hyphens or zero-width characters."""
+    bare = text.translate(_INVISIBLE_GONE)
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", bare).casefold())
+
+
+_INVISIBLE_GONE = dict.fromkeys(map(ord, INVISIBLE))
+
+
+@functools.cache
+def _written_word() -> re.Pattern[str]:
+    """A word as written: letters and digits (not the underscore), with the combining marks
+    of a decomposed letter ("Zoe" + U+0308) and invisible characters inside it."""
+    marks = [c for c in range(0x110000) if unicodedata.category(chr(c))[0] == "M"]
+    ranges, start = [], marks[0]
+    for previous, current in zip(marks, [*marks[1:], -1], strict=True):
+        if current != previous + 1:
+            ranges.append(f"\\U{start:08x}-\\U{previous:08x}")
+            start = current
+    return re.compile(f"(?:[^\\W_]|[{''.join(ranges)}{INVISIBLE}])+")
+
+
+def words(text: str) -> list[Word]:
+    """The words a tombstone is made of and checked against, normalised: "zebra-7741_quartz",
+    "Zebra 7741 quartz" and "ＺＥＢＲＡ 7741 quartz" are the same three words. Any run of
+    punctuation, spaces or underscores is one separator."""
+    if text.isascii():  # the common case, at the speed of one expression
+        return [Word(m.group().lower(), m.start(), m.end()) for m in _ASCII_WORD.finditer(text)]
+    found = []
+    for match in _written_word().finditer(text):
+        written = match.group()
+        if written.isascii():
+            found.append(Word(written.lower(), match.start(), match.end()))
+            continue
+        for piece in _ALNUM.findall(normal(written)):  # "½" is "1", "2"
+            found.append(Word(piece, match.start(), match.end()))
+    return found
+
+
+def _check_of(key: bytes) -> str:
+    return hashlib.blake2b(b"", key=key, digest_size=8).hexdigest()
+
+
+def replace_spans(text: str, spans: list[tuple[int, int]], marker: str) -> str:
+    """``text`` with each span replaced by ``marker`` (overlapping spans by one)."""
+    if not spans:
+        return text
+    pieces, at = [], 0
+    for start, end in sorted(spans):
+        if start < at:
+            at = max(at, end)
+            continue
+        pieces += [text[at:start], marker]
+        at = end
+    return "".join(pieces) + text[at:]
 
 
 class Tombstones:
@@ -63,6 +129,7 @@ class Tombstones:
         self._key: bytes | None = None
         self._read_at: float | None = None
         self._items: list[Tombstone] = []
+        self.kept_out = 0  # texts ``redact`` changed: an import says how many it kept out
 
     # -- the list ------------------------------------------------------------------------------
 
@@ -95,6 +162,7 @@ class Tombstones:
             digest=self.digest(parts),
             what=what,
             created_at=time.time(),
+            key_check=self.key_check(),
         )
         self._write([*items, stone])
         return stone
@@ -119,8 +187,31 @@ class Tombstones:
     # -- hashing -------------------------------------------------------------------------------
 
     def digest(self, parts: Sequence[str]) -> str:
-        joined = "\x1f".join(part.casefold() for part in parts)
+        joined = "\x1f".join(normal(part) for part in parts)
         return hashlib.blake2b(joined.encode(), key=self._secret(), digest_size=16).hexdigest()
+
+    def key_check(self) -> str:
+        """A keyed hash of nothing: the same while the key is, so a lost or replaced key is
+        seen (its tombstones no longer recognise what they forget)."""
+        return _check_of(self._secret())
+
+    def key_problem(self) -> str | None:
+        """Why the tombstones cannot be trusted to hold, in a sentence, or None."""
+        stones = self.active()
+        if not stones:
+            return None
+        path = self._root / KEY_FILE
+        if not path.exists():
+            problem = f"{KEY_FILE} is missing"
+        elif any(stone.key_check not in ("", _check_of(path.read_bytes())) for stone in stones):
+            problem = f"{KEY_FILE} was replaced"
+        else:
+            return None
+        return (
+            f"{problem}, so {len(stones)} tombstones no longer recognise what you asked Mnemo "
+            "to forget: it could be stored again from a file or an import. Put the profile's "
+            f"{KEY_FILE} back from a backup, or forget those texts again."
+        )
 
     def _secret(self) -> bytes:
         if self._key is None:
@@ -142,7 +233,7 @@ class Tombstones:
         found = words(text)
         if not found:
             return []
-        tokens = [match.group() for match in found]
+        tokens = [word.text for word in found]
         wholes = {stone.digest for stone in chosen if stone.kind == "whole"}
         if wholes and self.digest(tokens) in wholes:
             return [(0, len(text))]
@@ -154,7 +245,7 @@ class Tombstones:
         for length, digests in runs.items():
             for start in range(len(tokens) - length + 1):
                 if self.digest(tokens[start : start + length]) in digests:
-                    spans.append((found[start].start(), found[start + length - 1].end()))
+                    spans.append((found[start].start, found[start + length - 1].end))
         return spans
 
     def redact(
@@ -165,16 +256,9 @@ class Tombstones:
     ) -> str:
         """``text`` with every forgotten run of words replaced by ``marker``."""
         spans = self.spans(text, stones)
-        if not spans:
-            return text
-        pieces, at = [], 0
-        for start, end in sorted(spans):
-            if start < at:  # overlapping runs: one marker
-                at = max(at, end)
-                continue
-            pieces += [text[at:start], marker]
-            at = end
-        return "".join(pieces) + text[at:]
+        if spans:
+            self.kept_out += 1
+        return replace_spans(text, spans, marker)
 
     def forgets_fact(self, subject: str, predicate: str, obj: str) -> bool:
         """Whether this fact, or a forgotten run of words in its subject or object, was
@@ -189,5 +273,5 @@ class Tombstones:
 
     def fact_digest(self, subject: str, predicate: str, obj: str) -> str:
         return self.digest(
-            [" ".join(m.group() for m in words(part)) for part in (subject, predicate, obj)]
+            [" ".join(word.text for word in words(part)) for part in (subject, predicate, obj)]
         )
