@@ -31,6 +31,7 @@ WATCH_MS = 2000
 def title(proposal: Proposal) -> str:
     """What the assistant (or another program, over MCP) wants, in the card's heading."""
     who = proposal.cause_ref if proposal.cause_kind == "mcp" else "The assistant"
+    who = (who or "")[:1].upper() + (who or "")[1:]  # "An MCP program calling itself …"
     if proposal.kind == "note":
         return f"{who} wants to keep a note in archival memory"
     if proposal.kind == "fact":
@@ -72,7 +73,7 @@ class ProposalCard(QFrame):
         layout.addWidget(label(title(proposal), "title"))
         when = proposal.created_at.strftime("%Y-%m-%d %H:%M")
         if proposal.cause_kind == "mcp":
-            source = f"Sent by {proposal.cause_ref} over MCP, {when}"
+            source = f"Sent by {proposal.cause_ref}, {when}"
         else:
             source = f"Proposed during the conversation, {when}"
             if proposal.cause_ref:

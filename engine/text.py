@@ -15,6 +15,18 @@ def one_line(text: str, width: int = 90) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def has_lone_surrogate(*texts: str | None) -> bool:
+    """Whether any of ``texts`` holds a lone surrogate: not text, so a request holding one is
+    refused (``safe_text`` makes such text storable where it is only kept)."""
+    return any(text and _SURROGATE.search(text) for text in texts)
+
+
+LONE_SURROGATE = (
+    "The request holds a lone surrogate (a \\uD800 to \\uDFFF escape without its pair), "
+    "which is not text; nothing was done."
+)
+
+
 def safe_text(text: str) -> str:
     """``text`` with lone surrogates (which JSON's \\uXXXX escapes can produce, and which SQLite
     and Qt cannot encode) replaced by U+FFFD."""

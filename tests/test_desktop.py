@@ -303,8 +303,9 @@ def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot
     (proposal,) = mnemo.proposals.pending()
     card = window.proposals.card(proposal.id)
     texts = [widget.text() for widget in card.findChildren(QLabel)]
-    assert "LM Studio wants to add to “human”" in texts
-    assert any(text.startswith("Sent by LM Studio over MCP") for text in texts)
+    claimed = 'an MCP program calling itself "LM Studio"'
+    assert 'An MCP program calling itself "LM Studio" wants to add to “human”' in texts
+    assert any(text.startswith(f"Sent by {claimed}, ") for text in texts)
 
 
 def while_the_window_runs(qtbot, work):

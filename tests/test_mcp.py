@@ -19,6 +19,7 @@ from mcp_types import Implementation
 from engine import Mnemo
 
 CLIENT = "Claude Desktop"
+CLAIMED = f'an MCP program calling itself "{CLIENT}"'  # the source the person reads
 
 
 @pytest.fixture
@@ -135,16 +136,16 @@ def test_every_write_from_a_client_waits_for_the_person_with_the_client_as_sourc
     assert mnemo.core.block("human").value == human_before  # nothing changed yet
     pending = mnemo.proposals.pending()
     assert [p.kind for p in pending] == ["core", "fact", "note"]
-    assert {(p.cause_kind, p.cause_ref) for p in pending} == {("mcp", CLIENT)}
+    assert {(p.cause_kind, p.cause_ref) for p in pending} == {("mcp", CLAIMED)}
     assert pending[1].old_content == "User lives in Lisbon"  # shown beside what it replaces
     listed = cli(mnemo.profile.root, "memory", "proposals")
-    assert listed.count(f"written by {CLIENT} over MCP") == 3
+    assert listed.count(f"written by {CLAIMED}") == 3
 
     note = mnemo.proposals.approve(pending[2].id)
     assert note.status == "approved"
     hits = mnemo.archival.search("pastel de nata", limit=1)
     assert hits[0].text == "Likes pastel de nata with coffee."
-    assert set(hits[0].tags) == {"mcp", CLIENT} and hits[0].origin == "model"
+    assert set(hits[0].tags) == {"mcp", CLAIMED} and hits[0].origin == "model"
 
 
 def test_notes_apply_at_once_when_the_person_allows_it_and_core_edits_still_wait(
@@ -272,7 +273,7 @@ def test_over_http_each_token_reaches_only_its_own_users_memory(served: Any) -> 
     bob = http_client(served, "bob", search, "?assistant=home")
     assert "I keep bees" not in bob and "waits for the person's approval" in bob
     (proposal,) = served.hub.get("alice", "home").mnemo.proposals.pending()
-    assert (proposal.cause_kind, proposal.cause_ref) == ("mcp", CLIENT)
+    assert (proposal.cause_kind, proposal.cause_ref) == ("mcp", CLAIMED)
     assert len(served.hub.get("bob", "home").mnemo.proposals.pending()) == 1  # bob's own
 
     async def other_assistant(client: Client) -> Any:
@@ -293,3 +294,27 @@ def test_over_http_a_missing_or_wrong_token_is_refused_before_mcp(served: Any) -
         )
         assert answer.status_code == 401
         assert answer.json() == {"error": "Give a valid token as 'Authorization: Bearer TOKEN'."}
+
+
+def test_a_clients_own_name_is_shown_as_its_claim_and_it_cannot_flood_the_panel(
+    window_open: Mnemo,
+) -> None:
+    """A client named itself "You (verified by Mnemo)", and proposed about 20 edits a second."""
+    from engine.server.mcp_server import MAX_WAITING
+
+    mnemo = window_open
+
+    async def work(client: Client) -> list[Any]:
+        return [
+            await client.call_tool("save_note", {"text": f"Reminder number {n} about the boiler."})
+            for n in range(MAX_WAITING + 5)
+        ]
+
+    results = run_client(mnemo.profile.root, work, name="You (verified by Mnemo)")
+    assert [result.is_error for result in results] == [False] * MAX_WAITING + [True] * 5
+    assert "already wait for the person" in text(results[-1])
+    pending = mnemo.proposals.pending()
+    assert len(pending) == MAX_WAITING
+    claimed = 'an MCP program calling itself "You (verified by Mnemo)"'
+    assert {p.cause_ref for p in pending} == {claimed}
+    assert f"written by {claimed}" in cli(mnemo.profile.root, "memory", "proposals")

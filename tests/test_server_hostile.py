@@ -359,3 +359,38 @@ def test_sigterm_stops_the_server_within_seconds_while_a_turn_waits_on_a_slow_mo
         if process.poll() is None:
             process.kill()
         slow.close()
+
+
+# -- 4: round two: what a program sends --------------------------------------------------------
+
+
+def test_a_request_to_forget_through_a_programs_chat_reaches_neither_the_model_nor_memory(
+    server, model
+):
+    """A request to forget over /v1/chat/completions reached the model and was kept as a note;
+    a program's chat has no preview, so it is told where to forget."""
+    alice = server.client("alice")
+    request = "Please forget that I work at a bakery."
+    answer = alice.post(
+        "/v1/chat/completions",
+        json={"model": "mnemo:home", "messages": [{"role": "user", "content": request}]},
+    )
+    assert answer.status_code == 200, answer.text
+    reply = answer.json()["choices"][0]["message"]["content"]
+    assert "mnemo forget" in reply and "Nothing of this message was kept" in reply
+    turn = alice.post("/v1/assistants/home/turns", json={"text": "Forget my passport number."})
+    assert "mnemo forget" in dict(events_of(turn))["message_sent"]["text"]
+    assert model.prompts == []  # the model saw neither
+    mnemo = server.hub.get("alice", "home").mnemo
+    assert mnemo.recall.count() == 0 and mnemo.archival.count() == 0
+
+
+def test_a_lone_surrogate_in_a_request_is_refused_in_words(server):
+    alice = server.client("alice")
+    body = '{"model": "mnemo:home", "messages": [{"role": "user", "content": "Hi \\ud800"}]}'
+    headers = {"content-type": "application/json"}
+    answer = alice.post("/v1/chat/completions", content=body, headers=headers)
+    assert answer.status_code == 422
+    assert "lone surrogate" in answer.json()["error"]["message"]
+    answer = alice.post("/v1/assistants/home/turns", content='{"text": "\\udfff"}', headers=headers)
+    assert answer.status_code == 422 and "is not valid" in answer.json()["error"]

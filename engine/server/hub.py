@@ -23,8 +23,9 @@ from urllib.parse import urlsplit, urlunsplit
 from engine.agent import Agent
 from engine.assistants import Assistants, check_name, is_profile
 from engine.errors import MnemoError, NotFoundError
-from engine.events import Event, TurnFinished
+from engine.events import Event, MessageSent, TextStreamed, TurnFinished
 from engine.llm import ChatModel
+from engine.memory import forget
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.settings import Settings, touches_the_machine
@@ -182,8 +183,16 @@ class Hub:
         on_event: Callable[[Event], None],
         conversation_id: str = DEFAULT_CONVERSATION,
     ) -> TurnFinished:
-        """Run a claimed turn once a worker is free (``turn.cancel`` ends it early)."""
+        """Run a claimed turn once a worker is free (``turn.cancel`` ends it early). A request
+        to forget is not a turn: it is said where the person forgets, and nothing is kept."""
         try:
+            if (what := forget.requested(text)) is not None:
+                reply = forget.ELSEWHERE.format(what=what)
+                for event in (TextStreamed(reply), MessageSent(reply, 0)):
+                    on_event(event)
+                finished = TurnFinished(reply, 0, "replied")
+                on_event(finished)
+                return finished
             with self._workers:
                 model = self._shared_model()
                 with self._model_lock:

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 SOURCE_KIND = "mcp"  # a proposal's cause, a fact's source: a client over MCP
-UNKNOWN_CLIENT = "an MCP client"
+UNKNOWN_CLIENT = "an MCP program"
+MAX_WAITING = 20  # proposals from programs waiting for the person: past it, a client waits too
 MAX_QUERY = 2_000
 MAX_TEXT = 10_000
 RESULT_CHARS = 8_000
@@ -74,15 +75,16 @@ class CallRate:
 
 
 def client_name(ctx: Context | None) -> str:
-    """The name the client gave when it connected ("claude-ai", "LM Studio"), cut to 60
-    characters of one line; a generic name when it gave none."""
+    """Who a client is, as the person reads it under what it proposes: a program over MCP,
+    and the name it gave itself when it connected ("claude-ai"), cut to 60 characters of one
+    line and quoted as its claim: a client calling itself "you" or "Mnemo" is not either."""
     try:
         params = ctx.session.client_params if ctx is not None else None
     except (AttributeError, LookupError, ValueError):
         params = None
     name = params.client_info.name if params is not None and params.client_info else ""
-    name = " ".join(str(name).split())[:60]
-    return name or UNKNOWN_CLIENT
+    name = " ".join(str(name).replace('"', "'").split())[:60]
+    return f'{UNKNOWN_CLIENT} calling itself "{name}"' if name else UNKNOWN_CLIENT
 
 
 def build_server(
@@ -314,13 +316,25 @@ def core_text(mnemo: Mnemo) -> str:
 
 
 def _untrusted(client: str) -> str:
-    return f"written by {client} over MCP"
+    return f"written by {client}"
+
+
+def _room_to_propose(mnemo: Mnemo) -> None:
+    """Refuse a proposal while ``MAX_WAITING`` from programs wait: a client could otherwise
+    fill the person's panel faster than they can read it."""
+    waiting = sum(proposal.cause_kind == SOURCE_KIND for proposal in mnemo.proposals.pending())
+    if waiting >= MAX_WAITING:
+        raise InputError(
+            f"{waiting} proposals from programs already wait for the person's decision in "
+            "Mnemo; propose more once they have looked at those."
+        )
 
 
 def propose_client_edit(
     mnemo: Mnemo, client: str, label: str, content: str, replaces: str | None
 ) -> str:
     """A core-memory edit from a client: always a proposal, whatever the write policy."""
+    _room_to_propose(mnemo)
     with mnemo.recall.transaction() as transaction:
         proposal = mnemo.proposals.create_in(
             transaction.session,
@@ -343,6 +357,7 @@ def propose_client_fact(
     mnemo: Mnemo, client: str, subject: str, relation: str, obj: str, since: str | None
 ) -> str:
     """A fact from a client: a proposal, shown beside the facts it would replace."""
+    _room_to_propose(mnemo)
     knowledge = mnemo.knowledge
     if knowledge.holds(subject, relation, obj):
         return "Already known; nothing to propose."
@@ -374,6 +389,7 @@ def save_client_note(mnemo: Mnemo, client: str, text: str) -> str:
     if mnemo.settings.get("mcp.notes") == "apply":
         passage_id = mnemo.archival.insert_client_note(text, client)
         return f"Kept in archival memory (note {passage_id[:8]})."
+    _room_to_propose(mnemo)
     with mnemo.recall.transaction() as transaction:
         proposal = mnemo.proposals.create_note_in(
             transaction.session, text=text, client=client, untrusted_reason=_untrusted(client)

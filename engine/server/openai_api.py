@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from engine.errors import InputError, MnemoError, user_message
 from engine.events import Event
+from engine.memory import forget
 from engine.profile import WINDOW, ProfileBusyError
 from engine.server import handoff
 from engine.server.completion_turn import (
@@ -37,6 +38,7 @@ from engine.server.completion_turn import (
     store_history,
 )
 from engine.server.hub import Hub
+from engine.text import LONE_SURROGATE, has_lone_surrogate
 
 MODEL_PREFIX = "mnemo:"
 PATHS = ("/v1/chat/completions", "/v1/models")
@@ -116,6 +118,9 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
         user_agent: str | None = Header(default=None),
     ) -> Any:
         last = body.messages[-1]
+        texts = [text_of(message) for message in body.messages]
+        if has_lone_surrogate(*texts, body.model, body.user, mnemo_conversation, user_agent):
+            raise InputError(LONE_SURROGATE)
         if last.role != "user" or not text_of(last).strip():
             raise InputError("The last message must be the user's, with text to answer.")
         earlier = [(str(message.role), text_of(message)) for message in body.messages[:-1]]
@@ -124,6 +129,15 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
         cancel = threading.Event()
+        if (what := forget.requested(text_of(last))) is not None:
+            # Forgetting is the person's, with its preview: the request is neither answered by
+            # the model nor kept (it names what is to go).
+            await asyncio.to_thread(lambda: hub.get(user, name))  # a known assistant, or 404
+            told = TurnRecord("")
+            told.reply = forget.ELSEWHERE.format(what=what)
+            for item in (("text", told.reply), ("done", None), None):
+                events.put_nowait(item)
+            return await _respond(body.stream, MODEL_PREFIX + name, told, events, cancel)
 
         def put(item: tuple[str, Any] | None) -> None:
             try:
