@@ -32,6 +32,16 @@ def embedder():
     return default_embedder()
 
 
+@pytest.fixture(scope="session")
+def real_files() -> Path:
+    """``../shared/data/real``: files other software wrote (exports, agent files), with their
+    licences; read there, never copied into the project."""
+    found = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+    if not found.is_dir():
+        pytest.skip(f"the real files are not beside this checkout ({found})")
+    return found
+
+
 @pytest.fixture
 def profile_dir(tmp_path: Path) -> Path:
     return tmp_path / "profile"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tracemalloc
 import zipfile
 
@@ -446,3 +447,22 @@ def test_an_image_a_tool_made_is_counted_as_an_image_and_the_reply_is_kept(mnemo
     ]
     (note,) = [note for note in report.notes if note.startswith("Not imported")]
     assert "1 images" in note and "1 tool calls" in note and "1 tool outputs" in note
+
+
+def test_a_real_export_cut_at_every_position_around_each_escape_reads_the_same(real_files):
+    """A real claude.ai export was refused as damaged: a \\uXXXX escape cut by the end of a
+    read fails a few characters before it, and was taken for damage. Each kind of escape in a
+    real ChatGPT shard, cut at every position around it, reads as ``json.load`` reads it."""
+    data = (real_files / "chatgpt_2026" / "conversations-002.json").read_bytes()
+    whole = json.loads(data)
+    kinds = {
+        "\\uXXXX": re.search(rb"\\u00[0-9a-f]{2}", data),
+        "surrogate pair": re.search(rb"\\ud[89ab][0-9a-f]{2}\\ud[c-f][0-9a-f]{2}", data),
+        "backslash": re.search(rb"\\\\", data),  # \\ in the file
+        "quote": re.search(rb'\\"', data),  # \" in the file
+    }
+    for kind, found in kinds.items():
+        assert found is not None, kind
+        for cut in range(found.start() - 2, found.end() + 3):
+            read = list(iter_json_array(io.BytesIO(data), "conversations-002.json", cut))
+            assert read == whole, (kind, cut)

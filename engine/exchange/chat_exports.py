@@ -53,6 +53,9 @@ if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 READ_CHARS = 1 << 20
+# How far before the end of what was read a parse error may be the cut's: the longest escape run
+# (a surrogate pair, "\ud83d\ude00", 12 characters) and a literal ("false") fit in it.
+CUT_REACH = 16
 BATCH = 2000  # messages stored per transaction
 
 
@@ -110,8 +113,10 @@ def iter_json_array(stream: IO[bytes], name: str, read_chars: int = READ_CHARS) 
             item, end = decoder.raw_decode(buffer, position)
         except json.JSONDecodeError as error:
             # Cut off by the end of what was read so far: read more (twice as much each time,
-            # so a very large item costs linear time). Anywhere else, the file is damaged.
-            at_end = error.pos >= len(buffer) - 1 or error.msg.startswith("Unterminated")
+            # so a very large item costs linear time). Anywhere else, the file is damaged. A
+            # cut escape fails where it starts ("\ud83d\ude0" is read as an invalid escape
+            # 10 characters before the end), so the end is the last ``CUT_REACH`` characters.
+            at_end = error.pos >= len(buffer) - CUT_REACH or error.msg.startswith("Unterminated")
             if at_end and not ended and more(len(buffer) - position):
                 continue
             raise ArchiveError(
