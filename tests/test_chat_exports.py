@@ -466,3 +466,28 @@ def test_a_real_export_cut_at_every_position_around_each_escape_reads_the_same(r
         for cut in range(found.start() - 2, found.end() + 3):
             read = list(iter_json_array(io.BytesIO(data), "conversations-002.json", cut))
             assert read == whole, (kind, cut)
+
+
+def test_real_exports_say_what_they_leave_out_and_which_shards_are_missing(mnemo, real_files):
+    """claude_example.json (85 conversations, most messages blanked by their owner) reported
+    "messages: 10 added, conversations: 1 added" and nothing of the 547 empty messages or the 84
+    conversations left out; a partial ChatGPT export's missing shards were not said."""
+    report = import_file(mnemo, real_files / "claude" / "claude_example.json")
+    assert report.added["messages"] == 10
+    assert (
+        "Not imported: 84 conversations without a message with text, 547 messages without text."
+        in report.lines()
+    )
+    shards = mnemo.profile.root.parent / "chatgpt"
+    shards.mkdir()
+    real = real_files / "chatgpt_2026"
+    (shards / "export_manifest.json").write_bytes((real / "export_manifest.json").read_bytes())
+    first = json.loads((real / "conversations-004.json").read_bytes())[:2]  # (quicker)
+    (shards / "conversations-004.json").write_text(json.dumps(first), encoding="utf-8")
+    report = import_file(mnemo, shards)
+    missing = [line for line in report.lines() if line.startswith("Not in this copy")]
+    assert missing == [
+        "Not in this copy of the export, though its manifest lists them: conversations-000.json, "
+        "conversations-001.json, conversations-002.json, conversations-003.json, "
+        "conversations-005.json."
+    ]

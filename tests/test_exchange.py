@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import zipfile
 
 import pytest
@@ -298,12 +299,25 @@ def test_random_profiles_round_trip_into_an_empty_profile_and_one_in_use(tmp_pat
             import_archive(new, tmp_path / "memory.mnemo")
             new.wait_for_background_work()
             assert restored_differences(old, new) == []
+            assert_a_second_import_adds_nothing(new, tmp_path / "memory.mnemo")
         with Mnemo.open(tmp_path / "in-use", embedder=embedder) as in_use:
             fill_randomly(in_use, random.Random(seed + 10_000), tmp_path / "other-files")
             before = contents(in_use)
             import_archive(in_use, tmp_path / "memory.mnemo")
             in_use.wait_for_background_work()
             assert merged_differences(old, before, in_use) == []
+            assert_a_second_import_adds_nothing(in_use, tmp_path / "memory.mnemo")
+        assert_a_second_import_adds_nothing(old, tmp_path / "memory.mnemo")  # into its own
+
+
+def assert_a_second_import_adds_nothing(m: Mnemo, archive) -> None:
+    """Imported again (a second time, or into the profile it came from), an archive adds
+    nothing and fails nowhere: "FOREIGN KEY constraint failed" was a profile of two facts."""
+    before = contents(m)
+    report = import_archive(m, archive)
+    m.wait_for_background_work()
+    assert contents(m) == before
+    assert not [line for line in report.lines() if re.search(r"\b[1-9]\d* added", line)]
 
 
 def test_a_random_profile_restores_and_merges_on_postgresql_too(tmp_path, embedder, database_url):
@@ -388,3 +402,14 @@ def test_an_archive_bomb_and_an_enormous_row_are_refused_in_one_sentence(
         with pytest.raises(ArchiveError, match="A row of data/.* is larger than"):
             import_archive(m, tmp_path / "plain.mnemo")
         assert m.recall.count() == 0
+
+
+def test_a_profile_of_facts_alone_takes_its_own_archive_again(tmp_path, embedder):
+    """Two facts, one replacing the other, and no message: its own archive, imported, failed
+    with "FOREIGN KEY constraint failed" (it was taken for an empty profile and wiped)."""
+    with Mnemo.open(tmp_path / "p", embedder=embedder) as m:
+        fact = m.knowledge.add("user", "lives_in", "Porto")
+        m.knowledge.correct(fact.id, "Lisbon")
+        export_archive(m, tmp_path / "facts.mnemo")
+        assert_a_second_import_adds_nothing(m, tmp_path / "facts.mnemo")
+        assert_a_second_import_adds_nothing(m, tmp_path / "facts.mnemo")

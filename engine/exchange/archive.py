@@ -423,7 +423,7 @@ def _import(
     # Whatever the file says of its rows' trust, they are read from a file: recalled, they
     # keep core-memory edits waiting for the person, as any text they did not type does.
     imported = f"imported from {archive.filename and Path(archive.filename).name}"
-    fresh = mnemo.recall.count() == 0 and mnemo.archival.count() == 0
+    fresh = _holds_nothing(mnemo)
     total = int(manifest.get("counts", {}).get("message", 0))
     with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
         session = transaction.session
@@ -472,15 +472,41 @@ def _import(
         )
 
 
+# What a person makes in a profile besides messages and passages: a profile without any is
+# empty, and an archive is restored into it as it was (else merged beside what is there).
+# (A new profile's default blocks are versions written by the system.)
+_OWN_ROWS = (
+    "core_block_version WHERE author != 'system'",
+    "proposal",
+    "entity",
+    "relation",
+    "conversation",
+    "document",
+)
+
+
+def _holds_nothing(mnemo: Mnemo) -> bool:
+    if mnemo.recall.count() or mnemo.archival.count():
+        return False
+    with mnemo.database.connect() as connection:
+        return not any(
+            connection.execute(text(f"SELECT 1 FROM {rows} LIMIT 1")).first() for rows in _OWN_ROWS
+        )
+
+
 def _restore_tables(session: Any, archive: zipfile.ZipFile, report: ImportReport) -> None:
-    """Into an empty profile: every table of memory as it was, ids and all."""
-    for table in TABLES:
-        if table in OFFERED:
-            continue  # configuration, not memory: ``_offer_configuration`` lists it
-        rows = list(_lines(archive, f"data/{table}.jsonl"))
-        if not rows:
-            continue
+    """Into an empty profile: every table of memory as it was, ids and all (what is there, its
+    default blocks, goes first: the tables that point at others before them)."""
+    restored = [
+        table
+        for table in TABLES
+        if table not in OFFERED  # configuration, not memory: ``_offer_configuration`` lists it
+        and any(True for _ in _lines(archive, f"data/{table}.jsonl"))
+    ]
+    for table in reversed(restored):
         session.execute(text(f"DELETE FROM {table}"))
+    for table in restored:
+        rows = list(_lines(archive, f"data/{table}.jsonl"))
         # The columns are the table's own, never the file's keys (a key is no SQL); one the
         # file lacks takes its default, one it adds is not read.
         own = [column["name"] for column in inspect(session.connection()).get_columns(table)]
@@ -541,11 +567,14 @@ def _merge_blocks(
     mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport, imported: str
 ) -> None:
     blocks = {block.label: block for block in mnemo.core.blocks()}
+    waiting = _waiting(mnemo)
     for row in _lines(archive, "data/core_block.jsonl"):
         label, value = row["label"], row["value"]
         block = blocks.get(label)
         try:
-            if block is None:  # a block in every prompt: the person's to accept
+            if (label, value) in waiting:  # an import of the same archive before
+                report.skipped["core block proposals already waiting"] += 1
+            elif block is None:  # a block in every prompt: the person's to accept
                 mnemo.proposals.create_block_in(
                     session,
                     label=label,
@@ -574,11 +603,18 @@ def _merge_blocks(
             report.notes.append(f"The {label} block was not proposed: {error}")
 
 
+def _waiting(mnemo: Mnemo) -> set[tuple[str, str]]:
+    """What waiting proposals propose (the block or subject, and the text): an archive
+    imported again proposes none of it twice."""
+    return {(proposal.label, proposal.new_content) for proposal in mnemo.proposals.pending()}
+
+
 def _merge_knowledge(
     mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport
 ) -> None:
     knowledge = mnemo.knowledge
     entities = {row["id"]: row for row in _lines(archive, "data/entity.jsonl")}
+    waiting = _waiting(mnemo)
 
     def final(entity_id: int) -> dict[str, Any]:
         """The entity an id stands for after the archive's own merges."""
@@ -631,6 +667,8 @@ def _merge_knowledge(
         current = knowledge.contradicted(subject, row["predicate"], value)
         if knowledge.holds(subject, row["predicate"], value):
             report.skipped["facts"] += 1
+        elif (subject, value) in waiting:
+            report.skipped["fact proposals already waiting"] += 1
         elif current:
             mnemo.proposals.create_fact_in(
                 session,

@@ -147,6 +147,22 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Callable[[], IO[
     return lambda: archive.open(info)
 
 
+MANIFEST = "export_manifest.json"  # ChatGPT's of 2026: every file the export holds
+
+
+def missing_parts(names: list[str], manifest: bytes | None) -> list[str]:
+    """The conversation files the export's manifest lists that are not there (a partial
+    copy): said in the report, as nothing of them could be imported."""
+    if manifest is None:
+        return []
+    try:
+        listed = [str(entry.get("path", "")) for entry in json.loads(manifest)["export_files"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return []  # a manifest Mnemo cannot read lists nothing it can check
+    have = {name.split("/")[-1] for name in names}
+    return [name for name in listed if _PART.fullmatch(name.split("/")[-1]) and name not in have]
+
+
 def export_parts(path: Path) -> tuple[list[Part], Callable[[], None]]:
     """The files of an export in order: ``conversations.json`` or the numbered files of a
     split one, alone, in the folder given, or inside the zip the export came as; and how to
@@ -240,6 +256,8 @@ def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
         if body:
             when = message.get("create_time") or result.created_at
             result.messages.append(NewMessage(role, body, when, result.id))
+        else:
+            result.left_out["messages without text"] += 1
     return result
 
 
@@ -300,6 +318,8 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
         if role and body.strip():
             when = _timestamp(message.get("created_at")) or result.created_at
             result.messages.append(NewMessage(role, body.strip(), when, result.id))
+        elif role:
+            result.left_out["messages without text"] += 1
     return result
 
 
@@ -385,6 +405,11 @@ def import_conversations(
         raise ArchiveError(f"There is no file {path}.")
     parts, close = export_parts(path)
     report = ImportReport()
+    missing = missing_parts([part.name for part in parts], _manifest(path))
+    if missing:
+        report.notes.append(
+            f"Not in this copy of the export, though its manifest lists them: {', '.join(missing)}."
+        )
     snapshot = mnemo.snapshot_before(f"importing {path.name}")
     report.snapshot = snapshot.id if snapshot else None
     try:
@@ -454,6 +479,8 @@ def _import(
             known.add(key)
             batch.append(message)
             new += 1
+        if not conversation.messages:
+            left_out["conversations without a message with text"] += 1
         if new:
             report.added["conversations"] += 1
             titles[conversation.id] = (
@@ -477,6 +504,22 @@ def _import(
     if kinds:
         listed = ", ".join(f"{count} {kind}" for count, kind in kinds)
         report.notes.append(f"Not imported: {listed}.")
+
+
+def _manifest(path: Path) -> bytes | None:
+    """The export's manifest, beside its files or in its zip; None when there is none."""
+    try:
+        if path.is_dir():
+            return (path / MANIFEST).read_bytes() if (path / MANIFEST).is_file() else None
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                found = [i for i in archive.infolist() if i.filename.split("/")[-1] == MANIFEST]
+                if not found or found[0].file_size > 2**20:  # none, or no manifest's size
+                    return None
+                return archive.read(found[0])
+    except OSError:
+        return None
+    return None
 
 
 def _items(parts: list[Part]) -> Iterator[tuple[str, Any]]:

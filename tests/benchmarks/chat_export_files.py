@@ -8,14 +8,20 @@ by the person or the assistant (not a tool, not a call to one), not hidden, with
 One JSON line per file: its conversations, the visible messages, how many of them were stored
 word for word, and what the report says was left out.
 
-    uv run python tests/benchmarks/chat_export_files.py FILE_OR_FOLDER [...]
+The files are imported as the service wrote them (a split export by its folder, with its
+manifest). Run on the real files beside the checkout:
+
+    uv run python tests/benchmarks/chat_export_files.py ../shared/data/real/chatgpt_2026 \
+        ../shared/data/real/claude/claude_example.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +76,21 @@ def claude_visible(item: dict[str, Any]) -> list[str]:
     return [text for text in said if text]
 
 
+EXPORT_FILE = re.compile(r"conversations(?:-\d+)?\.json")
+
+
 def conversations(path: Path) -> list[dict[str, Any]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data if isinstance(data, list) else [data]
+    """Every conversation of an export: a file, or a folder of a split export's shards."""
+    files = (
+        sorted(p for p in path.iterdir() if EXPORT_FILE.fullmatch(p.name))
+        if path.is_dir()
+        else [path]
+    )
+    items: list[dict[str, Any]] = []
+    for file in files:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        items += data if isinstance(data, list) else [data]
+    return items
 
 
 def main() -> None:
@@ -80,8 +98,7 @@ def main() -> None:
     parser.add_argument("paths", nargs="+", type=Path)
     args = parser.parse_args()
     embedder = default_embedder()
-    files = [p for a in args.paths for p in (sorted(a.glob("*.json")) if a.is_dir() else [a])]
-    for path in files:
+    for path in args.paths:
         items = conversations(path)
         visible = [
             text
@@ -92,9 +109,13 @@ def main() -> None:
             tempfile.TemporaryDirectory() as folder,
             Mnemo.open(Path(folder) / "profile", embedder=embedder) as mnemo,
         ):
-            export = Path(folder) / "conversations.json"
-            export.write_text(json.dumps(items), encoding="utf-8")  # an export is a list
+            export = path  # as the service wrote it: a file, or the folder of its shards
+            if path.is_file() and not isinstance(json.loads(path.read_bytes()), list):
+                export = Path(folder) / "conversations.json"  # one conversation, as tools save
+                export.write_text(json.dumps(items), encoding="utf-8")
+            started = time.perf_counter()
             report = import_file(mnemo, export)
+            seconds = time.perf_counter() - started
             stored = [
                 message.text
                 for conversation in mnemo.conversations.all()
@@ -110,6 +131,8 @@ def main() -> None:
                 "stored_word_for_word": len(visible) - len(missing),
                 "stored_messages": len(stored),
                 "left_out": next((n for n in report.notes if n.startswith("Not imported")), ""),
+                "notes": [n for n in report.notes if not n.startswith("Not imported")],
+                "import_s": round(seconds, 1),
             }
         )
 
