@@ -219,8 +219,11 @@ def test_mnemo_import_reads_a_chatgpt_export(tmp_path, capsys):
     path = tmp_path / "conversations.json"
     path.write_text(json.dumps(chatgpt_export()), encoding="utf-8")
     assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "messages: 4 added" in out and "conversations: 1 added" in out and "From ChatGPT" in out
+    said = capsys.readouterr()
+    assert "messages: 4 added" in said.out and "conversations: 1 added" in said.out
+    assert "From ChatGPT" in said.out
+    # Its output is no terminal (a log, a pipe): progress comes as lines, the last one too.
+    assert said.err.splitlines()[-1] == "messages: 4 of 4"
 
 
 # Shapes from real exports: ChatGPT's voice mode (2025: a transcription part beside the audio

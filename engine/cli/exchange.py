@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import TYPE_CHECKING
 
 from engine.exchange import import_file
@@ -14,10 +15,39 @@ if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 
-def _progress(what: str, done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        of = f"/{total}" if total else ""
-        print(f"\r{what}: {done}{of}", end="", file=sys.stderr, flush=True)
+LINE_EVERY_S = 5.0  # into a file or a pipe: a line this often, not a line per batch
+
+
+class _Progress:
+    """Where an import or export stands, on stderr: one line rewritten on a terminal, a line
+    every ``LINE_EVERY_S`` otherwise (a log, a pipe), with the rate and, when the total is
+    known, the time left."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._said = 0.0
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        terminal = sys.stderr.isatty()
+        if not terminal and now - self._said < LINE_EVERY_S and done != total:
+            return
+        self._said = now
+        elapsed = now - self._started
+        line = f"{what}: {done:,}" + (f" of {total:,}" if total else "")
+        if elapsed >= 1 and done:
+            rate = done / elapsed
+            line += f", {rate:,.0f} a second"
+            if total > done:
+                line += f", about {_duration((total - done) / rate)} left"
+        if terminal:
+            print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
@@ -29,7 +59,7 @@ def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
     since = parse_since(args.since) if args.since else None
     path = args.path if args.path.suffix else args.path.with_suffix(".mnemo")
     counts = export_archive(
-        mnemo, path, vectors=not args.no_vectors, since=since, progress=_progress
+        mnemo, path, vectors=not args.no_vectors, since=since, progress=_Progress()
     )
     if sys.stderr.isatty():
         print(file=sys.stderr)
@@ -42,7 +72,7 @@ def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 
 def cmd_import(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    report = import_file(mnemo, args.path, progress=_progress)
+    report = import_file(mnemo, args.path, progress=_Progress())
     if sys.stderr.isatty():
         print(file=sys.stderr)
     print(f"Imported {args.path.name}:")
