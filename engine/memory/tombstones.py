@@ -52,6 +52,7 @@ class Tombstone:
 
 # Written inside a word without changing it: the soft hyphen and the zero-width characters.
 INVISIBLE = "\u00ad\u180e\u200b\u200c\u200d\u2060\ufeff"
+_INVISIBLE_GONE = dict.fromkeys(map(ord, INVISIBLE))
 _ALNUM = re.compile(r"[^\W_]+")
 _ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
 
@@ -67,9 +68,6 @@ def normal(text: str) -> str:
     ligatures), case folded, without soft hyphens or zero-width characters."""
     bare = text.translate(_INVISIBLE_GONE)
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", bare).casefold())
-
-
-_INVISIBLE_GONE = dict.fromkeys(map(ord, INVISIBLE))
 
 
 @functools.cache
