@@ -43,7 +43,7 @@ from engine.memory import trace
 from engine.memory.knowledge import LITERAL_VALUED
 from engine.memory.recall import keyword_text
 from engine.memory.search import _STOPWORDS
-from engine.memory.tombstones import Kind, Tombstone, replace_spans, words
+from engine.memory.tombstones import Kind, Tombstone, replace_spans, runs_in, words
 from engine.memory.vectors import clear_query_vectors, quote_sql
 from engine.profile import forget_prompt_states
 
@@ -346,14 +346,7 @@ class Phrases:
                 self._runs.setdefault(len(run), set()).add(tuple(run))
 
     def spans(self, value: str) -> list[tuple[int, int]]:
-        found = words(value)
-        tokens = [word.text for word in found]
-        return [
-            (found[start].start, found[start + length - 1].end)
-            for length, runs in self._runs.items()
-            for start in range(len(tokens) - length + 1)
-            if tuple(tokens[start : start + length]) in runs
-        ]
+        return runs_in(words(value), self._runs, tuple)
 
     def search(self, value: str) -> tuple[int, int] | None:
         return min(self.spans(value), default=None)
@@ -467,10 +460,14 @@ def _passages(rows: list[dict[str, Any]], redact: Redact) -> list[dict[str, Any]
         new: dict[str, Any] = {}
         for column in PASSAGE_COLUMNS:
             value = row.get(column)
-            if isinstance(value, str) and redact(value) != value:
-                new[column] = redact(value)
-            elif isinstance(value, list) and [redact(tag) for tag in value] != value:
-                new[column] = [redact(tag) for tag in value]
+            if isinstance(value, str):
+                redacted: Any = redact(value)
+            elif isinstance(value, list):
+                redacted = [redact(tag) for tag in value]
+            else:
+                continue
+            if redacted != value:
+                new[column] = redacted
         if new:
             changed.append({**row, "new": new})
     return changed

@@ -27,10 +27,10 @@ import re
 import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 KEY_FILE = "forgotten.key"
 LIST_FILE = "forgotten.json"
@@ -98,6 +98,20 @@ def words(text: str) -> list[Word]:
         for piece in _ALNUM.findall(normal(written)):  # "½" is "1", "2"
             found.append(Word(piece, match.start(), match.end()))
     return found
+
+
+def runs_in(
+    found: list[Word], runs: dict[int, set[Any]], key: Callable[[list[str]], Any]
+) -> list[tuple[int, int]]:
+    """Where in the text ``found`` was read from a run of words stands whose ``key`` is among
+    ``runs`` (keys by the run's length in words): a tombstone's hash, or the words themselves."""
+    tokens = [word.text for word in found]
+    return [
+        (found[start].start, found[start + length - 1].end)
+        for length, keys in runs.items()
+        for start in range(len(tokens) - length + 1)
+        if key(tokens[start : start + length]) in keys
+    ]
 
 
 def _check_of(key: bytes) -> str:
@@ -239,12 +253,7 @@ class Tombstones:
         for stone in chosen:
             if stone.kind == "words":
                 runs.setdefault(stone.length, set()).add(stone.digest)
-        spans = []
-        for length, digests in runs.items():
-            for start in range(len(tokens) - length + 1):
-                if self.digest(tokens[start : start + length]) in digests:
-                    spans.append((found[start].start, found[start + length - 1].end))
-        return spans
+        return runs_in(found, runs, self.digest)
 
     def redact(
         self,
