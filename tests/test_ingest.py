@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import docx
@@ -15,7 +17,7 @@ from fpdf import FPDF
 from engine.agent import Agent
 from engine.cli import main
 from engine.ingest.chunking import CHUNK_WORDS, chunk_sections
-from engine.ingest.ingestor import Ingestor
+from engine.ingest.ingestor import FileResult, Ingestor
 from engine.ingest.loaders import Section
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.llm import ScriptedModel
@@ -308,16 +310,26 @@ def wait_for(condition, timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+@contextmanager
+def watching(mnemo, debounce_s: float) -> Iterator[list[FileResult]]:
+    """The profile's watched folders watched, once caught up at start; what the watcher
+    reports comes in the list."""
+    results: list[FileResult] = []
+    watcher = FolderWatcher(mnemo, debounce_s=debounce_s, on_result=results.append)
+    watcher.start()
+    try:
+        assert watcher.wait_until_idle()
+        yield results
+    finally:
+        watcher.stop()
+
+
 def test_a_watched_folder_stays_in_sync(mnemo, tmp_path):
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "old.md").write_text("# Old\n\nWritten before watching started.")
     WatchedFolders(mnemo).add(folder)
-    results = []
-    watcher = FolderWatcher(mnemo, debounce_s=0.3, on_result=results.append)
-    watcher.start()
-    try:
-        assert watcher.wait_until_idle()
+    with watching(mnemo, debounce_s=0.3) as results:
         assert sources(mnemo, folder / "old.md")  # the start-up reconciliation
         # An editor saving five times in a burst is indexed once.
         for number in range(5):
@@ -338,8 +350,6 @@ def test_a_watched_folder_stays_in_sync(mnemo, tmp_path):
         (folder / "sub" / "deep.txt").write_text("Deep inside a new folder.")
         wait_for(lambda: sources(mnemo, folder / "sub" / "deep.txt"))
         assert not sources(mnemo, folder / ".git" / "HEAD.txt")
-    finally:
-        watcher.stop()
 
 
 def test_changes_while_closed_are_caught_at_start(mnemo, tmp_path):
@@ -352,12 +362,8 @@ def test_changes_while_closed_are_caught_at_start(mnemo, tmp_path):
     (folder / "a.txt").unlink()
     (folder / "b.txt").write_text("Bananas are yellow when ripe.")
     (folder / "c.txt").write_text("Cherries are dark red.")
-    watcher = FolderWatcher(mnemo, debounce_s=0.2)
-    watcher.start()
-    try:
-        assert watcher.wait_until_idle()
-    finally:
-        watcher.stop()
+    with watching(mnemo, debounce_s=0.2):
+        pass  # caught up at start
     names = sorted(Path(p.source.path).name for p in mnemo.archival.recent(100))
     assert names == ["b.txt", "c.txt"]
     assert "when ripe" in sources(mnemo, folder / "b.txt")[0][2]
@@ -463,15 +469,9 @@ def test_a_link_in_a_folder_to_a_file_outside_it_is_skipped_and_said(mnemo, tmp_
     assert all("55-1290" not in p.text for p in mnemo.archival.recent(20))
     # And when watching: at the start, and when a link appears later.
     WatchedFolders(mnemo).add(folder)
-    seen = []
-    watcher = FolderWatcher(mnemo, debounce_s=0.2, on_result=seen.append)
-    watcher.start()
-    try:
-        assert watcher.wait_until_idle()
+    with watching(mnemo, debounce_s=0.2) as seen:
         (folder / "later.md").symlink_to(secret)
         wait_for(lambda: any(r.path.endswith("later.md") for r in seen))
         (later,) = [r for r in seen if r.path.endswith("later.md")]
         assert later.outcome == "skipped" and "outside" in (later.error or "")
-    finally:
-        watcher.stop()
     assert all("55-1290" not in p.text for p in mnemo.archival.recent(20))
