@@ -255,6 +255,7 @@ class MainWindow(QMainWindow):
         right = QVBoxLayout()
         right.addWidget(self.banner_row)
         right.addWidget(self.pages, 1)
+        self._right = right  # the import's bar goes under the pages (``_connect``)
         layout.addLayout(right, 1)
         self.setCentralWidget(body)
 
@@ -314,6 +315,7 @@ class MainWindow(QMainWindow):
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
         self.snapshots.restore_requested.connect(self.restore_and_restart)
         self.exchange = ExchangeActions(self, self.mnemo, self.tasks)
+        self._right.addWidget(self.exchange.bar)
         file_menu = self.exchange.menu
         self.new_action = QAction("New conversation", self)
         self.new_action.setShortcut(QKeySequence.StandardKey.New)
@@ -686,6 +688,8 @@ class MainWindow(QMainWindow):
             self.tasks.submit(lambda: health.check(local), self._show_health)
 
     def _show_health(self, problems: list[health.Problem]) -> None:
+        # An import stopped halfway has the import bar's choice (finish it, or take it out).
+        problems = [problem for problem in problems if problem.check != "import"]
         if not problems:
             return
         self.show_error(
@@ -717,6 +721,7 @@ class MainWindow(QMainWindow):
         """Stop the work in progress at its next safe point and end the worker threads."""
         self.chat_worker.cancel.set()
         self.ingest_worker.cancel.set()
+        self.exchange.shutdown()
         self.models.stop_all()  # paused, not lost: they resume from the Models page
         for thread in self._threads:
             thread.quit()

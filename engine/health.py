@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from engine.db import on_postgres
+from engine.exchange import unfinished
 from engine.memory import forget
 from engine.memory.recall.vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
 from engine.memory.search import chunked
@@ -68,6 +69,7 @@ def check(mnemo: Mnemo, *, forgotten: bool = False) -> list[Problem]:
         _proposals,
         _watched_folders,
         _tombstone_key,
+        _unfinished_import,
         *((_forgotten,) if forgotten else ()),
     ):
         try:
@@ -307,6 +309,23 @@ def _tombstone_key(mnemo: Mnemo) -> list[Problem]:
     return [Problem("tombstones", problem, None)] if problem else []
 
 
+def _unfinished_import(mnemo: Mnemo) -> list[Problem]:
+    journal = unfinished.read(mnemo)
+    if journal is None or unfinished.running(mnemo, journal):
+        return []
+    return [
+        Problem(
+            "import",
+            f"{journal.describe()}: import it again to finish it.",
+            f"Took out what the stopped import of {journal.name} had brought.",
+        )
+    ]
+
+
+def _undo_import(mnemo: Mnemo) -> None:
+    unfinished.undo_unfinished(mnemo)
+
+
 def _listed(paths: list[str]) -> str:
     return ", ".join(paths[:5]) + (f" and {len(paths) - 5} more files" if len(paths) > 5 else "")
 
@@ -405,4 +424,5 @@ _REPAIRS = {
     "passages": _fix_passages,
     "search indexes": _update_indexes,
     "proposals": _set_aside_proposals,
+    "import": _undo_import,
 }

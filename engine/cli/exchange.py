@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from engine.exchange import import_file
 from engine.exchange.archive import export_archive, parse_since
 from engine.exchange.letta import export_agent_file
+from engine.exchange.unfinished import undo_unfinished
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -72,6 +73,16 @@ def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 
 def cmd_import(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    if args.undo:
+        undone = undo_unfinished(mnemo)
+        if undone is None:
+            print("No import was stopped halfway; there is nothing to undo.")
+        else:
+            print(f"Took out the {undone[1]:,} messages the stopped import of {undone[0]} brought.")
+        return 0
+    if args.path is None:
+        print("Name the file to import (or --undo).", file=sys.stderr)
+        return 2
     report = import_file(mnemo, args.path, progress=_Progress())
     if sys.stderr.isatty():
         print(file=sys.stderr)

@@ -444,7 +444,12 @@ def _exchange(commands: Commands) -> None:
         "exchange:cmd_import",
         "bring in a .mnemo archive, or ChatGPT's or Claude's conversations.json (never twice)",
     )
-    import_.add_argument("path", type=Path)
+    import_.add_argument("path", type=Path, nargs="?")
+    import_.add_argument(
+        "--undo",
+        action="store_true",
+        help="take out what an import stopped halfway had brought (import it again to finish it)",
+    )
 
 
 def _check(commands: Commands) -> None:

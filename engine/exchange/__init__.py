@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,6 +17,7 @@ from engine.exchange.archive import (
 )
 from engine.exchange.chat_exports import import_conversations
 from engine.exchange.letta import import_agent_file
+from engine.exchange.unfinished import refuse_another
 from engine.memory.forget import sweep
 
 if TYPE_CHECKING:
@@ -24,14 +26,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("mnemo.exchange")
 
 
-def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> ImportReport:
+def import_file(
+    mnemo: Mnemo,
+    path: Path,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+    pause: threading.Event | None = None,
+) -> ImportReport:
     """Import whatever ``path`` is: a `.mnemo` archive, a Letta Agent File (`.af`), or a
     ChatGPT or Claude export (its ``conversations.json``, the numbered files of a split one or
     their folder, or the zip it came in). A file shaped in a way no reader expected is refused
-    in one sentence, never with a traceback."""
+    in one sentence, never with a traceback. ``cancel`` and ``pause`` stop a chat export's
+    import (see ``import_conversations``); the other kinds are short and run to their end."""
     kept_out = mnemo.tombstones.kept_out
     try:
-        report = _import_by_kind(mnemo, path, progress)
+        report = _import_by_kind(mnemo, path, progress, cancel, pause)
     except (
         KeyError,
         TypeError,
@@ -55,7 +64,14 @@ def import_file(mnemo: Mnemo, path: Path, progress: Progress | None = None) -> I
     return report
 
 
-def _import_by_kind(mnemo: Mnemo, path: Path, progress: Progress | None) -> ImportReport:
+def _import_by_kind(
+    mnemo: Mnemo,
+    path: Path,
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    pause: threading.Event | None,
+) -> ImportReport:
+    refuse_another(mnemo, path)
     if path.suffix.lower() == ".af":
         return import_agent_file(mnemo, path)
     if zipfile.is_zipfile(path):
@@ -63,7 +79,7 @@ def _import_by_kind(mnemo: Mnemo, path: Path, progress: Progress | None) -> Impo
             is_mnemo = MANIFEST in archive.namelist()
         if is_mnemo:
             return import_archive(mnemo, path, progress)
-        return import_conversations(mnemo, path, progress)
+        return import_conversations(mnemo, path, progress, cancel, pause)
     if path.suffix.lower() == ".json" or path.is_dir():  # a split export's folder too
-        return import_conversations(mnemo, path, progress)
+        return import_conversations(mnemo, path, progress, cancel, pause)
     return import_archive(mnemo, path, progress)  # says in words what is wrong with it

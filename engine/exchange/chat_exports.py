@@ -17,8 +17,10 @@ Recall keeps words: images, audio, attachments, tool output and hidden reasoning
 the report by kind, never dropped without a word. The files are read as a stream, one
 conversation at a time (an export of years is gigabytes), and the messages are stored in batches
 through the same path as every message (``add_many``), so they are searchable at once. A message
-already in recall (same conversation, role, time and text) is not stored twice; a snapshot is
-taken first and restored if anything fails.
+already in recall (same conversation, role, time and text) is not stored twice. An import
+stopped or failed halfway takes out what it brought; one killed halfway is resumed or undone
+(``engine.exchange.unfinished``). A claude.ai export's memories and projects come in with it
+(``engine.exchange.claude_extras``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from engine.errors import GenerationCancelled, MnemoError
+from engine.exchange import unfinished
 from engine.exchange.archive import (
     ArchiveError,
     ImportReport,
@@ -46,6 +49,7 @@ from engine.exchange.archive import (
     message_keys,
     new_message_key,
 )
+from engine.exchange.claude_extras import import_extras
 from engine.memory.recall.messages import NewMessage
 from engine.text import safe_value
 
@@ -56,7 +60,9 @@ READ_CHARS = 1 << 20
 # How far before the end of what was read a parse error may be the cut's: the longest escape run
 # (a surrogate pair, "\ud83d\ude00", 12 characters) and a literal ("false") fit in it.
 CUT_REACH = 16
-BATCH = 2000  # messages stored per transaction
+# Messages stored per transaction: each is committed and searchable, and a stop waits for at most
+# one (about 10 s of embedding on a 2-core machine).
+BATCH = 256
 
 
 @dataclass
@@ -74,7 +80,9 @@ class Conversation:
 # -- reading the file as a stream -----------------------------------------------------------------
 
 
-def iter_json_array(stream: IO[bytes], name: str, read_chars: int = READ_CHARS) -> Iterator[Any]:
+def iter_json_array(
+    stream: IO[bytes] | _Counted, name: str, read_chars: int = READ_CHARS
+) -> Iterator[Any]:
     """The items of a JSON array, parsed one at a time from ``stream``: memory holds one item
     and a little more, whatever the file's size."""
     decoder = json.JSONDecoder()
@@ -399,32 +407,63 @@ def import_conversations(
     path: Path,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    pause: threading.Event | None = None,
 ) -> ImportReport:
-    """Import a ChatGPT or Claude export (see the module's docstring); all of it or nothing."""
+    """Import a ChatGPT or Claude export (see the module's docstring). It ends whole or not at
+    all: stopped by ``cancel`` or an error, what it brought is taken out again; ``pause`` (the
+    window closing) or a kill leaves it to be finished by importing the same file again, or
+    undone (``unfinished``)."""
     if not path.exists():
         raise ArchiveError(f"There is no file {path}.")
     parts, close = export_parts(path)
-    report = ImportReport()
-    missing = missing_parts([part.name for part in parts], _manifest(path))
-    if missing:
-        report.notes.append(
-            f"Not in this copy of the export, though its manifest lists them: {', '.join(missing)}."
-        )
-    snapshot = mnemo.snapshot_before(f"importing {path.name}")
-    report.snapshot = snapshot.id if snapshot else None
+    journal: unfinished.Unfinished | None = None
     try:
-        _import(mnemo, parts, report, progress or (lambda *_a: None), cancel)
-    except Exception as error:
-        if snapshot is not None:
-            mnemo.snapshots.restore(snapshot.id, keep_current=False)
-        if isinstance(error, GenerationCancelled):
+        journal, resumed = unfinished.begin(mnemo, path)
+        report = ImportReport()
+        if resumed:
+            report.notes.append(
+                f"{journal.describe()}; it was resumed, and what was in already was kept."
+            )
+        else:
+            snapshot = mnemo.snapshot_before(f"importing {path.name}")
+            journal.snapshot = snapshot.id if snapshot else None
+            unfinished.write(mnemo, journal)
+        report.snapshot = journal.snapshot
+        missing = missing_parts([part.name for part in parts], _manifest(path))
+        if missing:
+            report.notes.append(
+                "Not in this copy of the export, though its manifest lists them: "
+                f"{', '.join(missing)}."
+            )
+
+        def wrote_source(source: str) -> None:
+            journal.sources.append(source)
+            unfinished.write(mnemo, journal)
+
+        try:
+            import_extras(mnemo, path, report, wrote_source)
+            stop = [event for event in (cancel, pause) if event is not None]
+            _import(mnemo, parts, report, progress or (lambda *_a: None), stop, journal)
+        except GenerationCancelled as error:
+            if pause is not None and pause.is_set() and not (cancel and cancel.is_set()):
+                raise MnemoError(
+                    f"The import of {path.name} was paused with {journal.stored:,} messages in; "
+                    "importing it again finishes it."
+                ) from error
+            removed = unfinished.undo(mnemo, journal)
             raise MnemoError(
-                f"The import of {path.name} was stopped; nothing was changed."
+                f"The import of {path.name} was stopped, and the {removed:,} messages it had "
+                "brought were taken out again; nothing else was changed."
             ) from error
-        raise import_failed(path.name, error) from error
+        except Exception as error:
+            unfinished.undo(mnemo, journal)
+            raise import_failed(path.name, error) from error
+        unfinished.clear(mnemo)
+        return report
     finally:
+        if journal is not None:
+            unfinished.ended(journal)
         close()
-    return report
 
 
 def _import(
@@ -432,17 +471,23 @@ def _import(
     parts: list[Part],
     report: ImportReport,
     progress: Progress,
-    cancel: threading.Event | None,
+    stop: list[threading.Event],
+    journal: unfinished.Unfinished,
 ) -> None:
     known = message_keys(mnemo)
     titles: dict[str, tuple[str, str, float | None]] = {}
     batch: list[NewMessage] = []
     origins: set[str] = set()
     left_out: Counter[str] = Counter()
+    size = sum(part.size for part in parts)
+    read = _Read()
+
+    def stopped() -> None:
+        if any(event.is_set() for event in stop):
+            raise GenerationCancelled()
 
     def store() -> None:
-        if cancel is not None and cancel.is_set():
-            raise GenerationCancelled()
+        stopped()
         with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
             transaction.add_many(batch)
             for conversation_id, (title, origin, created_at) in titles.items():
@@ -459,10 +504,16 @@ def _import(
                     },
                 )
         report.added["messages"] += len(batch)
+        journal.stored += len(batch)
+        unfinished.write(mnemo, journal)
         batch.clear()
         titles.clear()
 
-    for part, item in _items(parts):
+    def seen() -> int:
+        return report.added["messages"] + report.skipped["messages"] + len(batch)
+
+    for part, item in _items(parts, read):
+        stopped()
         conversation = read_conversation(item)
         if conversation is None:
             raise ArchiveError(
@@ -488,14 +539,16 @@ def _import(
                 conversation.origin,
                 conversation.created_at,
             )
-        if len(batch) >= BATCH:
+        # The first conversation on its own, so that search finds it at once; then batches.
+        if len(batch) >= BATCH or (batch and not report.added["messages"]):
             store()
-            progress("messages", report.added["messages"], 0)
+            # The total is not known ahead: it is estimated from the share of the bytes read.
+            estimate = round(seen() * size / read.bytes) if read.bytes else 0
+            progress("messages", seen(), max(estimate, seen() + 1))
     if batch or titles:
         store()
-    progress("messages", report.added["messages"], report.added["messages"])
+    progress("messages", seen(), seen())
     if origins:
-        size = sum(part.size for part in parts)
         files = f" in {len(parts)} files" if len(parts) > 1 else ""
         report.notes.insert(
             0, f"From {' and '.join(sorted(origins))}; {size / 2**20:.1f} MB read{files}."
@@ -522,9 +575,35 @@ def _manifest(path: Path) -> bytes | None:
     return None
 
 
-def _items(parts: list[Part]) -> Iterator[tuple[str, Any]]:
+class _Read:
+    """The bytes of the export read so far (the progress's estimate of the total)."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+
+    def counted(self, stream: IO[bytes]) -> _Counted:
+        return _Counted(stream, self)
+
+
+class _Counted:
+    def __init__(self, stream: IO[bytes], read: _Read) -> None:
+        self._stream, self._read = stream, read
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)
+        self._read.bytes += len(data)
+        return data
+
+    def seek(self, offset: int, whence: int = 0, /) -> int:
+        return self._stream.seek(offset, whence)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def _items(parts: list[Part], read: _Read) -> Iterator[tuple[str, Any]]:
     """Every conversation of every file of the export, in order, each file read as a stream."""
     for part in parts:
         with part.open() as stream:
-            for item in iter_json_array(stream, part.name):
+            for item in iter_json_array(read.counted(stream), part.name):
                 yield part.name, item

@@ -363,17 +363,23 @@ class ProposalStore:
         return _stored(session, self._kept_out(row))
 
     def create_note_in(
-        self, session: Session, *, text: str, client: str, untrusted_reason: str
+        self,
+        session: Session,
+        *,
+        text: str,
+        client: str,
+        untrusted_reason: str,
+        cause_kind: str = "mcp",
     ) -> Proposal:
-        """A note for archival memory from another program (``client``, its label), waiting
-        for the person."""
+        """A note for archival memory from another program or an imported file (``client``,
+        its label), waiting for the person."""
         row = ProposalRow(
             conversation_id=DEFAULT_CONVERSATION,
             kind="note",
             label=client,
             action="append",
             new_content=text,
-            cause_kind="mcp",
+            cause_kind=cause_kind,
             cause_ref=client,
             untrusted_reason=untrusted_reason,
             created_at=time.time(),

@@ -1,0 +1,220 @@
+"""An import of a chat export in progress, written down in the profile, so that one stopped
+halfway (by the person, an error, or the process killed) is never half-kept.
+
+A ChatGPT or Claude export of years takes many minutes to import, and the person chats
+meanwhile. So the import stores whole conversations in batches, each committed, and its journal
+(``import-unfinished.json``) says where it began: the first message id and proposal id it could
+have written, and the archival sources it wrote. Then:
+
+- importing the same file again resumes it: what is already in is skipped (as in any re-import);
+- ``undo`` takes out exactly what it brought, and nothing the person wrote meanwhile (a snapshot
+  restore would take their new messages too);
+- the journal is removed when the import ends either way. While it is there, another import is
+  refused, and the health check says so (its repair is the undo).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlalchemy import text
+
+from engine.exchange.archive import ArchiveError
+from engine.memory.recall import keyword_text
+from engine.memory.search import chunked
+from engine.memory.vectors import quote_sql
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+JOURNAL = "import-unfinished.json"
+# The conversations an import brings are the only ones with these origins and id prefixes.
+ORIGINS = ("ChatGPT", "Claude")
+ID_PREFIXES = ("chatgpt:", "claude:")
+# An import writes its journal after every batch (seconds apart): one silent this long is dead.
+QUIET_S = 600
+
+
+@dataclass
+class Unfinished:
+    path: str  # the export, resolved
+    first_message_id: int
+    first_proposal_id: int
+    started_at: float
+    pid: int
+    snapshot: str | None = None
+    stored: int = 0  # messages stored so far
+    sources: list[str] = field(default_factory=list)  # archival passages' source paths it wrote
+
+    @property
+    def name(self) -> str:
+        return Path(self.path).name
+
+    def describe(self) -> str:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started_at))
+        return (
+            f"The import of {self.name} begun {when} stopped halfway, with at least "
+            f"{self.stored:,} messages in"
+        )
+
+
+def _journal(mnemo: Mnemo) -> Path:
+    return Path(mnemo.profile.root) / JOURNAL
+
+
+def read(mnemo: Mnemo) -> Unfinished | None:
+    """The import that has not ended, or None (a journal Mnemo cannot read is none)."""
+    try:
+        return Unfinished(**json.loads(_journal(mnemo).read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def write(mnemo: Mnemo, journal: Unfinished) -> None:
+    """Written whole or not at all: a kill mid-write leaves the previous journal."""
+    path = _journal(mnemo)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(asdict(journal)), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def clear(mnemo: Mnemo) -> None:
+    _journal(mnemo).unlink(missing_ok=True)
+
+
+def ended(journal: Unfinished) -> None:
+    """This process is no longer importing it (finished, undone, or left for a resume)."""
+    _RUNNING_HERE.discard(journal.path)
+
+
+_RUNNING_HERE: set[str] = set()  # the exports this process is importing now
+
+
+def running(mnemo: Mnemo, journal: Unfinished) -> bool:
+    """Whether it is being imported now, by this process or another of this machine: one whose
+    journal has not been written for ``QUIET_S`` is not (its process id may be another's now)."""
+    if journal.pid == os.getpid():
+        return journal.path in _RUNNING_HERE
+    try:
+        if time.time() - _journal(mnemo).stat().st_mtime > QUIET_S:
+            return False
+        os.kill(journal.pid, 0)
+    except (ProcessLookupError, FileNotFoundError):
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def refuse_another(mnemo: Mnemo, path: Path) -> Unfinished | None:
+    """The unfinished import of ``path`` to resume, if any; refused while another file's import
+    is unfinished (one at a time: the undo takes out what came after it began) or this one is
+    running."""
+    journal = read(mnemo)
+    if journal is not None and running(mnemo, journal):
+        raise ArchiveError(
+            f"{journal.name} is being imported already; wait for it to end, or stop it."
+        )
+    if journal is not None and journal.path != str(path.resolve()):
+        raise ArchiveError(
+            f"{journal.describe()}. Import it again to finish it, or take out what it brought "
+            "(`mnemo import --undo`, or Repair in the window's banner), before importing "
+            f"{path.name}."
+        )
+    return journal
+
+
+def begin(mnemo: Mnemo, path: Path) -> tuple[Unfinished, bool]:
+    """The journal of an import of ``path``, and whether it resumes one that stopped."""
+    journal = refuse_another(mnemo, path)
+    resolved = str(path.resolve())
+    _RUNNING_HERE.add(resolved)
+    if journal is not None:
+        journal.pid = os.getpid()
+        write(mnemo, journal)
+        return journal, True
+    with mnemo.database.connect() as connection:
+        first_proposal = connection.execute(
+            text("SELECT coalesce(max(id), 0) + 1 FROM proposal")
+        ).scalar_one()
+    journal = Unfinished(
+        path=resolved,
+        first_message_id=mnemo.recall.latest_id() + 1,
+        first_proposal_id=int(first_proposal),
+        started_at=time.time(),
+        pid=os.getpid(),
+    )
+    write(mnemo, journal)
+    return journal, False
+
+
+def undo(mnemo: Mnemo, journal: Unfinished) -> int:
+    """Take out what the import brought, and only that; return how many messages went.
+
+    Vectors go first: were the process killed before the rows, the rows keep their ids (SQLite
+    reuses a deleted top id), the journal stays, and the next undo finishes the work."""
+    imported = " OR ".join(f"conversation_id LIKE {quote_sql(p + '%')}" for p in ID_PREFIXES)
+    mnemo.recall_vectors.delete(f"id >= {int(journal.first_message_id)} AND ({imported})")
+    for source in journal.sources:
+        mnemo.archival.delete_by_source(source)
+    origins = ", ".join(quote_sql(origin) for origin in ORIGINS)
+    with mnemo.database.begin() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT id, conversation_id FROM message WHERE id >= :first AND conversation_id "
+                f"IN (SELECT id FROM conversation WHERE origin IN ({origins}))"
+            ),
+            {"first": journal.first_message_id},
+        ).all()
+        first_removed: dict[str, int] = {}
+        for message_id, conversation_id in rows:
+            first_removed.setdefault(conversation_id, message_id)
+        for ids in chunked([row[0] for row in rows], 500):
+            listed = ", ".join(str(int(i)) for i in ids)
+            connection.execute(text(f"DELETE FROM message WHERE id IN ({listed})"))
+        for conversation_id, removed_id in first_removed.items():
+            left = connection.execute(
+                text("SELECT 1 FROM message WHERE conversation_id = :c LIMIT 1"),
+                {"c": conversation_id},
+            ).first()
+            if left is not None:  # an earlier import's conversation that this one added to
+                keyword_text.refresh_around(
+                    lambda sql, params: connection.execute(text(sql), params).all(),
+                    lambda sql, params: connection.execute(text(sql), params),
+                    conversation_id,
+                    removed_id,
+                )
+                continue
+            for table, key in (
+                ("conversation", "id"),
+                ("agent_state", "conversation_id"),
+                ("message_sentences_pending", "conversation_id"),
+            ):
+                connection.execute(
+                    text(f"DELETE FROM {table} WHERE {key} = :c"), {"c": conversation_id}
+                )
+        connection.execute(
+            text(
+                "DELETE FROM proposal WHERE id >= :first AND cause_kind = 'import' "
+                "AND status = 'pending'"
+            ),
+            {"first": journal.first_proposal_id},
+        )
+    clear(mnemo)
+    return len(rows)
+
+
+def undo_unfinished(mnemo: Mnemo) -> tuple[str, int] | None:
+    """Undo the import that did not end, if there is one: its file's name and the messages
+    taken out."""
+    journal = read(mnemo)
+    if journal is None:
+        return None
+    if running(mnemo, journal):
+        raise ArchiveError(f"{journal.name} is being imported now; stop it to undo it.")
+    return journal.name, undo(mnemo, journal)
