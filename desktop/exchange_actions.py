@@ -160,7 +160,10 @@ class ExchangeActions(QObject):
         self.import_action.setEnabled(True)
         for kind in EVERYTHING:
             self._tasks.announce(kind)
-        self._failed(sentence)
+        if self._worker.cancel.is_set():  # the person's Stop: said, not warned of
+            self._say(sentence)
+        else:
+            self._failed(sentence)
 
     def _finish_unfinished(self) -> None:
         if self._unfinished is not None:

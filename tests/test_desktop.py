@@ -721,6 +721,76 @@ def test_a_chatgpt_export_imports_from_the_window_and_shows_its_title(
     assert browser.table.item(0, 3).text() == "ChatGPT: Kyoto trip"
 
 
+def test_a_long_import_shows_its_bar_the_chat_goes_on_and_stop_takes_it_out(
+    qtbot, mnemo, model, window, tmp_path, monkeypatch
+):
+    """The import has a thread of its own: while it runs, the bar says how far it is and about
+    how much is left, a message is answered, and Stop takes out only what the import brought."""
+    from test_import_whole import chatgpt_export
+
+    from engine.exchange import chat_exports, unfinished
+
+    monkeypatch.setattr(chat_exports, "BATCH", 4)
+    held, release = threading.Event(), threading.Event()
+    read = chat_exports.read_conversation
+
+    def slowly(item):  # the import waits after ten conversations, as a long one would
+        if item["conversation_id"] == "c10":
+            held.set()
+            release.wait(30)
+        return read(item)
+
+    monkeypatch.setattr(chat_exports, "read_conversation", slowly)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export(30, 4)), encoding="utf-8")
+    window.exchange.import_from(path)
+    bar = window.exchange.bar
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: "of about" in bar.text.text(), timeout=TIMEOUT_MS)
+    assert bar.isVisibleTo(window) and bar.stop_button.isVisibleTo(window)
+    assert bar.text.text().startswith("Importing conversations.json: ")
+    assert not window.exchange.import_action.isEnabled()  # one import at a time
+
+    model.enqueue([say("Still here.")])
+    send(qtbot, window, "Are you there?")
+    assert bubble_texts(window)[-1] == "Still here."
+
+    qtbot.mouseClick(bar.stop_button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+        release.set()
+    assert "was stopped" in finished.args[0] and "taken out again" in finished.args[0]
+    assert not bar.isVisibleTo(window)
+    assert mnemo.conversations.all() and not [
+        c for c in mnemo.conversations.all() if c.origin == "ChatGPT"
+    ]
+    assert [m.text for m in mnemo.recall.recent(10)][-2:] == ["Are you there?", "Still here."]
+    assert unfinished.read(mnemo) is None
+
+
+def test_an_import_stopped_by_closing_is_offered_at_the_next_start(
+    qtbot, mnemo, model, tmp_path, monkeypatch
+):
+    from test_import_whole import chatgpt_export
+
+    from engine.exchange import chat_exports, import_file
+
+    monkeypatch.setattr(chat_exports, "BATCH", 4)
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export(6, 4)), encoding="utf-8")
+    pause = threading.Event()
+    with pytest.raises(MnemoError, match="paused"):
+        import_file(mnemo, path, progress=lambda *_a: pause.set(), pause=pause)
+    window = open_window(qtbot, mnemo, model)
+    bar = window.exchange.bar
+    assert bar.isVisibleTo(window) and "stopped halfway" in bar.text.text()
+    assert bar.finish_button.isVisibleTo(window) and not bar.stop_button.isVisibleTo(window)
+    with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
+        qtbot.mouseClick(bar.finish_button, Qt.MouseButton.LeftButton)
+    assert "messages: 20 added, 4 already there" in finished.args[0]
+    assert mnemo.recall.count() == 24 and not bar.isVisibleTo(window)
+    window.shutdown()
+
+
 def test_a_damaged_keyword_index_shows_a_banner_and_the_repair_clears_it(qtbot, mnemo):
     from sqlalchemy import text
 

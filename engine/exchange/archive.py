@@ -567,7 +567,7 @@ def _merge_blocks(
     mnemo: Mnemo, session: Any, archive: zipfile.ZipFile, report: ImportReport, imported: str
 ) -> None:
     blocks = {block.label: block for block in mnemo.core.blocks()}
-    waiting = _waiting(mnemo)
+    waiting = waiting_proposals(mnemo)
     for row in _lines(archive, "data/core_block.jsonl"):
         label, value = row["label"], row["value"]
         block = blocks.get(label)
@@ -603,7 +603,7 @@ def _merge_blocks(
             report.notes.append(f"The {label} block was not proposed: {error}")
 
 
-def _waiting(mnemo: Mnemo) -> set[tuple[str, str]]:
+def waiting_proposals(mnemo: Mnemo) -> set[tuple[str, str]]:
     """What waiting proposals propose (the block or subject, and the text): an archive
     imported again proposes none of it twice."""
     return {(proposal.label, proposal.new_content) for proposal in mnemo.proposals.pending()}
@@ -614,7 +614,7 @@ def _merge_knowledge(
 ) -> None:
     knowledge = mnemo.knowledge
     entities = {row["id"]: row for row in _lines(archive, "data/entity.jsonl")}
-    waiting = _waiting(mnemo)
+    waiting = waiting_proposals(mnemo)
 
     def final(entity_id: int) -> dict[str, Any]:
         """The entity an id stands for after the archive's own merges."""

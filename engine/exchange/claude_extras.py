@@ -82,8 +82,8 @@ def read_extras(path: Path) -> dict[str, bytes]:
 def _json(name: str, data: bytes) -> Any:
     try:
         return json.loads(data.decode("utf-8-sig"))
-    except (UnicodeDecodeError, ValueError) as error:
-        raise ArchiveError(f"{name} is damaged ({error}); nothing was imported.") from error
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise ArchiveError(f"{name} is damaged and was not read.") from error
 
 
 def _timestamp(value: Any) -> float | None:
@@ -162,12 +162,23 @@ def import_extras(
     if not extras:
         return
     exported = path.stat().st_mtime
-    projects = _json(PROJECTS, extras[PROJECTS]) if PROJECTS in extras else []
-    projects = [p for p in projects if isinstance(p, dict)] if isinstance(projects, list) else []
+    read: dict[str, Any] = {}
+    for name, data in extras.items():
+        try:
+            read[name] = _json(name, data)
+        except ArchiveError as error:  # the conversations are still worth having
+            report.notes.append(f"{error} The conversations were imported without it.")
+    projects = read.get(PROJECTS, [])
+    # Claude's projects only: a file of that name some other program left beside the export
+    # has another shape, and is not read as one.
+    projects = [
+        p
+        for p in (projects if isinstance(projects, list) else [])
+        if isinstance(p, dict) and "uuid" in p and ("docs" in p or "prompt_template" in p)
+    ]
     names = {str(p.get("uuid")): str(p.get("name") or "Untitled project") for p in projects}
-    if MEMORIES in extras:
-        found = memories(_json(MEMORIES, extras[MEMORIES]), names, exported)
-        _propose(mnemo, found, report)
+    if MEMORIES in read:
+        _propose(mnemo, memories(read[MEMORIES], names, exported), report)
     for project in projects:
         if project.get("is_starter_project"):
             report.skipped["example projects made by Anthropic"] += 1

@@ -36,6 +36,7 @@ from engine.exchange.archive import (
     import_failed,
     message_keys,
     new_message_key,
+    waiting_proposals,
 )
 from engine.ingest.chunking import chunk_sections
 from engine.ingest.loaders import Section, text_pieces
@@ -263,6 +264,7 @@ def _import_blocks(
     chosen = [blocks[i] for i in agent.get("block_ids") or [] if i in blocks]
     chosen += agent.get("memory_blocks") or []
     current = {block.label: block for block in mnemo.core.blocks()}
+    waiting = waiting_proposals(mnemo)  # imported again: a block waiting is not proposed twice
     untrusted = f"from the Agent File {path_name}"
     for block in chosen:
         if not isinstance(block, dict):
@@ -270,6 +272,9 @@ def _import_blocks(
         label, value = str(block.get("label") or ""), str(block.get("value") or "")
         description = str(block.get("description") or "")
         if not label:
+            continue
+        if (label, value) in waiting:
+            report.skipped["core block proposals"] += 1
             continue
         try:
             if len(value) > MAX_CHAR_LIMIT:

@@ -80,9 +80,10 @@ def _renamed(item: dict[str, Any], copy_number: int) -> dict[str, Any]:
     return made
 
 
-def build(folder: Path, wanted: int) -> tuple[list[dict[str, Any]], int]:
-    """The export in ``folder``: its conversations and visible messages."""
-    real = conversations(REAL)
+def build(folder: Path, wanted: int, real_export: Path) -> tuple[list[dict[str, Any]], int]:
+    """The export in ``folder``, made from ``real_export``: its conversations and visible
+    messages."""
+    real = conversations(real_export)
     made: list[dict[str, Any]] = []
     visible = 0
     copy_number = 0
@@ -174,12 +175,13 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--kill-at", type=float, default=0.5)
     parser.add_argument("--sample", type=int, default=1024, help="texts for the embedder's rate")
+    parser.add_argument("--real", type=Path, default=REAL, help="the real export to copy")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as temporary:
         folder = Path(temporary)
         export = folder / "export"
         export.mkdir()
-        items, visible = build(export, args.messages)
+        items, visible = build(export, args.messages, args.real)
         size_mb = sum(f.stat().st_size for f in export.iterdir()) / 2**20
         texts = [text for item in items for text in chatgpt_visible(item)]
         rate = embedder_rate(texts[:: max(1, len(texts) // args.sample)][: args.sample])
