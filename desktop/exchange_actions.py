@@ -43,6 +43,7 @@ from desktop.threads import (
 from desktop.ui import label
 from engine.exchange import import_file, unfinished
 from engine.exchange.archive import ImportReport, Offer, Progress, apply_offer, export_archive
+from engine.llm.download import duration
 from engine.mnemo import Mnemo
 
 ARCHIVES = "Mnemo archives (*.mnemo);;All files (*)"
@@ -336,7 +337,7 @@ class ImportBar(QFrame):
         left = ""
         if total > done > 0 and seconds >= 5:
             remaining = (total - done) * seconds / done
-            left = f", about {_duration(remaining)} left"
+            left = f", about {duration(remaining)} left"
         about = "about " if done < total else ""
         self.text.setText(
             f"Importing {self._name}: {done:,} of {about}{total:,} messages{left}. "
@@ -358,11 +359,3 @@ class ImportBar(QFrame):
         self.finish_button.setVisible(not importing)
         self.undo_button.setVisible(not importing)
         self.show()
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{max(seconds, 1):.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"

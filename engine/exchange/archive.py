@@ -31,7 +31,7 @@ import zipfile
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -141,6 +141,18 @@ class ImportReport:
             for offer in self.offered
         ]
         return lines + self.notes + offers
+
+
+def export_timestamp(value: Any) -> float | None:
+    """A time as a chat export writes it (UNIX seconds, or ISO 8601 text), or None."""
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and value:
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
 
 
 # -- export ---------------------------------------------------------------------------------------

@@ -33,7 +33,6 @@ import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -45,6 +44,7 @@ from engine.exchange.archive import (
     ArchiveError,
     ImportReport,
     Progress,
+    export_timestamp,
     import_failed,
     message_keys,
     new_message_key,
@@ -298,7 +298,7 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
         f"claude:{item.get('uuid', '')}",
         item.get("name") or "Untitled",
         "Claude",
-        _timestamp(item.get("created_at")),
+        export_timestamp(item.get("created_at")),
     )
     messages = [m for m in item.get("chat_messages") or [] if isinstance(m, dict)]
     shown = _claude_shown_branch(messages)
@@ -324,7 +324,7 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
             body = str(message.get("text") or "")
         _count_files(message, result.left_out)
         if role and body.strip():
-            when = _timestamp(message.get("created_at")) or result.created_at
+            when = export_timestamp(message.get("created_at")) or result.created_at
             result.messages.append(NewMessage(role, body.strip(), when, result.id))
         elif role:
             result.left_out["messages without text"] += 1
@@ -377,17 +377,6 @@ def _count_files(message: dict[str, Any], left_out: Counter[str]) -> None:
             others += 1
     left_out["attachments"] += len(attachments)
     left_out["files"] += others
-
-
-def _timestamp(value: Any) -> float | None:
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
 
 
 def read_conversation(item: Any) -> Conversation | None:

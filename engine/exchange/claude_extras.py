@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import text
 
 from engine.errors import CoreMemoryError
-from engine.exchange.archive import ArchiveError, ImportReport
+from engine.exchange.archive import ArchiveError, ImportReport, export_timestamp
 from engine.ingest.chunking import chunk_sections
 from engine.ingest.loaders import Section, text_pieces
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
@@ -86,15 +86,6 @@ def _json(name: str, data: bytes) -> Any:
         raise ArchiveError(f"{name} is damaged and was not read.") from error
 
 
-def _timestamp(value: Any) -> float | None:
-    if isinstance(value, str) and value:
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return None
-    return None
-
-
 def sections(memory: str) -> list[str]:
     """A memory's sections, each "Heading: what it says" on one line; a memory without
     headings is cut at its paragraphs."""
@@ -129,7 +120,7 @@ def memories(data: Any, projects: dict[str, str], when: float | None) -> list[Cl
     for entry in entries:
         if not isinstance(entry, dict):
             continue
-        dated = _timestamp(entry.get("updated_at") or entry.get("created_at")) or when
+        dated = export_timestamp(entry.get("updated_at") or entry.get("created_at")) or when
         account = entry.get("conversations_memory")
         if isinstance(account, str):
             found += [ClaudeMemory(s, None, dated) for s in sections(account)]
@@ -238,7 +229,7 @@ def _store_project(
     wrote_source: Callable[[str], None],
 ) -> None:
     name = str(project.get("name") or "Untitled project")
-    when = _timestamp(project.get("created_at"))
+    when = export_timestamp(project.get("created_at"))
     texts: list[tuple[str, str]] = []
     instructions = "\n\n".join(
         str(project.get(key) or "").strip()

@@ -96,7 +96,7 @@ class DownloadProgress:
         of = f" of {_size(self.total)}" if self.total else ""
         speed = f", {_size(self.bytes_per_second)}/s" if self.bytes_per_second > 0 else ""
         left = self.seconds_left
-        remaining = f", about {_duration(left)} left" if left is not None else ""
+        remaining = f", about {duration(left)} left" if left is not None else ""
         return f"{done}{of}{speed}{remaining}"
 
 
@@ -107,7 +107,8 @@ def _size(value: float) -> str:
     return f"{value:.0f} bytes"
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A time left, said shortly: "40 s", "12 min", "1.5 h"."""
     if seconds < 90:
         return f"{max(seconds, 1):.0f} s"
     if seconds < 90 * 60:
