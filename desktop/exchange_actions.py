@@ -339,10 +339,8 @@ class ImportBar(QFrame):
             remaining = (total - done) * seconds / done
             left = f", about {duration(remaining)} left"
         about = "about " if done < total else ""
-        self.text.setText(
-            f"Importing {self._name}: {done:,} of {about}{total:,} messages{left}. "
-            "You can go on chatting."
-        )
+        count = f"{done:,} of {about}{total:,} messages" if total else f"{done:,} messages so far"
+        self.text.setText(f"Importing {self._name}: {count}{left}. You can go on chatting.")
 
     def stopping(self) -> None:
         self.stop_button.setEnabled(False)

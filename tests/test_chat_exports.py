@@ -494,3 +494,24 @@ def test_real_exports_say_what_they_leave_out_and_which_shards_are_missing(mnemo
         "conversations-001.json, conversations-002.json, conversations-003.json, "
         "conversations-005.json."
     ]
+
+
+def test_the_bytes_parsed_are_counted_item_by_item_not_the_read_ahead(real_files):
+    """The import's estimate of its total is the messages seen times the file's size over the
+    bytes parsed: counting the 1 MB read ahead instead said "8 of about 55 messages" for a real
+    export of 2,625. Each item counts its own bytes, whatever the read size."""
+    data = (real_files / "chatgpt_2026" / "conversations-002.json").read_bytes()
+    whole = json.loads(data)
+    for read_chars in (1 << 20, 4096):
+        sizes: list[int] = []
+        stream = io.BytesIO(data)
+        items = iter_json_array(stream, "conversations-002.json", read_chars, sizes.append)
+        assert next(items) == whole[0]
+        text = data.decode()
+        start = text.index("{")
+        _first, end = json.JSONDecoder().raw_decode(text, start)
+        assert sizes == [len(text[start:end].encode())]  # its own bytes, none read ahead
+        rest = list(items)
+        assert len(rest) == len(whole) - 1
+        # Everything but the brackets, commas and spaces between the items, counted once.
+        assert 0.999 * len(data) <= sum(sizes) <= len(data)

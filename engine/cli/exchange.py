@@ -11,6 +11,7 @@ from engine.exchange import import_file
 from engine.exchange.archive import export_archive, parse_since
 from engine.exchange.letta import export_agent_file
 from engine.exchange.unfinished import undo_unfinished
+from engine.llm.download import duration
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -40,15 +41,11 @@ class _Progress:
             rate = done / elapsed
             line += f", {rate:,.0f} a second"
             if total > done:
-                line += f", about {_duration((total - done) / rate)} left"
+                line += f", about {duration((total - done) / rate)} left"
         if terminal:
             print(f"\r{line}\033[K", end="", file=sys.stderr, flush=True)
         else:
             print(line, file=sys.stderr, flush=True)
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
 
 
 def cmd_export(mnemo: Mnemo, args: argparse.Namespace) -> int:

@@ -63,6 +63,9 @@ CUT_REACH = 16
 # Messages stored per transaction: each is committed and searchable, and a stop waits for at most
 # one (about 10 s of embedding on a 2-core machine).
 BATCH = 256
+# The share of an export parsed before its total is estimated: one conversation says little
+# about the rest (an estimate from the first one was off by a factor of 50).
+ESTIMATE_AFTER = 0.02
 
 
 @dataclass
@@ -81,10 +84,14 @@ class Conversation:
 
 
 def iter_json_array(
-    stream: IO[bytes] | _Counted, name: str, read_chars: int = READ_CHARS
+    stream: IO[bytes],
+    name: str,
+    read_chars: int = READ_CHARS,
+    consumed: Callable[[int], None] | None = None,
 ) -> Iterator[Any]:
     """The items of a JSON array, parsed one at a time from ``stream``: memory holds one item
-    and a little more, whatever the file's size."""
+    and a little more, whatever the file's size. ``consumed`` hears each item's size in bytes
+    (what the parser has used, not what was read ahead: the progress estimate needs that)."""
     decoder = json.JSONDecoder()
     reader = codecs.getreader("utf-8-sig")(stream, "replace")
     buffer, position, ended = "", 0, False
@@ -130,6 +137,8 @@ def iter_json_array(
             raise ArchiveError(
                 f"{name} is damaged near character {error.pos}: {error.msg}."
             ) from error
+        if consumed is not None:
+            consumed(len(buffer[position:end].encode("utf-8", "surrogatepass")))
         yield safe_value(item)  # a lone surrogate (a \ud83d cut from its pair) becomes U+FFFD
         position = end
 
@@ -501,6 +510,13 @@ def _import(
     def seen() -> int:
         return report.added["messages"] + report.skipped["messages"] + len(batch)
 
+    def estimated_total() -> int:
+        """The total is not known ahead: it is estimated from the share of the bytes parsed,
+        once that share is big enough to say something (0 until then: not known yet)."""
+        if read.bytes < size * ESTIMATE_AFTER:
+            return 0
+        return max(round(seen() * size / read.bytes), seen() + 1)
+
     for part, item in _items(parts, read):
         stopped()
         conversation = read_conversation(item)
@@ -531,9 +547,7 @@ def _import(
         # The first conversation on its own, so that search finds it at once; then batches.
         if len(batch) >= BATCH or (batch and not report.added["messages"]):
             store()
-            # The total is not known ahead: it is estimated from the share of the bytes read.
-            estimate = round(seen() * size / read.bytes) if read.bytes else 0
-            progress("messages", seen(), max(estimate, seen() + 1))
+            progress("messages", seen(), estimated_total())
     if batch or titles:
         store()
     progress("messages", seen(), seen())
@@ -565,34 +579,18 @@ def _manifest(path: Path) -> bytes | None:
 
 
 class _Read:
-    """The bytes of the export read so far (the progress's estimate of the total)."""
+    """The bytes of the export's items parsed so far (the progress's estimate of the total)."""
 
     def __init__(self) -> None:
         self.bytes = 0
 
-    def counted(self, stream: IO[bytes]) -> _Counted:
-        return _Counted(stream, self)
-
-
-class _Counted:
-    def __init__(self, stream: IO[bytes], read: _Read) -> None:
-        self._stream, self._read = stream, read
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._stream.read(size)
-        self._read.bytes += len(data)
-        return data
-
-    def seek(self, offset: int, whence: int = 0, /) -> int:
-        return self._stream.seek(offset, whence)
-
-    def close(self) -> None:
-        self._stream.close()
+    def add(self, size: int) -> None:
+        self.bytes += size
 
 
 def _items(parts: list[Part], read: _Read) -> Iterator[tuple[str, Any]]:
     """Every conversation of every file of the export, in order, each file read as a stream."""
     for part in parts:
         with part.open() as stream:
-            for item in iter_json_array(read.counted(stream), part.name):
+            for item in iter_json_array(stream, part.name, consumed=read.add):
                 yield part.name, item
