@@ -6,15 +6,18 @@ Hugging Face does (a redirect stating the SHA-256, then the file with Range supp
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -458,3 +461,22 @@ def test_cli_names_an_unknown_model_in_one_sentence(profile_dir, capsys):
     assert err.startswith("mnemo: 'nonsense' is not a model in the catalogue")
     assert main(["--profile", str(profile_dir), "models", "use", "smollm3-3b"]) == 1
     assert "is not downloaded yet; `mnemo models download smollm3-3b`" in (capsys.readouterr().err)
+
+
+def test_a_plain_http_server_that_states_no_checksum_serves_a_model(profile_dir, tmp_path, capsys):
+    """A person's own mirror, NAS or folder server states no SHA-256: the file was refused every
+    time as "damaged" (an empty digest compared with None). Python's own file server, as is."""
+    served = tmp_path / "served"
+    served.mkdir()
+    shutil.copyfile(bundled_model_path(), served / "tiny.gguf")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(served))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/tiny.gguf"
+        code = main(["--profile", str(profile_dir), "models", "download", url])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert code == 0, capsys.readouterr().err
+    assert sha256(profile_dir / "models" / "tiny.gguf") == sha256(served / "tiny.gguf")
