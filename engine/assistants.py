@@ -34,8 +34,11 @@ class Assistant:
 
 
 class Assistants:
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, only: str | None = None) -> None:
+        """``only``: the one profile in ``folder`` that is served (a profile chosen with
+        ``--profile`` or ``$MNEMO_HOME``), not its neighbours."""
         self.folder = folder
+        self.only = only
 
     def all(self) -> list[Assistant]:
         """Every assistant, by name (the default one exists once it has been opened)."""
@@ -43,18 +46,22 @@ class Assistants:
         found = sorted(
             path.name
             for path in (self.folder.iterdir() if self.folder.is_dir() else [])
-            if path.is_dir() and not path.name.startswith(".") and is_profile(path)
+            if path.is_dir() and not path.name.startswith(".") and self.holds(path.name)
         )
         return [Assistant(name, self.folder / name, name == current) for name in found]
 
+    def holds(self, name: str) -> bool:
+        return self.only in (None, name) and is_profile(self.folder / name)
+
     def current(self) -> str:
+        if self.only:
+            return self.only
         return current_assistant() if self.folder.is_dir() else DEFAULT_PROFILE_NAME
 
     def path(self, name: str) -> Path:
-        path = self.folder / check_name(name)
-        if not is_profile(path):
+        if not self.holds(check_name(name)):
             raise NotFoundError(f"There is no assistant called {name!r}; `mnemo assistants list`.")
-        return path
+        return self.folder / name
 
     def create(
         self,
@@ -68,6 +75,10 @@ class Assistants:
         PostgreSQL server, if given)."""
         from engine.mnemo import Mnemo  # the stores load only when an assistant is made
 
+        if self.only:
+            raise InputError(
+                f"Only the assistant {self.only!r} is served here; make others in Mnemo."
+            )
         path = self.folder / check_name(name)
         if path.exists():
             raise InputError(f"An assistant called {name!r} exists already; choose another name.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -67,9 +68,10 @@ def on_postgres_and_s3(root: Path, model: Any, database_url: str, archival_url: 
 
 
 @contextmanager
-def serve_local() -> Iterator[openai.OpenAI]:
-    """`mnemo serve --local` in a process of its own, on the assistants of ``$MNEMO_DATA``;
-    yields an `openai` client with the token it printed, once it answers."""
+def serve_local(env: dict[str, str] | None = None) -> Iterator[openai.OpenAI]:
+    """`mnemo serve --local` in a process of its own, on the assistants of ``$MNEMO_DATA`` (or
+    what ``env`` adds to the environment); yields an `openai` client with the token it printed,
+    once it answers."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -78,6 +80,7 @@ def serve_local() -> Iterator[openai.OpenAI]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
+        env={**os.environ, **(env or {})},
     )
     try:
         assert server.stdout is not None

@@ -236,3 +236,30 @@ def test_serve_local_gives_a_token_and_serves_the_persons_own_assistants() -> No
                 )
         assert "already open in mnemo chat" in busy.value.body["message"]
     assert set(Path(tempfile.gettempdir()).glob("mnemo-local-*")) <= leftovers  # none left
+
+
+def test_serve_local_serves_the_profile_the_other_commands_use(tmp_path) -> None:
+    """With $MNEMO_HOME on a profile outside the data folder, `mnemo chat` used it and `serve
+    --local` said "models: none yet": it serves that profile now, and not its neighbours."""
+    import os
+
+    from engine import Mnemo
+    from engine.assistants import Assistants
+
+    Assistants(Path(os.environ["MNEMO_DATA"])).create("home")  # not the one chosen
+    chosen = tmp_path / "elsewhere" / "my-assistant"
+    with Mnemo.open(chosen) as mnemo:
+        mnemo.recall.add("user", "I keep this profile on my own disk.")
+    (tmp_path / "elsewhere" / "neighbour").mkdir()
+    with Mnemo.open(tmp_path / "elsewhere" / "neighbour"):
+        pass
+    with serve_local({"MNEMO_HOME": str(chosen)}) as local:
+        assert "models: mnemo:my-assistant\n" in local.printed  # type: ignore[attr-defined]
+        assert [m.id for m in local.models.list()] == ["mnemo:my-assistant"]
+        program = httpx.Client(
+            base_url=str(local.base_url), headers={"Authorization": f"Bearer {local.api_key}"}
+        )
+        said = program.get("assistants/my-assistant/messages").json()
+        assert "I keep this profile on my own disk." in str(said)
+        assert program.get("assistants/neighbour/core").status_code == 404
+        assert program.get("assistants/home/core").status_code == 404

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,8 @@ def cmd_serve(_mnemo: Any, args: argparse.Namespace) -> int:
 
 
 def serve_local(args: argparse.Namespace) -> int:
-    """`mnemo serve --local`: the person's own assistants (those of the window) on 127.0.0.1,
+    """`mnemo serve --local`: the person's own assistants (those of the window, or the one
+    profile that ``--profile`` or ``$MNEMO_HOME`` chooses, as for every command) on 127.0.0.1,
     for programs on this computer, like Jupyter: a token made for this run, printed with the
     addresses. They answer with the current assistant's model settings; a turn waits for a window or
     `mnemo chat` that holds the same assistant (409)."""
@@ -105,14 +107,21 @@ def serve_local(args: argparse.Namespace) -> int:
     accounts = Accounts(Path(tempfile.mkdtemp(prefix="mnemo-local-")))
     accounts.add(LOCAL_USER)  # the person's own token is never shown: they have the window
     token = accounts.add_program(LOCAL_USER)
-    folder = data_folder()
+    # The profile the other commands use: one chosen by path (--profile, $MNEMO_HOME) is served
+    # alone; else every assistant of the data folder.
+    chosen = args.profile or os.environ.get("MNEMO_HOME")
+    if chosen:
+        profile = Path(chosen).expanduser().resolve()
+        folder, only = profile.parent, profile.name
+    else:
+        folder, only = data_folder(), None
 
     def model() -> Any:  # the current assistant's model settings (the first one's, if none)
         names = [assistant.name for assistant in hub.assistants(LOCAL_USER).all()]
         name = current_assistant() if current_assistant() in names else names[0]
         return load_model(hub.get(LOCAL_USER, name).mnemo.settings)
 
-    hub = Hub(lambda _user: folder, model, program="mnemo serve --local")
+    hub = Hub(lambda _user: folder, model, program="mnemo serve --local", only=only)
     app = create_app(accounts, hub, Limits(rate=args.rate, burst=args.burst))
     address = f"http://127.0.0.1:{args.port}"
     names = ", ".join(f"mnemo:{a.name}" for a in hub.assistants(LOCAL_USER).all()) or "none yet"

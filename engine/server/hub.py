@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from engine.agent import Agent
-from engine.assistants import Assistants, check_name, is_profile
+from engine.assistants import Assistants, check_name
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, MessageSent, TextStreamed, TurnFinished
 from engine.llm import ChatModel
@@ -105,6 +105,7 @@ class Hub:
         archival_url: str | None = None,
         database_url: str | None = None,
         program: str | None = None,
+        only: str | None = None,
     ) -> None:
         """``model``: loads the operator's model (default: the bundled one); ``archival_url``:
         object storage (``s3://bucket/prefix?endpoint=…``) under which each new assistant's
@@ -112,8 +113,10 @@ class Hub:
         server that holds each new assistant's other tables (a schema each); None: each
         assistant's own folder. ``program``: a turn also takes the profile's own lock under
         this name (`mnemo serve --local` serves the person's assistants, which a window or
-        `mnemo chat` may hold: one of them answers at a time)."""
+        `mnemo chat` may hold: one of them answers at a time). ``only``: the one assistant of
+        the folder that is served (`mnemo serve --local` on a profile chosen by path)."""
         self._folder_of = folder_of
+        self._only = only
         self._load_model = model or _bundled_model
         self._archival_url = archival_url
         self._database_url = database_url
@@ -127,7 +130,7 @@ class Hub:
         self._lock = threading.Lock()
 
     def assistants(self, user: str) -> Assistants:
-        return Assistants(self._folder_of(user))
+        return Assistants(self._folder_of(user), self._only)
 
     def create(self, user: str, name: str, persona: str | None = None) -> None:
         archival = None
@@ -143,10 +146,10 @@ class Hub:
         key = (user, check_name(name))
         with self._lock:
             if key not in self._open:
-                path = self.assistants(user).folder / name
-                if not is_profile(path):
+                assistants = self.assistants(user)
+                if not assistants.holds(key[1]):
                     raise NotFoundError(f"You have no assistant called {name!r}.")
-                self._open[key] = OpenAssistant(Mnemo.open(path))
+                self._open[key] = OpenAssistant(Mnemo.open(assistants.folder / key[1]))
             return self._open[key]
 
     def start_turn(self, user: str, name: str) -> Turn:
