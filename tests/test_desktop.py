@@ -1609,8 +1609,42 @@ def test_cancel_in_the_forget_preview_forgets_nothing(qtbot, mnemo, window):
     browser.table.selectRow(0)
     qtbot.mouseClick(browser.forget_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
-    window.property("forget_dialog").reject()
+    dialog = window.property("forget_dialog")
+    # The person chose a sentence: the preview shows it, not "passage b63e27f2…".
+    heading = dialog.findChildren(QLabel)[0].text()
+    assert "To forget the passage “My bank PIN is zebra-7741-quartz.”" in heading
+    line = dialog.places.topLevelItem(0).child(0).text(0)
+    assert line == "“My bank PIN is zebra-7741-quartz.”, all of it"
+    assert browser.passages[0].id[:8] not in heading + line
+    dialog.reject()
     assert mnemo.archival.count() == 1
+
+
+def test_forgetting_a_message_from_the_browser_shows_the_message_and_its_conversation(
+    qtbot, mnemo, window
+):
+    """The dialog said "message 19, all of it"; and the browser's Conversation column was empty
+    for Mnemo's own conversations (once filled, it said "Mnemo:")."""
+    mnemo.recall.add("user", "Where does my sister live?", conversation_id="default")
+    mnemo.recall.add("assistant", "In Antwerp, you told me.", conversation_id="default")
+    browser = window.browser.conversations
+    window.show_page("Browse memory")
+    window.browser.setCurrentWidget(browser)
+    browser.refresh()
+    qtbot.waitUntil(lambda: len(browser.hits) == 2, timeout=TIMEOUT_MS)
+    listed = {info.id: info.label for info in mnemo.conversations.all()}
+    assert listed["default"] == "Where does my sister live?"
+    column = {browser.table.item(row, 3).text() for row in range(2)}
+    assert column == {"Where does my sister live?"}  # as the conversation list calls it
+    row = next(i for i, hit in enumerate(browser.hits) if hit.role == "assistant")
+    browser.table.selectRow(row)
+    qtbot.mouseClick(browser.forget_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.property("forget_dialog") is not None, timeout=TIMEOUT_MS)
+    dialog = window.property("forget_dialog")
+    heading = dialog.findChildren(QLabel)[0].text()
+    assert "To forget the message “In Antwerp, you told me.”" in heading
+    assert dialog.places.topLevelItem(0).child(0).text(0) == "“In Antwerp, you told me.”, all of it"
+    dialog.reject()
 
 
 def test_words_selected_in_a_chat_message_can_be_forgotten(qtbot, mnemo, window, monkeypatch):

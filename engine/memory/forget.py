@@ -56,6 +56,7 @@ log = logging.getLogger("mnemo.forget")
 MIN_CHARS = 3
 TOO_MANY = 500  # places; more asks for a narrower text
 EXCERPT_CHARS = 60
+QUOTED_CHARS = 40  # of an item named in a sentence ("To forget the message “…”")
 # The tables and columns that hold what the person said or was told, with the words a preview
 # uses for each. Entities, other names and facts are removed whole when their text is forgotten.
 COLUMNS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -103,6 +104,8 @@ class ForgetPlan:
     places: list[Place] = field(default_factory=list)
     snapshots: list[str] = field(default_factory=list)  # ids of the snapshots that hold it
     items: list[tuple[str, str]] = field(default_factory=list)  # whole items: (kind, id)
+    # What the person sees of each whole item, by (kind, id): its words, never only its id.
+    shown: dict[tuple[str, str], str] = field(default_factory=dict)
     matcher: Phrases | None = None  # the words, found in text however written
     like: str | None = None  # a LIKE pattern every place holds (fewer rows to read)
 
@@ -124,7 +127,9 @@ class ForgetPlan:
             line = f"{place.ref}: {place.excerpt}" if place.excerpt else place.ref
             kinds.setdefault(place.kind, []).append(line)
         for kind, item_id in self.items:
-            kinds.setdefault(kind, []).append(f"{kind} {item_id}, all of it")
+            words = self.shown.get((kind, item_id))
+            line = f"“{words}”, all of it" if words else f"{kind} {item_id}, all of it"
+            kinds.setdefault(kind, []).append(line)
         for snapshot_id in self.snapshots:
             kinds.setdefault(SNAPSHOT, []).append(f"snapshot {snapshot_id}, deleted whole")
         return kinds
@@ -278,29 +283,35 @@ def _facts(mnemo: Mnemo) -> list[tuple[int, str, str, str]]:
 
 def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
     """One message, passage, fact or conversation, whole."""
+    # The tombstones' labels keep the ids (a tombstone never holds the text it forgets); what
+    # the person reads (``what``, ``shown``) quotes the item's words.
     if kind == "message":
         message = mnemo.recall.get(int(item_id))
         tokens = [word.text for word in words(message.text)]
+        said = _quoted(message.text)
         return ForgetPlan(
-            f"message {item_id}",
+            f"the message {said}",
             [("whole", tokens, f"message {item_id}")] if tokens else [],
             items=[("message", item_id)],
+            shown={("message", item_id): _excerpt(message.text, None)},
         )
     if kind == "passage":
         passage = mnemo.archival.get(item_id)
         tokens = [word.text for word in words(passage.text)]
         return ForgetPlan(
-            f"passage {item_id[:8]}",
+            f"the passage {_quoted(passage.text)}",
             [("whole", tokens, f"passage {item_id[:8]}")] if tokens else [],
-            items=[("archival passage", item_id)],
+            items=[(PASSAGE, item_id)],
+            shown={(PASSAGE, item_id): _excerpt(passage.text, None)},
         )
     if kind == "fact":
         fact = mnemo.knowledge.fact(int(item_id))
         parts = [fact.subject, fact.predicate, fact.object]
         return ForgetPlan(
-            f"fact {item_id}",
+            f"the fact {_quoted(fact.to_person())}",
             [("fact", parts, f"fact {item_id}")],
             items=[("fact", item_id)],
+            shown={("fact", item_id): fact.to_person()},
         )
     if kind == "conversation":
         with mnemo.database.connect() as connection:
@@ -314,8 +325,15 @@ def plan_item(mnemo: Mnemo, kind: str, item_id: str) -> ForgetPlan:
             tokens = [word.text for word in words(row.text)]
             if tokens:
                 stones.append(("whole", tokens, f"a message of conversation {item_id}"))
-        plan = ForgetPlan(f"conversation {item_id}", stones, items=[("conversation", item_id)])
+        title = mnemo.recall.titles({item_id}).get(item_id, "")
+        plan = ForgetPlan(
+            f"the conversation {_quoted(title)}" if title else "a conversation",
+            stones,
+            items=[("conversation", item_id)],
+            shown={("conversation", item_id): title} if title else {},
+        )
         plan.items += [("message", str(row.id)) for row in rows]
+        plan.shown.update({("message", str(row.id)): _excerpt(row.text, None) for row in rows})
         return plan
     raise InputError(
         f"Mnemo cannot forget a {kind!r}; forget a text, message, passage, fact, "
@@ -332,7 +350,14 @@ def plan_items(mnemo: Mnemo, kind: str, item_ids: list[str]) -> ForgetPlan:
         f"{len(plans)} {kind}s",
         [stone for plan in plans for stone in plan.stones],
         items=[item for plan in plans for item in plan.items],
+        shown={key: words for plan in plans for key, words in plan.shown.items()},
     )
+
+
+def _quoted(text: str) -> str:
+    """A few words of an item to name it in a sentence: “My sister lives in…”."""
+    flat = " ".join(text.split())
+    return f"“{flat if len(flat) <= QUOTED_CHARS else flat[:QUOTED_CHARS].rstrip() + '…'}”"
 
 
 class Phrases:

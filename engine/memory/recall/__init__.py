@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, text
+from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from engine.db import on_postgres
@@ -22,6 +22,7 @@ from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
 from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.recall import keyword_text
+from engine.memory.recall.conversations import all_conversations
 from engine.memory.recall.messages import (
     COLUMNS,
     DEFAULT_CONVERSATION,
@@ -197,15 +198,15 @@ class RecallStore:
         self._index.repair_missing_vectors()
 
     def titles(self, conversation_ids: set[str]) -> dict[str, str]:
-        """The titles of conversations imported from elsewhere ("ChatGPT: Kyoto trip")."""
+        """These conversations' titles as the conversation list shows them ("ChatGPT: Kyoto
+        trip", or the first thing the person said)."""
         if not conversation_ids:
             return {}
-        query = text("SELECT id, origin, title FROM conversation WHERE id IN :ids").bindparams(
-            bindparam("ids", expanding=True)
-        )
-        with self._engine.connect() as connection:
-            rows = connection.execute(query, {"ids": list(conversation_ids)})
-            return {row.id: f"{row.origin}: {row.title}" for row in rows}
+        return {
+            info.id: info.label
+            for info in all_conversations(self._engine)
+            if info.id in conversation_ids
+        }
 
     def vectors_of(self, ids: Sequence[int]) -> dict[int, Any]:
         """The stored vectors of these messages (an export carries them)."""

@@ -132,40 +132,45 @@ class Conversations:
                 )
 
     def all(self) -> list[ConversationInfo]:
-        """Every conversation that has messages or was started here, the newest activity first."""
-        with self._engine.connect() as connection:
-            activity = {
-                row.conversation_id: (row.last_at, row.messages)
-                for row in connection.execute(
-                    text(
-                        "SELECT conversation_id, max(created_at) AS last_at, count(*) AS messages "
-                        "FROM message WHERE role IN ('user', 'assistant') "
-                        "GROUP BY conversation_id"
-                    )
+        return all_conversations(self._engine)
+
+
+def all_conversations(engine: Engine) -> list[ConversationInfo]:
+    """Every conversation that has messages or was started here, the newest activity first,
+    titled as the list shows them (the browser's column and forget's preview say the same)."""
+    with engine.connect() as connection:
+        activity = {
+            row.conversation_id: (row.last_at, row.messages)
+            for row in connection.execute(
+                text(
+                    "SELECT conversation_id, max(created_at) AS last_at, count(*) AS messages "
+                    "FROM message WHERE role IN ('user', 'assistant') "
+                    "GROUP BY conversation_id"
                 )
-            }
-            firsts = {
-                row.conversation_id: row.text
-                for row in connection.execute(
-                    text(
-                        "SELECT conversation_id, text FROM message WHERE id IN "
-                        "(SELECT min(id) FROM message WHERE role = 'user' "
-                        "GROUP BY conversation_id)"
-                    )
+            )
+        }
+        firsts = {
+            row.conversation_id: row.text
+            for row in connection.execute(
+                text(
+                    "SELECT conversation_id, text FROM message WHERE id IN "
+                    "(SELECT min(id) FROM message WHERE role = 'user' "
+                    "GROUP BY conversation_id)"
                 )
-            }
-            rows = {
-                row.id: (row.title, row.origin, row.created_at)
-                for row in connection.execute(
-                    text("SELECT id, title, origin, created_at FROM conversation")
-                )
-            }
-        found: list[tuple[float, ConversationInfo]] = []
-        for conversation_id in {*activity, *rows}:
-            last_at, count = activity.get(conversation_id, (None, 0))
-            title, origin, created_at = rows.get(conversation_id, ("", OWN, None))
-            title = title or one_line(firsts.get(conversation_id, ""), TITLE_CHARS) or UNTITLED
-            when = datetime.fromtimestamp(last_at).astimezone() if last_at else None
-            info = ConversationInfo(conversation_id, title, origin, when, int(count))
-            found.append((last_at or created_at or 0.0, info))
-        return [info for _key, info in sorted(found, key=lambda pair: pair[0], reverse=True)]
+            )
+        }
+        rows = {
+            row.id: (row.title, row.origin, row.created_at)
+            for row in connection.execute(
+                text("SELECT id, title, origin, created_at FROM conversation")
+            )
+        }
+    found: list[tuple[float, ConversationInfo]] = []
+    for conversation_id in {*activity, *rows}:
+        last_at, count = activity.get(conversation_id, (None, 0))
+        title, origin, created_at = rows.get(conversation_id, ("", OWN, None))
+        title = title or one_line(firsts.get(conversation_id, ""), TITLE_CHARS) or UNTITLED
+        when = datetime.fromtimestamp(last_at).astimezone() if last_at else None
+        info = ConversationInfo(conversation_id, title, origin, when, int(count))
+        found.append((last_at or created_at or 0.0, info))
+    return [info for _key, info in sorted(found, key=lambda pair: pair[0], reverse=True)]
