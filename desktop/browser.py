@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.forget_dialog import ask_to_forget
+from desktop.sources import passage_source
 from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
 from engine.memory import forget
@@ -83,12 +84,12 @@ def delete_in_background(
 class PassageDialog(QDialog):
     """Correct a passage's text or tags."""
 
-    def __init__(self, parent: QWidget, passage: Passage) -> None:
+    def __init__(self, parent: QWidget, passage: Passage, source: str) -> None:
         super().__init__(parent)
         self.setWindowTitle("Edit passage")
         self.resize(560, 360)
         form = QFormLayout(self)
-        form.addRow(label(f"From: {passage.source.describe()}", "muted"))
+        form.addRow(label(f"From: {source}", "muted"))
         self.text = QPlainTextEdit(passage.text)
         self.tags = QLineEdit(", ".join(passage.tags))
         self.tags.setPlaceholderText("comma-separated")
@@ -229,6 +230,7 @@ class ArchivalBrowser(QWidget):
         actions.addWidget(self.next_button)
         layout.addLayout(actions)
         self.passages: list[Passage] = []
+        self.sources: list[str] = []  # where each came from, in words
         self.page = 1
         self.previous_button.clicked.connect(lambda: self.refresh(self.page - 1))
         self.next_button.clicked.connect(lambda: self.refresh(self.page + 1))
@@ -268,7 +270,9 @@ class ArchivalBrowser(QWidget):
                 found = archival.search(
                     query, BROWSE_LIMIT, page, tags=tags, source=source, origin=origin
                 )
-                status = f"{found.total} passages match, best first; {found.describe()}."
+                total = found.total
+                matches = "1 passage matches" if total == 1 else f"{total} passages match"
+                status = f"{matches}, best first; {found.describe()}."
                 return (
                     found.hits,
                     " ".join([note, status, *found.notes]).strip(),
@@ -288,10 +292,18 @@ class ArchivalBrowser(QWidget):
 
         self.page = page
         self.status.setText("Searching…")
-        self._tasks.submit(work, lambda found: self._show(found, query), self.status.setText)
 
-    def _show(self, found: tuple[list[Passage], str, bool], query: str) -> None:
-        self.passages, status, more = found
+        def with_sources() -> tuple[list[Passage], str, bool, list[str]]:
+            passages, status, more = work()
+            sources = [passage_source(self._mnemo, passage.source) for passage in passages]
+            return passages, status, more, sources
+
+        self._tasks.submit(
+            with_sources, lambda found: self._show(found, query), self.status.setText
+        )
+
+    def _show(self, found: tuple[list[Passage], str, bool, list[str]], query: str) -> None:
+        self.passages, status, more, self.sources = found
         self.status.setText(status)
         self.previous_button.setEnabled(self.page > 1)
         self.next_button.setEnabled(more)
@@ -299,7 +311,7 @@ class ArchivalBrowser(QWidget):
         for row, passage in enumerate(self.passages):
             line = hit_line(passage.text, query, 160, passage.weak)
             self.table.setItem(row, 0, cell(line, passage.text))
-            self.table.setItem(row, 1, cell(passage.source.describe()))
+            self.table.setItem(row, 1, cell(self.sources[row]))
             self.table.setItem(row, 2, cell(", ".join(passage.tags)))
             self.table.setItem(row, 3, cell(passage.created_at.strftime("%Y-%m-%d %H:%M")))
             expires = passage.expires_at.strftime("%Y-%m-%d %H:%M") if passage.expires_at else ""
@@ -314,7 +326,7 @@ class ArchivalBrowser(QWidget):
         if len(chosen) != 1:
             self.status.setText("Select one passage to edit.")
             return
-        dialog = PassageDialog(self, chosen[0])
+        dialog = PassageDialog(self, chosen[0], self.sources[self.passages.index(chosen[0])])
         if dialog.exec():
             self.save(chosen[0].id, *dialog.values())
 
@@ -510,9 +522,8 @@ class ConversationBrowser(QWidget):
 
     def _show(self, page: Page[MessageHit], note: str, order: str, query: str) -> None:
         self.hits = list(page)
-        self.status.setText(
-            f"{note} {page.total} messages found; {len(self.hits)} shown, {order}.".strip()
-        )
+        found = "1 message found" if page.total == 1 else f"{page.total} messages found"
+        self.status.setText(f"{note} {found}; {len(self.hits)} shown, {order}.".strip())
         self.table.setRowCount(len(self.hits))
         for row, hit in enumerate(self.hits):
             self.table.setItem(row, 0, cell(hit.created_at.strftime("%Y-%m-%d %H:%M")))

@@ -38,6 +38,7 @@ from engine.transcript import (
     read_call,
     read_citations,
     result_ok,
+    shown_result,
 )
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
@@ -375,7 +376,8 @@ class ChatView(QWidget):
     def call_returned(self, event: FunctionReturned) -> None:
         open_rows = [row for row in self._calls if row.summary == "…"]
         if open_rows:
-            open_rows[-1].set_result(event.ok, event.summary, event.result, event.trace)
+            shown = shown_result(event.name, event.result)
+            open_rows[-1].set_result(event.ok, event.summary, shown, event.trace)
         else:  # malformed output: no call row was opened for it
             self.add_notice(f"The assistant's output was not a valid call: {event.result}")
 
@@ -419,7 +421,7 @@ class ChatView(QWidget):
                 summary = {RECALL: RECALL_SUMMARY, REMEMBER: REMEMBERED}.get(
                     hit.name or "", one_line(hit.text, 60)
                 )
-                row.set_result(result_ok(hit.text), summary, hit.text)
+                row.set_result(result_ok(hit.text), summary, shown_result(hit.name, hit.text))
                 row = None
         if self.queued is not None:  # still waiting for the model: it stays last
             self.add_message("user", self.queued)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.forget_dialog import ask_to_forget
+from desktop.sources import from_message
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, ok_cancel, table
 from engine.ingest.facts import propose_facts_from
@@ -50,13 +51,7 @@ def fact_source(mnemo: AssistantMemory, fact: Fact) -> str:
         fact.asserted_by, fact.asserted_by
     )
     if fact.source_kind == "message" and fact.source_ref and fact.source_ref.isdigit():
-        try:
-            message = mnemo.recall.get(int(fact.source_ref))
-        except Exception:  # the message was deleted since: the fact stays
-            return f"{who}, in a deleted message"
-        if message.role == "user":
-            return f"you said: “{message.text[:120]}”"
-        return f"{who}, in message {message.id}"
+        return from_message(mnemo, int(fact.source_ref))
     if fact.source_kind == "document" and fact.source_ref:
         return f"{who}: {fact.source_ref}"
     return "you, by hand" if fact.source_kind == "user" else who

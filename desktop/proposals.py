@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.assistant_memory import AssistantMemory
+from desktop.sources import from_message
 from desktop.threads import CORE, KNOWLEDGE, PASSAGES, PROPOSALS, Tasks
 from desktop.ui import diff_html, label, remove_widgets, widgets_in
 from engine.errors import MnemoError
@@ -65,7 +66,15 @@ class ProposalCard(QFrame):
 
     decided = Signal(int, str, object)
 
-    def __init__(self, proposal: Proposal, before: str | None, after: str | None, problem: str):
+    def __init__(
+        self,
+        proposal: Proposal,
+        before: str | None,
+        after: str | None,
+        problem: str,
+        cause: str = "",
+    ):
+        """``cause``: the message it was proposed after, in words ("you said: “…”")."""
         super().__init__()
         self.proposal = proposal
         self.setObjectName("proposal")
@@ -76,8 +85,8 @@ class ProposalCard(QFrame):
             source = f"Sent by {proposal.cause_ref}, {when}"
         else:
             source = f"Proposed during the conversation, {when}"
-            if proposal.cause_ref:
-                source += f" (message {proposal.cause_ref})"
+            if cause:
+                source += f", after {cause}"
         layout.addWidget(label(source, "muted"))
         if not proposal.trusted:
             whose = (
@@ -201,11 +210,14 @@ class ProposalPanel(QWidget):
         remove_widgets(self.cards)
         pending = self._mnemo.proposals.pending()
         for position, proposal in enumerate(pending):
+            cause = ""
+            if proposal.cause_kind == "message" and (proposal.cause_ref or "").isdigit():
+                cause = from_message(self._mnemo, int(proposal.cause_ref or 0))
             try:
                 before, after = self._mnemo.proposals.preview(proposal.id)
-                card = ProposalCard(proposal, before, after, "")
+                card = ProposalCard(proposal, before, after, "", cause)
             except MnemoError as error:
-                card = ProposalCard(proposal, None, None, str(error))
+                card = ProposalCard(proposal, None, None, str(error), cause)
             card.decided.connect(self._decide)
             self.cards.insertWidget(position, card)
         self.count = len(pending)

@@ -29,6 +29,24 @@ REMEMBERED = "kept"  # how the chat sums it up once the turn is over
 # words: the bundled model copied the bracketed label it had before into its replies.
 SECTION_HEAD = "Memory for this message:"
 NOTE_MARKS = (SECTION_HEAD, "[Recalled from memory")  # how a note starts, now and before
+# After the facts about what a question names. Without it, deep in a conversation the bundled
+# model copied an earlier reply instead (0 of 4 "Where do I live?" phrasings answered "Lyon";
+# with it, 4 of 4). Only for questions: after a statement ("I moved to Lyon") the old fact would
+# be repeated back.
+ANSWER_FROM_FACTS = "Answer with what memory says above."
+# When a question about the person finds nothing: without it, the bundled model invented an
+# answer to 11 of 12 such questions ("Your son is named Emily").
+NOTHING_FOUND = "- Nothing: you have not been told this. Say that you don't know."
+NOTHING_FOUND_SHOWN = "- Nothing: memory holds nothing about this."
+
+
+def shown_result(name: str | None, text: str) -> str:
+    """A call's result as the person reads it when they open its line in the chat: the recall
+    note without what it tells the model to do (that is the model's, not theirs)."""
+    if name != RECALL:
+        return text
+    lines = [line for line in text.splitlines() if line != ANSWER_FROM_FACTS]
+    return "\n".join(NOTHING_FOUND_SHOWN if line == NOTHING_FOUND else line for line in lines)
 
 
 def spoken_date(when: datetime) -> str:

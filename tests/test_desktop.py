@@ -289,6 +289,36 @@ def propose(qtbot, window: MainWindow, model: ScriptedModel, content: str) -> No
     qtbot.waitUntil(lambda: window.proposals.count >= 1, timeout=TIMEOUT_MS)
 
 
+def test_where_a_proposal_and_a_note_came_from_is_said_in_the_persons_words(
+    qtbot, mnemo, window
+):
+    """The card said "(message 71)" and the browser's Source column "message 71"."""
+    said = mnemo.recall.add("user", "My sister Ines moved to Antwerp last week.")
+    with mnemo.recall.transaction() as transaction:
+        mnemo.proposals.create_in(
+            transaction.session,
+            conversation_id="default",
+            label="human",
+            action="append",
+            new_content="Sister Ines lives in Antwerp.",
+            cause_ref=str(said),
+        )
+    mnemo.archival.insert("Ines lives in Antwerp.", source=said)
+    window.proposals.refresh()
+    (proposal,) = mnemo.proposals.pending()
+    texts = [w.text() for w in window.proposals.card(proposal.id).findChildren(QLabel)]
+    (source,) = [text for text in texts if text.startswith("Proposed during")]
+    assert source.endswith(", after you said: “My sister Ines moved to Antwerp last week.”")
+    assert f"message {said}" not in " ".join(texts)
+    browser = window.browser.archival
+    window.show_page("Browse memory")
+    browser.refresh()
+    qtbot.waitUntil(lambda: len(browser.passages) == 1, timeout=TIMEOUT_MS)
+    assert browser.table.item(0, 1).text() == (
+        "you said: “My sister Ines moved to Antwerp last week.”"
+    )
+
+
 def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot, mnemo, window):
     from tests.test_mcp import run_client
 
@@ -1327,6 +1357,33 @@ def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
     try:
         (row,) = reopened.chat.findChildren(CallRow)
         assert row.toggle.text() == "recalled 1 passage → given to the model with your message"
+    finally:
+        reopened.shutdown()
+
+
+def test_an_opened_recall_line_shows_what_memory_found_not_the_models_instruction(
+    qtbot, mnemo
+):
+    """Opening the line showed "Answer with what memory says above.", which is the model's."""
+    mnemo.knowledge.add("user", "lives_in", "Antwerp")
+    model = ScriptedModel(parameter_count=135_000_000)
+    window = open_window(qtbot, mnemo, model)
+    try:
+        model.enqueue(["You live in Antwerp."])
+        send(qtbot, window, "Where do I live?")
+        (row,) = window.chat.findChildren(CallRow)
+        stored = [m.text for m in mnemo.recall.recent(10) if m.name == "recall"]
+        assert stored and "Answer with what memory says above." in stored[-1]  # the model's
+        row.toggle.click()
+        assert "You live in Antwerp" in row.outcome.text()
+        assert "Answer with" not in row.outcome.text()
+    finally:
+        window.shutdown()
+    reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=135_000_000))
+    try:
+        (row,) = reopened.chat.findChildren(CallRow)
+        assert "You live in Antwerp" in row.outcome.text()
+        assert "Answer with" not in row.outcome.text()
     finally:
         reopened.shutdown()
 

@@ -43,7 +43,7 @@ from engine.memory.knowledge import RELATIVES, USER, Fact, said_to_person
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
-from engine.transcript import SECTION_HEAD, spoken_date
+from engine.transcript import ANSWER_FROM_FACTS, NOTHING_FOUND, SECTION_HEAD, spoken_date
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -56,14 +56,6 @@ ENTITIES = 3
 HIT_CHARS = 280
 STATEMENTS = 12  # the most statements kept from one message (a pasted page has hundreds)
 FOLLOW_UP_TERMS = 2  # a message with fewer content words is searched with the one before
-# After the facts about what a question names. Without it, deep in a conversation the bundled
-# model copied an earlier reply instead (0 of 4 "Where do I live?" phrasings answered "Lyon";
-# with it, 4 of 4). Only for questions: after a statement ("I moved to Lyon") the old fact would
-# be repeated back.
-ANSWER_FROM_FACTS = "Answer with what memory says above."
-# When a question about the person finds nothing: without it, the bundled model invented an
-# answer to 11 of 12 such questions ("Your son is named Emily").
-NOTHING_FOUND = "- Nothing: you have not been told this. Say that you don't know."
 
 
 REPEAT_SIMILARITY = 0.8  # a reply this similar (difflib) to an earlier one is a repeat
