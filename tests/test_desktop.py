@@ -289,9 +289,7 @@ def propose(qtbot, window: MainWindow, model: ScriptedModel, content: str) -> No
     qtbot.waitUntil(lambda: window.proposals.count >= 1, timeout=TIMEOUT_MS)
 
 
-def test_where_a_proposal_and_a_note_came_from_is_said_in_the_persons_words(
-    qtbot, mnemo, window
-):
+def test_where_a_proposal_and_a_note_came_from_is_said_in_the_persons_words(qtbot, mnemo, window):
     """The card said "(message 71)" and the browser's Source column "message 71"."""
     said = mnemo.recall.add("user", "My sister Ines moved to Antwerp last week.")
     with mnemo.recall.transaction() as transaction:
@@ -1361,9 +1359,7 @@ def test_assisted_recall_shows_as_one_row_that_survives_a_restart(qtbot, mnemo):
         reopened.shutdown()
 
 
-def test_an_opened_recall_line_shows_what_memory_found_not_the_models_instruction(
-    qtbot, mnemo
-):
+def test_an_opened_recall_line_shows_what_memory_found_not_the_models_instruction(qtbot, mnemo):
     """Opening the line showed "Answer with what memory says above.", which is the model's."""
     mnemo.knowledge.add("user", "lives_in", "Antwerp")
     model = ScriptedModel(parameter_count=135_000_000)
