@@ -125,15 +125,18 @@ class ModelCard(QFrame):
         facts = (
             f"{entry.role.capitalize()} · {html.escape(entry.family)} ({entry.released}) · "
             f"{parameters_text(entry.parameters)} parameters · "
-            f"{entry.quantization} · {entry.size_bytes / 1e9:.1f} GB download · "
+            f"{entry.size_bytes / 1e9:.1f} GB download · "
             f"{gib(entry.ram_bytes(entry.working_context))} memory at "
             f"{entry.working_context:,} tokens · context up to "
             f"{entry.context_length:,} tokens{mode} · licence "
             f'<a href="{html.escape(entry.license_url)}">{html.escape(entry.license_name)}</a>'
         )
         self.about = about = label(facts, "muted")
+        # The file's details are for those who ask (the tooltip), not the card's reader.
+        tip = f"{entry.file_name}, {entry.quantization} quantization."
         if entry.memory_mode:
-            about.setToolTip(f"Memory under auto: {entry.memory_mode}. Evidence: {entry.evidence}.")
+            tip += f" Memory under auto: {entry.memory_mode}. Evidence: {entry.evidence}."
+        about.setToolTip(tip)
         about.setTextFormat(Qt.TextFormat.RichText)
         about.setOpenExternalLinks(True)
         about.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)

@@ -92,16 +92,16 @@ def choose_mode(
         return ModeChoice("self", "automatic: API models manage their own memory")
     current = architecture in CURRENT_ARCHITECTURES
     line = CURRENT_ASSISTED_BELOW_PARAMETERS if current else ASSISTED_BELOW_PARAMETERS
-    size, limit = parameters_text(count), parameters_text(line)
-    kind = "a current" if current else "an older"
+    size = parameters_text(count)
+    # Said to the person in the settings: no architecture names or thresholds (`mnemo models
+    # catalog` and the docs give those).
     if count < line:
         return ModeChoice(
             "assisted",
-            f"automatic: a {size} local model of {kind} architecture is below {limit}, so Mnemo "
-            "recalls for it",
+            f"automatic: this model is small ({size} parameters), so Mnemo looks up what you "
+            "told it before for each message and hands it over",
         )
     return ModeChoice(
         "self",
-        f"automatic: a {size} local model of {kind} architecture ({limit} or more) manages its "
-        "own memory",
+        f"automatic: this model is large enough ({size} parameters) to search its memory itself",
     )

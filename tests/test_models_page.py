@@ -200,3 +200,21 @@ def test_a_re_ranker_and_an_embedder_download_and_go_to_work_from_their_cards(
     assert [snapshot.note for snapshot in mnemo.snapshots.all()] == ["before re-embedding"]
     assert mnemo.archival.search("boiler")[0].text.startswith("The boiler")
     window.shutdown()
+
+
+def test_the_models_and_settings_pages_speak_without_jargon(qtbot, window):
+    """The Models page said "Q4_K_M", "768 dimensions" and "llama.cpp's own conversion
+    (ggml-org)"; Settings explained the mode as "a 135M local model of an older architecture is
+    below 6B". The file's details stay in a tooltip for those who ask."""
+    from PySide6.QtWidgets import QLabel
+
+    window.show_page("Models")
+    shown = " ".join(w.text() for w in window.models.findChildren(QLabel) if w.isVisibleTo(window))
+    window.show_page("Settings")
+    qtbot.waitUntil(lambda: window.settings.mode_status.text() != "", timeout=TIMEOUT_MS)
+    shown += " " + window.settings.mode_status.text()
+    for jargon in ("Q4_K_M", "Q8_0", "dimensions", "ggml", "conversion", "architecture", "GGUF"):
+        assert jargon not in shown, jargon
+    assert "Qwen3 8B" in shown and "small (135M parameters)" in shown
+    (card,) = [c for c in window.models.cards.values() if c.entry.name == "Qwen3 8B"]
+    assert "Q4_K_M quantization" in card.about.toolTip()
