@@ -157,6 +157,8 @@ class ExchangeActions(QObject):
             self.offered_dialog.show()
 
     def _import_failed(self, sentence: str) -> None:
+        if self._worker.pause.is_set():  # the window closing paused it: offered at next start
+            return
         self.bar.hide()
         self.import_action.setEnabled(True)
         for kind in EVERYTHING:

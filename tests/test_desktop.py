@@ -795,6 +795,42 @@ def test_a_long_import_shows_its_bar_the_chat_goes_on_and_stop_takes_it_out(
     assert unfinished.read(mnemo) is None
 
 
+def test_closing_the_window_mid_import_pauses_it_without_a_warning(
+    qtbot, mnemo, model, window, tmp_path, monkeypatch
+):
+    """Closing paused the import, and its "was paused" came back as a failure: a modal
+    warning over a closing window (the Xvfb drive hung on it)."""
+    from test_import_whole import chatgpt_export
+
+    from engine.exchange import chat_exports, unfinished
+
+    monkeypatch.setattr(chat_exports, "BATCH", 4)
+    held, release = threading.Event(), threading.Event()
+    read = chat_exports.read_conversation
+
+    def slowly(item):
+        if item["conversation_id"] == "c3":
+            held.set()
+            release.wait(30)
+        return read(item)
+
+    monkeypatch.setattr(chat_exports, "read_conversation", slowly)
+    warned: list[str] = []
+    monkeypatch.setattr(
+        "desktop.exchange_actions.QMessageBox.warning", lambda _p, _t, text: warned.append(text)
+    )
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export(8, 4)), encoding="utf-8")
+    window.exchange.import_from(path)
+    qtbot.waitUntil(held.is_set, timeout=TIMEOUT_MS)
+    release.set()
+    window.shutdown()
+    qtbot.wait(300)  # the worker's last signal, delivered after the close
+    assert warned == []
+    journal = unfinished.read(mnemo)
+    assert journal is not None and journal.stored > 0
+
+
 def test_an_import_stopped_by_closing_is_offered_at_the_next_start(
     qtbot, mnemo, model, tmp_path, monkeypatch
 ):
