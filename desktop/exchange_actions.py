@@ -140,7 +140,6 @@ class ExchangeActions(QObject):
 
     def _imported(self, report: ImportReport) -> None:
         path = self._importing
-        self.bar.hide()
         self.import_action.setEnabled(True)
         for kind in EVERYTHING:
             self._tasks.announce(kind)
@@ -149,8 +148,10 @@ class ExchangeActions(QObject):
             if report.snapshot
             else ""
         )
-        lines = [line for line in report.lines() if not line.startswith("Not applied")]
-        self._say(f"Imported {path.name}: " + "; ".join(lines) + "." + undo)
+        lines = [line.rstrip(".") for line in report.lines() if not line.startswith("Not applied")]
+        sentence = f"Imported {path.name}: " + "; ".join(lines) + "." + undo
+        self.bar.show_done(sentence)  # the whole report, where the status line would cut it
+        self._say(sentence)
         if report.offered:
             self.offered_dialog = OfferedDialog(self._window, path.name, report.offered)
             self.offered_dialog.chosen.connect(self._apply)
@@ -320,9 +321,11 @@ class ImportBar(QFrame):
         self.stop_button.setToolTip("Stop the import and take out what it brought so far")
         self.finish_button = QPushButton("Finish it")
         self.undo_button = QPushButton("Take it out")
+        self.close_button = QPushButton("Close")
+        self.close_button.clicked.connect(self.hide)
         row.addWidget(self.text, 1)
         row.addWidget(self.progress)
-        for button in (self.stop_button, self.finish_button, self.undo_button):
+        for button in (self.stop_button, self.finish_button, self.undo_button, self.close_button):
             row.addWidget(button)
         self.hide()
 
@@ -352,10 +355,17 @@ class ImportBar(QFrame):
         self.text.setText(sentence)
         self._show(importing=False)
 
-    def _show(self, importing: bool) -> None:
+    def show_done(self, report: str) -> None:
+        """The import's report, whole, until the person closes it."""
+        self.text.setText(report)
+        self._show(importing=False, done=True)
+
+    def _show(self, importing: bool, done: bool = False) -> None:
+        self.text.setWordWrap(done)  # one line while it runs; the report wraps
         self.stop_button.setEnabled(True)
         self.stop_button.setVisible(importing)
         self.progress.setVisible(importing)
-        self.finish_button.setVisible(not importing)
-        self.undo_button.setVisible(not importing)
+        self.finish_button.setVisible(not importing and not done)
+        self.undo_button.setVisible(not importing and not done)
+        self.close_button.setVisible(done)
         self.show()

@@ -851,6 +851,11 @@ def test_an_import_stopped_by_closing_is_offered_at_the_next_start(
     with qtbot.waitSignal(window.exchange.finished, timeout=TIMEOUT_MS) as finished:
         qtbot.mouseClick(bar.finish_button, Qt.MouseButton.LeftButton)
     assert "messages: 20 added, 4 already there" in finished.args[0]
+    assert ".;" not in finished.args[0]
+    # The report stays in the bar, whole (the status line cut it), until it is closed.
+    assert bar.isVisibleTo(window) and bar.text.text() == finished.args[0]
+    assert bar.close_button.isVisibleTo(window) and not bar.finish_button.isVisibleTo(window)
+    qtbot.mouseClick(bar.close_button, Qt.MouseButton.LeftButton)
     assert mnemo.recall.count() == 24 and not bar.isVisibleTo(window)
     window.shutdown()
 
