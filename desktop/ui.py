@@ -142,9 +142,11 @@ def diff_html(old: str, new: str) -> str:
     parts = []
     matcher = difflib.SequenceMatcher(a=old_words, b=new_words, autojunk=False)
     opcodes = matcher.get_opcodes()
-    if not any(op == "equal" and "".join(old_words[a1:a2]).strip() for op, a1, a2, _, _ in opcodes):
-        # Nothing but spaces in common ("Nothing is known about the user yet." -> "You're
-        # allergic to peanuts."): the old text struck whole, then the new, not word by word.
+    kept = sum(a2 - a1 for op, a1, a2, _, _ in opcodes if op == "equal" and old_words[a1].strip())
+    if kept * 2 < max(1, sum(1 for word in old_words if word.strip())):
+        # Less than half the words in common ("Nothing is known about the user yet." -> "My
+        # name is Sam."): word by word it read "NothingMy name is knownSam.". The old text is
+        # struck whole, and the new one follows on its own line.
         opcodes = [("replace", 0, len(old_words), 0, len(new_words))]
     for operation, a1, a2, b1, b2 in opcodes:
         removed = html.escape("".join(old_words[a1:a2]))
@@ -156,6 +158,8 @@ def diff_html(old: str, new: str) -> str:
             parts.append(
                 f'<span style="background:#fecaca;text-decoration:line-through">{removed}</span>'
             )
+        if removed.strip() and added.strip():  # never run the two together
+            parts.append("\n" if len(opcodes) == 1 else " ")
         if added.strip():
             parts.append(f'<span style="background:#bbf7d0">{added}</span>')
     return "<div style='white-space:pre-wrap'>" + "".join(parts).replace("\n", "<br>") + "</div>"

@@ -1774,3 +1774,22 @@ def test_forget_my_passport_number_in_the_window_chat_never_reaches_the_model(
         qtbot.mouseClick(dialog.forget_button, Qt.MouseButton.LeftButton)
     assert all("QX-55123" not in hit.text for hit in mnemo.recall.recent(10))
     assert not window.chat.busy
+
+
+def test_a_history_diff_never_runs_words_together(qapp):
+    """"Nothing is known about the user yet." -> "My name is Sam." read "NothingMy name is
+    knownSam.": with less than half the words in common the old is struck whole, the new
+    below; word by word, a removed and an added word keep a space between them."""
+    from PySide6.QtGui import QTextDocument
+
+    def plain(old: str, new: str) -> str:
+        document = QTextDocument()
+        document.setHtml(ui.diff_html(old, new))
+        return document.toPlainText()
+
+    assert plain("Nothing is known about the user yet.", "My name is Sam.") == (
+        "Nothing is known about the user yet.\nMy name is Sam."
+    )
+    assert plain("Ines lives in Ghent with Tom.", "Ines lives in Antwerp with Tom.") == (
+        "Ines lives in Ghent Antwerp with Tom."
+    )
