@@ -316,7 +316,7 @@ class ImportBar(QFrame):
         self.text = label("", "muted", wrap=False)
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(220)
-        self.progress.setTextVisible(True)
+        self.progress.setTextVisible(False)  # the text beside it says how far (none on the fill)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setToolTip("Stop the import and take out what it brought so far")
         self.finish_button = QPushButton("Finish it")

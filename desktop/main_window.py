@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QListWidget,
     QMainWindow,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -53,7 +52,7 @@ from desktop.threads import (
     Tasks,
     start_thread,
 )
-from desktop.ui import PAGES, STYLE, app_settings, guard_wheels, label
+from desktop.ui import PAGES, STYLE, Meter, app_settings, guard_wheels, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine import health
 from engine.context.window import ContextStats
@@ -265,16 +264,12 @@ class MainWindow(QMainWindow):
         self.mode_label = label("", "muted", wrap=False)
         self._model_size: int | None = None
         status.addPermanentWidget(self.mode_label)
-        self.ingest_bar = QProgressBar()
-        self.ingest_bar.setMaximumWidth(160)
-        self.ingest_bar.setFormat("documents %v/%m")
-        self.ingest_bar.setVisible(False)
-        status.addPermanentWidget(self.ingest_bar)
-        self.context_bar = QProgressBar()
-        self.context_bar.setMaximumWidth(140)
-        self.context_bar.setFormat("context %p%")
-        self.context_bar.setValue(0)
-        status.addPermanentWidget(self.context_bar)
+        self.ingest_meter = Meter(80, "documents 9999/9999")
+        self.ingest_meter.setVisible(False)
+        status.addPermanentWidget(self.ingest_meter)
+        self.context_meter = Meter(80, "context 100%")
+        self.context_meter.show_value(0, 100, "context 0%")
+        status.addPermanentWidget(self.context_meter)
         self.pending_button = QPushButton()
         self.pending_button.setFlat(True)
         self.pending_button.clicked.connect(lambda: self.nav.setCurrentRow(0))
@@ -519,8 +514,9 @@ class MainWindow(QMainWindow):
 
     def _show_stats(self, stats: ContextStats) -> None:
         self.context.show_stats(stats)
-        self.context_bar.setValue(min(100, round(100 * stats.fraction)))
-        self.context_bar.setToolTip(f"{stats.total:,} of {stats.limit:,} usable tokens")
+        share = min(100, round(100 * stats.fraction))
+        self.context_meter.show_value(share, 100, f"context {share}%")
+        self.context_meter.setToolTip(f"{stats.total:,} of {stats.limit:,} usable tokens")
 
     # -- the model -----------------------------------------------------------------------------
 
@@ -546,7 +542,7 @@ class MainWindow(QMainWindow):
         if self.remote:  # the server chose the model, the memory mode and the context size
             self.model_label.setText(f"Connected: {name}")
             self.mode_label.setText("memory and model on the server")
-            self.context_bar.setVisible(False)
+            self.context_meter.setVisible(False)
             self.chat.offer_better_model(False)
             self.settings.model_loaded(name, 0)  # its clock stops (the group is hidden)
             self.chat_ready.emit()
@@ -581,20 +577,18 @@ class MainWindow(QMainWindow):
 
     def _ingest_started(self, files: int) -> None:
         self.documents.batch_started(files)
-        self.ingest_bar.setRange(0, max(files, 1))
-        self.ingest_bar.setValue(0)
-        self.ingest_bar.setVisible(True)
+        self.ingest_meter.show_value(0, files, f"documents 0/{files}")
+        self.ingest_meter.setVisible(True)
 
     def _ingest_progress(self, done: int, total: int, current: str) -> None:
         self.documents.batch_progress(done, total, current)
-        self.ingest_bar.setRange(0, max(total, 1))
-        self.ingest_bar.setValue(done)
+        self.ingest_meter.show_value(done, total, f"documents {done}/{total}")
 
     def _file_done(self, result: FileResult) -> None:
         self.documents.file_done(result)
 
     def _ingest_finished(self, final: IngestProgress) -> None:
-        self.ingest_bar.setVisible(False)
+        self.ingest_meter.setVisible(False)
         self.documents.batch_finished(final)
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 (Qt's name)

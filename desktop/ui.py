@@ -17,10 +17,12 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMessageBox,
     QPlainTextEdit,
+    QProgressBar,
     QTableWidget,
     QTableWidgetItem,
     QWidget,
@@ -101,6 +103,29 @@ def label(text: str = "", name: str | None = None, *, wrap: bool = True) -> QLab
     if name:
         widget.setObjectName(name)
     return widget
+
+
+class Meter(QWidget):
+    """A short text beside a slim bar: the text never sits on the bar's fill, which hid its
+    letters ("c|ontext 57%")."""
+
+    def __init__(self, width: int, widest: str) -> None:
+        """``widest``: the longest text it will say, so that it never shifts or is cut."""
+        super().__init__()
+        row = QHBoxLayout(self)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.text = label("", "muted", wrap=False)
+        self.text.setMinimumWidth(self.text.fontMetrics().horizontalAdvance(widest) + 4)
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(False)
+        self.bar.setFixedSize(width, 8)
+        row.addWidget(self.text)
+        row.addWidget(self.bar)
+
+    def show_value(self, value: int, maximum: int, text: str) -> None:
+        self.bar.setRange(0, max(maximum, 1))
+        self.bar.setValue(min(value, maximum))
+        self.text.setText(text)
 
 
 def app_icon() -> QIcon:

@@ -1777,7 +1777,7 @@ def test_forget_my_passport_number_in_the_window_chat_never_reaches_the_model(
 
 
 def test_a_history_diff_never_runs_words_together(qapp):
-    """"Nothing is known about the user yet." -> "My name is Sam." read "NothingMy name is
+    """ "Nothing is known about the user yet." -> "My name is Sam." read "NothingMy name is
     knownSam.": with less than half the words in common the old is struck whole, the new
     below; word by word, a removed and an added word keep a space between them."""
     from PySide6.QtGui import QTextDocument
@@ -1793,3 +1793,20 @@ def test_a_history_diff_never_runs_words_together(qapp):
     assert plain("Ines lives in Ghent with Tom.", "Ines lives in Antwerp with Tom.") == (
         "Ines lives in Ghent Antwerp with Tom."
     )
+
+
+def test_the_context_meter_says_its_share_beside_its_fill_not_on_it(qtbot, mnemo, window):
+    """The meter's fill covered its label ("c|ontext 57%")."""
+    from engine.context.window import ContextStats
+
+    window.resize(1180, 760)
+    window.show()
+    qtbot.waitExposed(window)
+    window._show_stats(ContextStats(4096, 1000, 100, 100, 100, 0, 270, 570, 4, 0))
+    meter = window.context_meter
+    meter.layout().activate()  # laid out now (events would bring the worker's own figures)
+    assert meter.text.text() == "context 57%"
+    assert not meter.bar.isTextVisible()
+    text, bar = meter.text.geometry(), meter.bar.geometry()
+    assert not text.intersects(bar) and text.right() < bar.left()
+    assert meter.text.width() >= meter.text.sizeHint().width()  # not cut either

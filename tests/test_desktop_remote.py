@@ -71,7 +71,7 @@ def test_the_window_chats_approves_ingests_and_finds_through_the_server(
         manual = tmp_path / "boiler.md"
         manual.write_text("# Boiler\n\nThe boiler is serviced every October by Dana.\n")
         window.ingest([str(manual)])  # what a drop does
-        qtbot.waitUntil(lambda: not window.ingest_bar.isVisible(), timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda: not window.ingest_meter.isVisible(), timeout=TIMEOUT_MS)
         qtbot.waitUntil(lambda: len(window.documents.documents) == 1, timeout=TIMEOUT_MS)
         assert window.documents.documents[0].status == "done"
         found = window.mnemo.archival.search("who services the boiler")

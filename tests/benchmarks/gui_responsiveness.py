@@ -125,7 +125,7 @@ def main() -> None:
 
         def ingest(name: str) -> None:
             window.ingest([str(root / name)])
-            run_until(lambda: window.ingest_bar.isVisible(), 30)
+            run_until(lambda: window.ingest_meter.isVisible(), 30)
 
         meter.start()
         started = time.monotonic()
@@ -140,13 +140,13 @@ def main() -> None:
 
         meter.start()
         ingest("alone")
-        run_until(lambda: not window.ingest_bar.isVisible(), 600)
+        run_until(lambda: not window.ingest_meter.isVisible(), 600)
         phases["ingesting"] = summary(meter.stop())
 
         meter.start()
         ingest("together")
         converse(args.turns)
-        run_until(lambda: not window.ingest_bar.isVisible(), 600)
+        run_until(lambda: not window.ingest_meter.isVisible(), 600)
         phases["generating_and_ingesting"] = summary(meter.stop())
 
         window.shutdown()
