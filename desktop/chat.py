@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import time
+from collections.abc import Sequence
 
 from PySide6.QtCore import QPoint, Qt, QTimer, QUrl, Signal
 from PySide6.QtWidgets import (
@@ -21,10 +22,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from desktop.assistant_memory import AssistantMemory
 from desktop.ui import MessageInput, label, remove_widgets, widgets_in
 from engine.events import FunctionCalled, FunctionReturned
 from engine.functions import describe_call
 from engine.memory import forget
+from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit
 from engine.text import one_line
 from engine.transcript import (
@@ -43,6 +46,16 @@ from engine.transcript import (
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200
+
+
+def stored_chat(
+    memory: AssistantMemory, conversation_id: str
+) -> tuple[list[MessageHit], list[Proposal]]:
+    """What ``ChatView.restore`` shows of a conversation: its last messages, and the proposals
+    they led to (so that "you approved it" still says so after a restart)."""
+    hits = memory.recall.recent(RESTORED_MESSAGES, conversation_id)
+    proposals = memory.proposals.all(RESTORED_MESSAGES)
+    return hits, [p for p in proposals if p.conversation_id == conversation_id]
 
 
 class MessageBubble(QFrame):
@@ -318,12 +331,16 @@ class ChatView(QWidget):
         if sources:
             self.add_sources(sources)
 
-    def add_proposal_notice(self, proposal_id: int, target: str) -> QLabel:
-        """ "…waits for you on the right", changed once the person decides (``decided``)."""
+    def add_proposal_notice(
+        self, proposal_id: int, target: str, row: CallRow | None = None
+    ) -> QLabel:
+        """ "…waits for you on the right", changed once the person decides (``decided``);
+        ``row``: the call that proposed it (else the last one shown)."""
         notice = self.add_notice(
             f"The assistant proposes a change to {target}; it waits for you on the right."
         )
-        row = self._calls[-1] if self._calls else None  # the call that proposed it
+        if row is None and self._calls:
+            row = self._calls[-1]
         self._proposals[proposal_id] = (notice, target, row)
         return notice
 
@@ -389,16 +406,24 @@ class ChatView(QWidget):
             self._reply.set_text(self._reply.text + "\n\n*(not finished)*")
         self._reply = None
 
-    def restore(self, hits: list[MessageHit]) -> None:
+    def restore(self, hits: list[MessageHit], proposals: Sequence[Proposal] = ()) -> None:
         """Show the end of the stored conversation, as it looked when it was written (in place of
-        whatever is shown: after messages were deleted, the chat shows what is left)."""
+        whatever is shown: after messages were deleted, the chat shows what is left), with what
+        the person decided on each proposal a message led to (``proposals``: the newest)."""
         remove_widgets(self.messages, keep=[self.empty])
         self._reply = None
         self._calls = []
         self._proposals = {}
         self.empty.setVisible(not hits)
+        caused: dict[str, list[Proposal]] = {}
+        for proposal in sorted(proposals, key=lambda p: p.id):
+            if proposal.cause_kind == "message" and proposal.cause_ref:
+                caused.setdefault(proposal.cause_ref, []).append(proposal)
         row: CallRow | None = None
+        said = ""  # the person's last message: what a memory step's proposals came from
         for hit in hits:
+            if hit.role == "user":
+                said = str(hit.id)
             if hit.role in ("user", "assistant"):
                 self.add_message(hit.role, hit.text)
             elif hit.role == "function_call":
@@ -422,6 +447,10 @@ class ChatView(QWidget):
                     hit.name or "", one_line(hit.text, 60)
                 )
                 row.set_result(result_ok(hit.text), summary, shown_result(hit.name, hit.text))
+                for proposal in caused.pop(said, []) if hit.name == REMEMBER else []:
+                    self.add_proposal_notice(proposal.id, proposal.target, row)
+                    status = "withdrawn" if proposal.withdrawn else proposal.status
+                    self.decided(proposal.id, status)
                 row = None
         if self.queued is not None:  # still waiting for the model: it stays last
             self.add_message("user", self.queued)

@@ -28,7 +28,7 @@ from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.assistant_switcher import switcher_row
 from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
-from desktop.chat import RESTORED_MESSAGES, ChatView
+from desktop.chat import ChatView, stored_chat
 from desktop.context_view import ContextView
 from desktop.conversations import ConversationList
 from desktop.core_cards import CoreMemoryPage
@@ -152,7 +152,7 @@ class MainWindow(QMainWindow):
         if self.remote:  # the server may be away: the window opens all the same, and retries
             self._reload_chat()
         else:
-            self.chat.restore(opened.recall.recent(RESTORED_MESSAGES, self.conversation_id))
+            self.chat.restore(*stored_chat(opened, self.conversation_id))
             self.conversation_list.refresh(self.conversation_id)
         self.proposals.refresh()
         self.core.refresh()
@@ -477,8 +477,10 @@ class MainWindow(QMainWindow):
             self._reload_chat_after_turn = True
             return
         self._reload_chat_after_turn = False
-        recall, conversation = self.mnemo.recall, self.conversation_id
-        self.tasks.submit(lambda: recall.recent(RESTORED_MESSAGES, conversation), self.chat.restore)
+        memory, conversation = self.mnemo, self.conversation_id
+        self.tasks.submit(
+            lambda: stored_chat(memory, conversation), lambda found: self.chat.restore(*found)
+        )
 
     def _turn_busy(self, busy: bool) -> None:
         if busy:

@@ -178,11 +178,14 @@ def test_the_chat_lines_about_a_proposal_follow_the_decision(qtbot, mnemo):
     finally:
         window.shutdown()
     reopened = open_window(qtbot, mnemo, ScriptedModel(parameter_count=SMALL))
-    try:  # after a restart, nothing says the rejected change still waits
+    try:  # after a restart the lines say the same: it said "→ kept" instead
         from desktop.chat import CallRow
 
         rows = [row.toggle.text() for row in reopened.chat.findChildren(CallRow)]
         assert rows and not any("wait" in text for text in rows)
+        assert "you rejected it" in rows[-1]
+        texts = [w.text() for w in reopened.chat.findChildren(type(reopened.chat.waiting))]
+        assert any("You rejected the change" in text for text in texts)
     finally:
         reopened.shutdown()
 
