@@ -56,9 +56,9 @@ class Unfinished:
         return Path(self.path).name
 
     def describe(self) -> str:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started_at))
+        when = time.strftime("%d %b %H:%M", time.localtime(self.started_at)).lstrip("0")
         return (
-            f"The import of {self.name} begun {when} stopped halfway, with at least "
+            f"The import of {self.name} (started {when}) stopped halfway, with "
             f"{self.stored:,} messages in"
         )
 
