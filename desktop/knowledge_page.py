@@ -38,7 +38,14 @@ from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, ok_cancel, table
 from engine.ingest.facts import propose_facts_from
 from engine.memory import forget
-from engine.memory.knowledge import USER, Conflict, Fact, relation_words
+from engine.memory.knowledge import (
+    USER,
+    Conflict,
+    Fact,
+    fact_sentence,
+    relation_words,
+    said_to_person,
+)
 from engine.memory.proposals import Proposal
 from engine.mnemo import Mnemo
 
@@ -175,9 +182,15 @@ class KnowledgePage(QWidget):
         chosen = self.current_entity()
         self.entities.blockSignals(True)
         self.entities.clear()
-        for entity, count in self._mnemo.knowledge.entities():
+        entities = self._mnemo.knowledge.entities()
+        # Those with no current fact (Ghent, after the move) come last, greyed: their history
+        # stays to read, but they no longer say "Ghent · 0 facts" among the rest.
+        for entity, count in sorted(entities, key=lambda pair: pair[1] == 0):
             shown = "You" if entity.name == USER else entity.name
-            item = QListWidgetItem(f"{shown} · {count} fact{'s' * (count != 1)}")
+            facts = f"{count} fact{'s' * (count != 1)}" if count else "no current facts"
+            item = QListWidgetItem(f"{shown} · {facts}")
+            if not count:
+                item.setForeground(self.palette().placeholderText())
             item.setData(Qt.ItemDataRole.UserRole, entity.name)
             item.setToolTip(
                 f"{entity.kind}"
@@ -221,8 +234,10 @@ class KnowledgePage(QWidget):
             row = self.facts.rowCount()
             self.facts.insertRow(row)
             relation, value = relation_words(fact.predicate), fact.object
-            if fact.subject != name:  # a fact about someone else, with this one as its value
-                relation, value = f"{fact.subject} {relation}", fact.object
+            if fact.subject != name:  # someone else's, with this one as its value:
+                # "Your sister is | Ines", "Tom works at | Fabrikam" (not "User sister | Ines")
+                sentence = said_to_person(fact_sentence(fact.subject, fact.predicate, "\0"))
+                relation = sentence.split("\0")[0].strip()
             since = f"{fact.valid_from:%Y-%m-%d}" if fact.valid_from else ""
             for column, text in enumerate((relation, value, since, fact_source(self._mnemo, fact))):
                 self.facts.setItem(row, column, cell(text))

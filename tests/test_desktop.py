@@ -621,6 +621,27 @@ def test_a_move_replaces_the_old_home_and_people_and_things_shows_it_with_its_hi
     window.shutdown()
 
 
+def test_people_and_things_says_a_former_place_and_someone_elses_fact_in_words(
+    qtbot, mnemo, window
+):
+    """After Ines moved, the list still said "Ghent · 0 facts" among the rest; Ines's page
+    showed a row "User sister | Ines"."""
+    mnemo.knowledge.add("user", "sister", "Ines")
+    mnemo.knowledge.add("Ines", "lives_in", "Ghent")
+    mnemo.knowledge.add("Ines", "lives_in", "Antwerp", supersede=True)
+    page = window.knowledge
+    window.show_page("People & things")
+    page.refresh()
+    names = [page.entities.item(row).text() for row in range(page.entities.count())]
+    assert names[-1] == "Ghent · no current facts" and "Ines · 2 facts" in names, names
+    page.entities.setCurrentRow(names.index("Ines · 2 facts"))
+    rows = [
+        [page.facts.item(row, column).text() for column in range(2)]
+        for row in range(page.facts.rowCount())
+    ]
+    assert ["Your sister is", "Ines"] in rows and ["lives in", "Antwerp"] in rows
+
+
 def test_facts_from_a_file_wait_in_the_proposal_panel(qtbot, mnemo, window, tmp_path):
     letter = tmp_path / "letter.txt"
     letter.write_text("Ana lives in Porto. Rui works at Acme Labs.", encoding="utf-8")
