@@ -4,6 +4,7 @@ Beside it, a menu renames, duplicates (memory included, or the persona only) and
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,16 @@ from engine.errors import MnemoError
 from engine.profile import data_folder
 
 NEW = "New assistant…"
+# "I am Mnemo, …", "My name is Ada.": the name an assistant's persona gives itself.
+_PERSONA_NAME = re.compile(r"\b(?:I am|I'm|My name is|You are)\s+([A-Z][\w'-]{0,30})")
+
+
+def persona_name(persona: str, folder: Path) -> str:
+    """How a profile opened by its path (--profile, $MNEMO_HOME) is named in the switcher: the
+    name its persona gives (its folder's name, "profile", meant nothing to the person), with
+    the folder's when the persona gives none."""
+    found = _PERSONA_NAME.search(persona)
+    return found[1] if found else folder.name
 
 
 class AssistantSwitcher(QComboBox):
@@ -166,15 +177,17 @@ class AssistantMenu(QToolButton):
 
 
 def switcher_row(
-    current: Path, current_label: str | None = None
+    current: Path, current_label: str | None = None, *, on_server: bool = False
 ) -> tuple[QWidget, AssistantSwitcher, AssistantMenu]:
-    """The switcher and its menu, side by side, for the sidebar."""
+    """The switcher and its menu, side by side, for the sidebar; ``current_label``: how the
+    assistant is named when it is not one of the data folder's."""
     row = QWidget()
     layout = QHBoxLayout(row)
     layout.setContentsMargins(0, 0, 0, 0)
     switcher = AssistantSwitcher(current, current_label=current_label)
+    switcher.setToolTip(f"{switcher.toolTip()}; this one is in {current}")
     menu = AssistantMenu(switcher)
-    if current_label is not None:  # an assistant elsewhere (a server's) is not copied here
+    if on_server:  # an assistant elsewhere (a server's) is not copied here
         for action in menu.duplicate_actions:
             action.setEnabled(False)
     layout.addWidget(switcher, 1)

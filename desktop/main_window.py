@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from desktop.assistant_memory import AssistantMemory, on_this_computer
-from desktop.assistant_switcher import switcher_row
+from desktop.assistant_switcher import persona_name, switcher_row
 from desktop.bridge import EngineBridge
 from desktop.browser import MemoryBrowser
 from desktop.chat import ChatView, stored_chat
@@ -203,7 +203,10 @@ class MainWindow(QMainWindow):
         on_server = self.mnemo_on_server
         switcher_box, self.switcher, self.assistant_menu = switcher_row(
             mnemo.profile.root,
-            f"{on_server.connection.assistant} (server)" if on_server else None,
+            f"{on_server.connection.assistant} (server)"
+            if on_server
+            else persona_name(mnemo.core.get("persona"), mnemo.profile.root),
+            on_server=on_server is not None,
         )
         self.switcher.switch_requested.connect(self.switch_to)
         self.nav = QListWidget()

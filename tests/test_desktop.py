@@ -1831,3 +1831,15 @@ def test_the_context_meter_says_its_share_beside_its_fill_not_on_it(qtbot, mnemo
     text, bar = meter.text.geometry(), meter.bar.geometry()
     assert not text.intersects(bar) and text.right() < bar.left()
     assert meter.text.width() >= meter.text.sizeHint().width()  # not cut either
+
+
+def test_a_profile_opened_by_its_path_is_named_by_its_persona(qtbot, mnemo, window):
+    """The switcher showed the folder's name ("profile") for a profile outside the data
+    folder ($MNEMO_HOME, --profile): the assistant's own name is its persona's."""
+    from desktop.assistant_switcher import persona_name
+
+    assert mnemo.profile.root.name == "profile"
+    assert window.switcher.currentText() == "Mnemo"
+    assert str(mnemo.profile.root) in window.switcher.toolTip()
+    assert persona_name("My name is Ada. I keep things short.", mnemo.profile.root) == "Ada"
+    assert persona_name("A helpful assistant.", mnemo.profile.root) == "profile"
