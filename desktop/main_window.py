@@ -83,7 +83,8 @@ SWITCH_INTERVAL_S = 0.001
 
 class MainWindow(QMainWindow):
     """Signals (the workers' slots are driven through these, so they run on their threads):
-    send_requested(str), open_conversation_requested(str), load_requested(), stats_requested(),
+    send_requested(str), open_conversation_requested(str), new_conversation_requested(),
+    load_requested(), stats_requested(),
     ingest_requested(list), watch_requested(), add_watched_requested(str),
     remove_watched_requested(str, bool).
     Its own: chat_ready(): a model is loaded and the chat takes messages.
@@ -92,6 +93,7 @@ class MainWindow(QMainWindow):
     chat_ready = Signal()
     send_requested = Signal(str)
     open_conversation_requested = Signal(str)
+    new_conversation_requested = Signal()
     load_requested = Signal()
     stats_requested = Signal()
     ingest_requested = Signal(list)
@@ -285,6 +287,9 @@ class MainWindow(QMainWindow):
         chat.search_requested.connect(self._search_conversations)
         self.send_requested.connect(worker.send)
         self.open_conversation_requested.connect(worker.open_conversation)
+        if not self.remote:  # a server's assistant keeps one conversation
+            self.new_conversation_requested.connect(worker.new_conversation)
+            worker.conversation_started.connect(self._show_conversation)
         self.conversation_list.new_requested.connect(self.new_conversation)
         self.conversation_list.open_requested.connect(self.open_conversation)
         worker.busy.connect(self.conversation_list.set_enabled_for_turn)
@@ -317,6 +322,9 @@ class MainWindow(QMainWindow):
         file_menu = self.exchange.menu
         self.new_action = QAction("New conversation", self)
         self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        # The application's, not the window's: after a dialog closed without a window manager
+        # to activate the window again, a window shortcut did nothing.
+        self.new_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
         self.new_action.triggered.connect(self.new_conversation)
         self.new_action.setEnabled(not self.remote)
         file_menu.insertAction(self.exchange.export_action, self.new_action)
@@ -405,10 +413,11 @@ class MainWindow(QMainWindow):
         self.send_requested.emit(text)
 
     def new_conversation(self) -> None:
-        """Start a new conversation (the current one when it is still empty)."""
+        """Start a new conversation (the current one when it is still empty), on the chat's
+        thread: a message typed right after goes into it."""
         if self.local is None or self.chat.busy:
             return
-        self.tasks.submit(self.local.conversations.start, self._show_conversation)
+        self.new_conversation_requested.emit()
 
     def open_conversation(self, conversation_id: str) -> None:
         if (local := self.local) is None or self.chat.busy:

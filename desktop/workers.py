@@ -66,6 +66,7 @@ class ChatWorker(QObject):
     failed = Signal(str)
     stats = Signal(object)
     handed_started = Signal(object, list)
+    conversation_started = Signal(str)
 
     def __init__(self, mnemo: Mnemo, bridge: EngineBridge, loader: ModelLoader) -> None:
         super().__init__()
@@ -104,6 +105,18 @@ class ChatWorker(QObject):
                 self.refresh_stats()
         except Exception as error:  # the next turn folds if it must
             log.warning("folding the window at the start failed: %s", error)
+
+    @Slot()
+    def new_conversation(self) -> None:
+        """Start a conversation here, on the thread that sends messages: one typed right after
+        Ctrl+N goes into the new conversation, never the old one."""
+        try:
+            conversation_id = self._mnemo.conversations.start()
+        except Exception as error:
+            self.failed.emit(describe_failure(error))
+            return
+        self.open_conversation(conversation_id)
+        self.conversation_started.emit(conversation_id)
 
     @Slot(str)
     def open_conversation(self, conversation_id: str) -> None:

@@ -3,6 +3,8 @@ person sees while they wait, and sending the next message as soon as a reply sho
 
 from __future__ import annotations
 
+import warnings
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from test_desktop import TIMEOUT_MS, open_window, send
@@ -255,5 +257,65 @@ def test_a_short_conversation_with_the_bundled_model_in_the_window(qtbot, mnemo)
         send(qtbot, window, "What am I allergic to?", REAL_MODEL_TIMEOUT_MS)
         (reply,) = [b.text for b in window.chat.bubbles() if b.role == "assistant"]
         assert "peanut" in reply.lower(), reply
+    finally:
+        window.shutdown()
+
+
+def test_ctrl_n_starts_a_conversation_even_when_no_window_is_active(qtbot, mnemo):
+    """After a file dialog closed (no window manager to give the window back its activation),
+    Ctrl+N did nothing and the next message went into the old conversation. The shortcut is
+    the application's, and the switch is ordered before any message typed after it."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QApplication, QWidget
+
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue(["Noted.", "Hello!"])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        window.show()
+        send(qtbot, window, "My cat is called Miso.")
+        other = QWidget()  # a dialog took the activation, and no window manager gave it back
+        other.show()
+        other.close()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            QApplication.setActiveWindow(None)  # type: ignore[call-overload]
+        assert QApplication.activeWindow() is None
+        old = window.conversation_id
+        qtbot.keyClick(window.chat.input, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        send(qtbot, window, "A new start.")  # typed at once
+        said = {h.text: h.conversation_id for h in mnemo.recall.search_by_date(None, None, 20)}
+        assert said["My cat is called Miso."] == old
+        assert said["A new start."] != old
+    finally:
+        window.shutdown()
+
+
+def test_new_conversations_left_empty_do_not_fill_the_list(qtbot, mnemo):
+    """New, then back to an old conversation, then New again, left one more empty "New
+    conversation" in the list each time."""
+    model = ScriptedModel(parameter_count=SMALL)
+    model.enqueue(["Noted."])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        send(qtbot, window, "My cat is called Miso.")
+        for _ in range(3):
+            window.new_action.trigger()
+            qtbot.waitUntil(lambda: window.conversation_id != "default", timeout=TIMEOUT_MS)
+            window.open_conversation("default")
+            qtbot.waitUntil(lambda: window.conversation_id == "default", timeout=TIMEOUT_MS)
+        window.new_action.trigger()
+        qtbot.waitUntil(lambda: window.conversation_id != "default", timeout=TIMEOUT_MS)
+        qtbot.waitUntil(
+            lambda: (
+                window.conversation_list.titles() == ["New conversation", "My cat is called Miso."]
+            ),
+            timeout=TIMEOUT_MS,
+        )
+        window.open_conversation("default")
+        qtbot.waitUntil(
+            lambda: window.conversation_list.titles() == ["My cat is called Miso."],
+            timeout=TIMEOUT_MS,
+        )
     finally:
         window.shutdown()

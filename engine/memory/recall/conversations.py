@@ -59,6 +59,18 @@ class Conversations:
         if not self._has_messages(current):
             self._settings.store(CURRENT, current)
             return current
+        with self._engine.connect() as connection:  # one started and left empty: that one
+            empty = connection.execute(
+                text(
+                    "SELECT id FROM conversation c WHERE origin = :own AND NOT EXISTS "
+                    "(SELECT 1 FROM message m WHERE m.conversation_id = c.id) "
+                    "ORDER BY created_at DESC LIMIT 1"
+                ),
+                {"own": OWN},
+            ).scalar()
+        if empty is not None:
+            self._settings.store(CURRENT, empty)
+            return str(empty)
         conversation_id = f"c-{uuid.uuid4().hex[:12]}"
         with self._engine.begin() as connection:
             connection.execute(
@@ -132,7 +144,15 @@ class Conversations:
                 )
 
     def all(self) -> list[ConversationInfo]:
-        return all_conversations(self._engine)
+        """Every conversation with messages, and the current one (empty ones left behind, from
+        before ``start`` reused them, are not listed: the list filled with "New
+        conversation")."""
+        current = self.current()
+        return [
+            info
+            for info in all_conversations(self._engine)
+            if info.messages or info.origin != OWN or info.id == current
+        ]
 
 
 def all_conversations(engine: Engine) -> list[ConversationInfo]:
