@@ -197,6 +197,14 @@ class ExchangeActions(QObject):
             changes=EVERYTHING,
         )
 
+    def hold_for_reply(self, busy: bool) -> None:
+        """While a reply is written the import waits before its next batch (both compete for
+        the same cores: a reply during a real import took 63 s)."""
+        if busy:
+            self._worker.hold.set()
+        else:
+            self._worker.hold.clear()
+
     def shutdown(self) -> None:
         """Stop an import at its next batch (it resumes at the next start) and end its thread."""
         self._worker.pause.set()
@@ -284,6 +292,7 @@ class ImportWorker(QObject):
         super().__init__()
         self.cancel = threading.Event()  # Stop: take out what it brought
         self.pause = threading.Event()  # the window closing: leave it to finish at the next start
+        self.hold = threading.Event()  # a reply being written: wait, it needs the cores
         self.run_requested.connect(self.run)
 
     @Slot(object, object)
@@ -296,7 +305,7 @@ class ImportWorker(QObject):
 
         try:
             report = import_file(
-                mnemo, path, progress=progress, cancel=self.cancel, pause=self.pause
+                mnemo, path, progress, cancel=self.cancel, pause=self.pause, hold=self.hold
             )
         except Exception as error:
             self.failed.emit(describe_failure(error))

@@ -318,6 +318,7 @@ class MainWindow(QMainWindow):
         bridge.knowledge_changed.connect(lambda: self.tasks.announce(KNOWLEDGE))
         self.snapshots.restore_requested.connect(self.restore_and_restart)
         self.exchange = ExchangeActions(self, self.mnemo, self.tasks)
+        worker.busy.connect(self.exchange.hold_for_reply)
         self._right.addWidget(self.exchange.bar)
         file_menu = self.exchange.menu
         self.new_action = QAction("New conversation", self)

@@ -435,3 +435,21 @@ def test_every_kind_of_file_imported_a_second_time_adds_nothing(
             assert after == before, path.name
             added = [line for line in report.lines() if re.search(r"\b[1-9]\d* added", line)]
             assert added == [], (path.name, added)
+
+
+def test_a_held_import_waits_while_a_reply_is_written_and_then_goes_on(mnemo, tmp_path):
+    """The window holds the import while the model writes a reply: both need the same cores,
+    and a reply during a real import took 63 s."""
+    path = write_export(tmp_path / "conversations.json", chatgpt_export(4, 4))
+    hold = threading.Event()
+    hold.set()
+    done: list[object] = []
+    running = threading.Thread(
+        target=lambda: done.append(import_file(mnemo, path, hold=hold)), daemon=True
+    )
+    running.start()
+    running.join(1.5)
+    assert running.is_alive() and imported_counts(mnemo) == (0, 0, 0)  # nothing stored yet
+    hold.clear()
+    running.join(60)
+    assert not running.is_alive() and imported_counts(mnemo) == (16, 4, 16)

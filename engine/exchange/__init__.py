@@ -32,15 +32,17 @@ def import_file(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     pause: threading.Event | None = None,
+    hold: threading.Event | None = None,
 ) -> ImportReport:
     """Import whatever ``path`` is: a `.mnemo` archive, a Letta Agent File (`.af`), or a
     ChatGPT or Claude export (its ``conversations.json``, the numbered files of a split one or
     their folder, or the zip it came in). A file shaped in a way no reader expected is refused
     in one sentence, never with a traceback. ``cancel`` and ``pause`` stop a chat export's
-    import (see ``import_conversations``); the other kinds are short and run to their end."""
+    import, and ``hold`` makes it wait (see ``import_conversations``); the other kinds are
+    short and run to their end."""
     kept_out = mnemo.tombstones.kept_out
     try:
-        report = _import_by_kind(mnemo, path, progress, cancel, pause)
+        report = _import_by_kind(mnemo, path, progress, cancel, pause, hold)
     except (
         KeyError,
         TypeError,
@@ -70,6 +72,7 @@ def _import_by_kind(
     progress: Progress | None,
     cancel: threading.Event | None,
     pause: threading.Event | None,
+    hold: threading.Event | None,
 ) -> ImportReport:
     refuse_another(mnemo, path)
     if path.suffix.lower() == ".af":
@@ -79,7 +82,7 @@ def _import_by_kind(
             is_mnemo = MANIFEST in archive.namelist()
         if is_mnemo:
             return import_archive(mnemo, path, progress)
-        return import_conversations(mnemo, path, progress, cancel, pause)
+        return import_conversations(mnemo, path, progress, cancel, pause, hold)
     if path.suffix.lower() == ".json" or path.is_dir():  # a split export's folder too
-        return import_conversations(mnemo, path, progress, cancel, pause)
+        return import_conversations(mnemo, path, progress, cancel, pause, hold)
     return import_archive(mnemo, path, progress)  # says in words what is wrong with it

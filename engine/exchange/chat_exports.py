@@ -29,6 +29,7 @@ import codecs
 import json
 import re
 import threading
+import time
 import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -66,6 +67,7 @@ BATCH = 256
 # The share of an export parsed before its total is estimated: one conversation says little
 # about the rest (an estimate from the first one was off by a factor of 50).
 ESTIMATE_AFTER = 0.02
+HOLD_POLL_S = 0.1  # how often a held import looks whether it may go on
 
 
 @dataclass
@@ -406,11 +408,13 @@ def import_conversations(
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
     pause: threading.Event | None = None,
+    hold: threading.Event | None = None,
 ) -> ImportReport:
     """Import a ChatGPT or Claude export (see the module's docstring). It ends whole or not at
     all: stopped by ``cancel`` or an error, what it brought is taken out again; ``pause`` (the
     window closing) or a kill leaves it to be finished by importing the same file again, or
-    undone (``unfinished``)."""
+    undone (``unfinished``). While ``hold`` is set (a reply being written) it waits before its
+    next batch: both need the same cores, and the reply took a minute instead of seconds."""
     if not path.exists():
         raise ArchiveError(f"There is no file {path}.")
     parts, close = export_parts(path)
@@ -441,7 +445,7 @@ def import_conversations(
         try:
             import_extras(mnemo, path, report, wrote_source)
             stop = [event for event in (cancel, pause) if event is not None]
-            _import(mnemo, parts, report, progress or (lambda *_a: None), stop, journal)
+            _import(mnemo, parts, report, progress or (lambda *_a: None), stop, journal, hold)
         except GenerationCancelled as error:
             if pause is not None and pause.is_set() and not (cancel and cancel.is_set()):
                 raise MnemoError(
@@ -471,6 +475,7 @@ def _import(
     progress: Progress,
     stop: list[threading.Event],
     journal: unfinished.Unfinished,
+    hold: threading.Event | None = None,
 ) -> None:
     known = message_keys(mnemo)
     titles: dict[str, tuple[str, str, float | None]] = {}
@@ -485,6 +490,9 @@ def _import(
             raise GenerationCancelled()
 
     def store() -> None:
+        while hold is not None and hold.is_set():
+            stopped()
+            time.sleep(HOLD_POLL_S)
         stopped()
         with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
             transaction.add_many(batch)
