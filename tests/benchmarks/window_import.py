@@ -58,10 +58,8 @@ def main() -> None:
     figures["bar_first_estimate"] = bar.text.text()
     drive.say(window, "Hi! Can you suggest a name for a grey cat?")
     figures["reply_while_importing_s"] = drive.log[-1]["reply_shown_s"]
-    figures["reply_ratio"] = round(
-        figures["reply_while_importing_s"] / max(figures["reply_idle_s"], 0.01),
-        2,  # type: ignore[operator]
-    )
+    idle, busy = float(figures["reply_idle_s"]), float(figures["reply_while_importing_s"])  # type: ignore[arg-type]
+    figures["reply_ratio"] = round(busy / max(idle, 0.01), 2)
     drive.shoot(window, "02-chatting-meanwhile.png")
     drive.wait(lambda: bool(said), 1800)
     figures["import_s"] = round(time.monotonic() - started, 1)
