@@ -46,6 +46,7 @@ from engine.transcript import (
 
 RENDER_INTERVAL_MS = 50  # a streamed reply is re-rendered at most this often
 RESTORED_MESSAGES = 200
+CALL_LINE_CHARS = 48  # of a call's description in its one line (the rest in its tooltip)
 
 
 def stored_chat(
@@ -177,7 +178,10 @@ class CallRow(QFrame):
         self._update()
 
     def _update(self) -> None:
-        self.toggle.setText(f"{self.description} → {self.summary}")
+        """One line that fits beside a waiting proposal at the default size (a whole remembered
+        message in it pushed the chat wider than its window); the whole of it in the tooltip."""
+        self.toggle.setText(f"{one_line(self.description, CALL_LINE_CHARS)} → {self.summary}")
+        self.toggle.setToolTip(f"{self.description} → {self.summary}")
 
     def _expand(self, shown: bool) -> None:
         self.toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)

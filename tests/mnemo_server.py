@@ -80,7 +80,9 @@ def serve_local(env: dict[str, str] | None = None) -> Iterator[openai.OpenAI]:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
-        env={**os.environ, **(env or {})},
+        # The tests' $MNEMO_HOME chooses one profile, as a person's would: left out, it serves
+        # the data folder's assistants.
+        env={**{k: v for k, v in os.environ.items() if k != "MNEMO_HOME"}, **(env or {})},
     )
     try:
         assert server.stdout is not None

@@ -15,7 +15,7 @@ import openai
 import pytest
 from PySide6.QtCore import QMimeData, QObject, QPointF, Qt, QUrl, Signal
 from PySide6.QtGui import QDropEvent
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QToolButton
 
 from desktop import ui
 from desktop.chat import CallRow
@@ -912,7 +912,7 @@ def test_a_passage_set_to_expire_leaves_search_and_comes_back_from_expired(qtbot
 
     spot = mnemo.archival.insert("The car is parked on level 3, spot B12.")
     browser = window.browser.archival
-    dialog = PassageDialog(window, mnemo.archival.get(spot))
+    dialog = PassageDialog(window, mnemo.archival.get(spot), "entered directly")
     qtbot.addWidget(dialog)
     dialog.expires.setChecked(True)
     soon = datetime.now().replace(second=0, microsecond=0) + timedelta(minutes=1)
@@ -1843,3 +1843,31 @@ def test_a_profile_opened_by_its_path_is_named_by_its_persona(qtbot, mnemo, wind
     assert str(mnemo.profile.root) in window.switcher.toolTip()
     assert persona_name("My name is Ada. I keep things short.", mnemo.profile.root) == "Ada"
     assert persona_name("A helpful assistant.", mnemo.profile.root) == "profile"
+
+
+def test_a_waiting_proposal_leaves_the_chat_its_width_at_the_default_size(qtbot, mnemo):
+    """At 1180×760 a waiting proposal narrowed the chat until a horizontal scrollbar showed
+    and text was cut ("…it waits for you on the")."""
+    model = ScriptedModel(parameter_count=135_000_000)
+    model.enqueue(["Noted, Antwerp."])
+    window = open_window(qtbot, mnemo, model)
+    try:
+        window.resize(1180, 760)
+        window.show()
+        qtbot.waitExposed(window)
+        send(qtbot, window, "My sister Ines lives in Antwerp and works as a nurse there.")
+        qtbot.waitUntil(lambda: window.proposals.count >= 1, timeout=TIMEOUT_MS)
+        qtbot.waitUntil(lambda: window.proposals.isVisible(), timeout=TIMEOUT_MS)
+        qtbot.wait(100)
+        chat = window.chat
+        assert not chat.scroll_area.horizontalScrollBar().isVisible()
+        viewport = chat.scroll_area.viewport().width()
+        inside = chat.scroll_area.widget()
+        for widget in [*inside.findChildren(QLabel), *inside.findChildren(QToolButton)]:
+            if widget.isVisible() and widget.text():
+                assert widget.geometry().right() <= viewport, widget.text()
+                wraps = isinstance(widget, QLabel) and widget.wordWrap()
+                assert wraps or widget.sizeHint().width() <= widget.width(), widget.text()
+        assert chat.width() >= 420 and window.proposals.width() >= 300
+    finally:
+        window.shutdown()
