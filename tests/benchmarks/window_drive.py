@@ -3,9 +3,10 @@
 Twenty turns: ten in a first conversation (statements, a correction about the person and one
 about their sister, questions), a new one by Ctrl+N with five questions (one about a lease the
 person dropped in), a restart with five more, then the first conversation reopened from the
-list. Each turn's message, the reply as the window shows it and the time until the
-reply showed are written to ``log.json``; the screenshots (``01-first.png`` … ``06-reopened-
-first.png``) go beside it, to be looked at. Prints one JSON line: turns, reply-shown p50/p95,
+list; then a forget from Browse memory and a tour of every page (``tour``). Each turn's
+message, the reply as the window shows it and the time until the reply showed are written to
+``log.json``; the screenshots (``01-first.png`` … ``19-browse-passages.png``) go beside it, to
+be looked at. Prints one JSON line: turns, reply-shown p50/p95,
 and how long after the reply's last token the person could send again (Send enabled; target
 0.2 s, issue "speed as felt"), measured from the moment the window received that token.
 
@@ -138,6 +139,41 @@ class Driver:
         print(f"> {text}\n< {reply}\n", file=sys.stderr, flush=True)
 
 
+def tour(drive: Driver, window: MainWindow, mnemo: Mnemo) -> None:
+    """After the turns, as a person looks around: forget the dentist message from Browse
+    memory (its preview shot), then every page at the window's own size (``10-…`` to
+    ``19-…``)."""
+    window.resize(1180, 760)  # the window's default size
+    browser = window.browser.conversations
+    window.show_page("Browse memory")
+    window.browser.setCurrentWidget(browser)
+    browser.query.setText("dentist")
+    browser.refresh()
+    drive.wait(lambda: bool(browser.hits), 30)
+    rows = [i for i, hit in enumerate(browser.hits) if hit.role == "user"]
+    browser.table.selectRow(rows[0])
+    browser.forget_selected()
+    drive.wait(lambda: window.property("forget_dialog") is not None, 30)
+    dialog = window.property("forget_dialog")
+    drive.pump(0.5)
+    dialog.grab().save(str(drive.out / "10-forget-preview.png"))
+    dialog.forget_button.click()
+    drive.wait(lambda: "Forgotten" in browser.status.text(), 120)
+    drive.shoot(window, "11-forgotten.png")
+    for number, page in enumerate(
+        ("Chat", "Core memory", "People & things", "Documents", "Context", "Models", "Settings"),
+        start=12,
+    ):
+        window.show_page(page)
+        drive.pump(1.0)
+        drive.shoot(window, f"{number}-{page.lower().replace(' & ', '-').replace(' ', '-')}.png")
+    window.show_page("Browse memory")
+    window.browser.setCurrentWidget(window.browser.archival)
+    window.browser.archival.refresh()
+    drive.pump(1.0)
+    drive.shoot(window, "19-browse-passages.png")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None, help="where screenshots and log go")
@@ -180,6 +216,7 @@ def main() -> None:
     )
     drive.wait(lambda: window.conversation_id == first, 10)
     drive.shoot(window, "06-reopened-first.png")
+    tour(drive, window, mnemo)
     window.close()
     drive.pump(0.3)
     mnemo.close()
