@@ -92,8 +92,6 @@ def main() -> None:
     mnemo.close()
     mnemo, window = drive.open()
     bar, exchange = window.exchange.bar, window.exchange
-    drive.say(window, "Hello! What can you do?")  # the baseline: a reply with no import running
-    figures["reply_idle_s"] = drive.log[-1]["reply_shown_s"]
     figures["offered_at_start"] = bar.text.text()
     drive.shoot(window, "05-offered-at-start.png")
     said.clear()
