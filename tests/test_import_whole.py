@@ -453,3 +453,37 @@ def test_a_held_import_waits_while_a_reply_is_written_and_then_goes_on(mnemo, tm
     hold.clear()
     running.join(60)
     assert not running.is_alive() and imported_counts(mnemo) == (16, 4, 16)
+
+
+def test_a_turns_message_is_stored_while_an_import_embeds_its_batch(mnemo):
+    """The import's batch held the vectors' lock while it embedded 256 messages: a reply
+    during a real import took 50 s. Embedded a few at a time, the lock is free between."""
+    from engine.memory.recall.messages import NewMessage
+    from engine.memory.recall.vectors import YIELD_CHUNK
+
+    waiting, go_on = threading.Event(), threading.Event()
+    calls = []
+
+    def between() -> None:
+        calls.append(1)
+        if len(calls) == 2:  # after the first chunk: a turn arrives
+            waiting.set()
+            assert go_on.wait(30)
+
+    batch = [NewMessage("user", f"Imported message number {i}.") for i in range(YIELD_CHUNK * 3)]
+
+    def store() -> None:
+        with mnemo.recall.transaction(between=between) as transaction:
+            transaction.add_many(batch)
+
+    importing = threading.Thread(target=store, daemon=True)
+    importing.start()
+    assert waiting.wait(60)
+    stored = threading.Thread(target=lambda: mnemo.recall.add("user", "A turn's own words."))
+    stored.start()
+    stored.join(10)
+    assert not stored.is_alive()  # not behind the rest of the batch
+    go_on.set()
+    importing.join(60)
+    assert mnemo.recall_vectors.count("part = 0") == YIELD_CHUNK * 3 + 1
+    assert mnemo.recall.search("own words", mode="hybrid")[0].text == "A turn's own words."

@@ -489,12 +489,17 @@ def _import(
         if any(event.is_set() for event in stop):
             raise GenerationCancelled()
 
-    def store() -> None:
+    def between() -> None:
+        """Before each few messages' vectors: a reply being written goes first (``hold``),
+        and Stop or the window closing stop here."""
         while hold is not None and hold.is_set():
             stopped()
             time.sleep(HOLD_POLL_S)
         stopped()
-        with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
+
+    def store() -> None:
+        between()
+        with mnemo.recall.transaction(embed_failure_raises=True, between=between) as transaction:
             transaction.add_many(batch)
             for conversation_id, (title, origin, created_at) in titles.items():
                 transaction.session.execute(

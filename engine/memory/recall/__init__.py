@@ -218,25 +218,47 @@ class RecallStore:
         }
 
     @contextmanager
-    def transaction(self, *, embed_failure_raises: bool = False) -> Iterator[RecallTransaction]:
+    def transaction(
+        self,
+        *,
+        embed_failure_raises: bool = False,
+        between: Callable[[], None] | None = None,
+    ) -> Iterator[RecallTransaction]:
         """Write messages together with other rows (a step's call, result and proposals).
 
         Nothing is visible until the block ends without an error; then the messages are embedded.
         The vectors' lock keeps the start-up repair from embedding them a second time meanwhile.
         A failed embedding leaves the committed messages for the next open to embed, unless
-        ``embed_failure_raises`` (a bulk import wants to know).
+        ``embed_failure_raises`` (a bulk import wants to know). With ``between`` (a bulk
+        import's), they are embedded a few at a time, the lock taken for each few, and
+        ``between`` called outside it: a chat turn's own messages wait for one chunk, not the
+        whole batch, and the import may wait (or stop) there.
         """
         with self._index.lock:
             with Session(self._engine) as session:
                 transaction = RecallTransaction(session, self._tombstones)
                 yield transaction
                 session.commit()
-            try:
-                self._index.embed(transaction.rows)
-            except Exception:  # committed already; the next open embeds what is missing
-                if embed_failure_raises:
-                    raise
-                log.exception("could not embed %d new messages", len(transaction.rows))
+            if between is None:
+                self._embed_committed(transaction.rows, embed_failure_raises)
+        if between is not None:
+            self._embed_committed(transaction.rows, embed_failure_raises, between)
+
+    def _embed_committed(
+        self,
+        rows: list[dict[str, Any]],
+        failure_raises: bool,
+        between: Callable[[], None] | None = None,
+    ) -> None:
+        try:
+            if between is None:
+                self._index.embed(rows)
+            else:
+                self._index.embed_yielding(rows, between)
+        except Exception:  # committed already; the next open embeds what is missing
+            if failure_raises:
+                raise
+            log.exception("could not embed %d new messages", len(rows))
 
     def delete(self, message_id: int) -> None:
         """Forget a message: its row, its vector, and its words in its neighbours' index text."""

@@ -32,6 +32,9 @@ log = logging.getLogger("mnemo.recall")
 EMBED_CHUNK = 2048
 # Older messages given their sentence vectors at a time (a few seconds of embedding).
 BACKFILL_CHUNK = 200
+# Messages a bulk import embeds at a time between looks at a chat turn (about 2 s of embedding
+# on a 2-core machine: a reply waits no longer for the vectors' lock).
+YIELD_CHUNK = 32
 EMBEDDED_ROLES = keyword_text.TURN_ROLES  # the messages that get a vector (see ``embed``)
 
 # A person's message often asks one thing and mentions another in passing ("Any tips for a
@@ -156,6 +159,25 @@ class MessageVectors:
             return  # left unembedded; re-embedding after the user agrees picks them up
         with self._vectors.bulk(len(rows)):
             self._embed_chunks(rows)
+
+    def embed_yielding(
+        self, rows: Sequence[Mapping[str, Any]], between: Callable[[], None]
+    ) -> None:
+        """``embed`` committed rows ``YIELD_CHUNK`` at a time, the lock taken for each chunk
+        and ``between`` called outside it (a bulk import's: it lets a chat turn through, and
+        waits or stops). Rows the start-up repair embedded meanwhile are skipped."""
+        for chunk in chunked(rows, YIELD_CHUNK):
+            between()
+            with self.lock:
+                ids = ",".join(str(int(row["id"])) for row in chunk)
+                with self._engine.connect() as connection:
+                    waiting = {
+                        int(found[0])
+                        for found in connection.execute(
+                            text(f"SELECT id FROM message WHERE id IN ({ids}) AND embedded = 0")
+                        )
+                    }
+                self.embed([row for row in chunk if int(row["id"]) in waiting])
 
     def _embed_chunks(self, rows: Sequence[Mapping[str, Any]]) -> None:
         for chunk in chunked(rows, EMBED_CHUNK):
