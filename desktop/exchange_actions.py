@@ -148,10 +148,18 @@ class ExchangeActions(QObject):
             if report.snapshot
             else ""
         )
-        lines = [line.rstrip(".") for line in report.lines() if not line.startswith("Not applied")]
-        sentence = f"Imported {path.name}: " + "; ".join(lines) + "." + undo
-        self.bar.show_done(sentence)  # the whole report, where the status line would cut it
-        self._say(sentence)
+        counts = [
+            line
+            for line in report.lines()
+            if line not in report.notes and not line.startswith("Not applied")
+        ]
+        notes = [note if note.endswith(".") else f"{note}." for note in report.notes]
+        sentence = " ".join(
+            [f"Imported {path.name}: {'; '.join(counts) or 'nothing new'}.", *notes]
+        )
+        # The whole report in the bar, until closed (the status line cut it).
+        self.bar.show_done(sentence + undo)
+        self.finished.emit(sentence + undo)
         if report.offered:
             self.offered_dialog = OfferedDialog(self._window, path.name, report.offered)
             self.offered_dialog.chosen.connect(self._apply)
