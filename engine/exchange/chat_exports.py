@@ -499,26 +499,32 @@ def _import(
 
     def store() -> None:
         between()
-        with mnemo.recall.transaction(embed_failure_raises=True, between=between) as transaction:
-            transaction.add_many(batch)
-            for conversation_id, (title, origin, created_at) in titles.items():
-                transaction.session.execute(
-                    text(
-                        "INSERT INTO conversation (id, title, origin, created_at) "
-                        "VALUES (:id, :title, :origin, :created_at) ON CONFLICT DO NOTHING"
-                    ),
-                    {
-                        "id": conversation_id,
-                        "title": title,
-                        "origin": origin,
-                        "created_at": created_at,
-                    },
-                )
-        report.added["messages"] += len(batch)
-        journal.stored += len(batch)
-        unfinished.write(mnemo, journal)
-        batch.clear()
-        titles.clear()
+        written = None
+        try:
+            with mnemo.recall.transaction(embed_failure_raises=True, between=between) as written:
+                written.add_many(batch)
+                for conversation_id, (title, origin, created_at) in titles.items():
+                    written.session.execute(
+                        text(
+                            "INSERT INTO conversation (id, title, origin, created_at) "
+                            "VALUES (:id, :title, :origin, :created_at) ON CONFLICT DO NOTHING"
+                        ),
+                        {
+                            "id": conversation_id,
+                            "title": title,
+                            "origin": origin,
+                            "created_at": created_at,
+                        },
+                    )
+        finally:
+            # Counted once committed, also when a stop comes while their vectors are made:
+            # the journal says how many are in (the next open embeds the rest).
+            if written is not None and written.committed:
+                report.added["messages"] += len(batch)
+                journal.stored += len(batch)
+                unfinished.write(mnemo, journal)
+                batch.clear()
+                titles.clear()
 
     def seen() -> int:
         return report.added["messages"] + report.skipped["messages"] + len(batch)

@@ -78,6 +78,7 @@ class RecallTransaction:
     def __init__(self, session: Session, tombstones: Tombstones | None = None) -> None:
         self.session = session
         self.rows: list[dict[str, Any]] = []  # what was added, for the vectors after commit
+        self.committed = False  # the rows are in, whatever befalls their vectors after
         self._tombstones = tombstones
 
     def add(
@@ -239,6 +240,7 @@ class RecallStore:
                 transaction = RecallTransaction(session, self._tombstones)
                 yield transaction
                 session.commit()
+                transaction.committed = True
             if between is None:
                 self._embed_committed(transaction.rows, embed_failure_raises)
         if between is not None:
