@@ -61,8 +61,8 @@ READ_CHARS = 1 << 20
 # How far before the end of what was read a parse error may be the cut's: the longest escape run
 # (a surrogate pair, "\ud83d\ude00", 12 characters) and a literal ("false") fit in it.
 CUT_REACH = 16
-# Messages stored per transaction: each is committed and searchable, and a stop waits for at most
-# one (about 10 s of embedding on a 2-core machine).
+# Messages stored per transaction: each is committed and searchable. Their vectors are made a few
+# at a time (``RecallStore.transaction``'s ``between``), so a stop or a reply waits seconds.
 BATCH = 256
 # The share of an export parsed before its total is estimated: one conversation says little
 # about the rest (an estimate from the first one was off by a factor of 50).
@@ -414,7 +414,7 @@ def import_conversations(
     all: stopped by ``cancel`` or an error, what it brought is taken out again; ``pause`` (the
     window closing) or a kill leaves it to be finished by importing the same file again, or
     undone (``unfinished``). While ``hold`` is set (a reply being written) it waits before its
-    next batch: both need the same cores, and the reply took a minute instead of seconds."""
+    next few vectors: both need the same cores (a reply took 50 s instead of 3)."""
     if not path.exists():
         raise ArchiveError(f"There is no file {path}.")
     parts, close = export_parts(path)
