@@ -206,7 +206,7 @@ class ExchangeActions(QObject):
         )
 
     def hold_for_reply(self, busy: bool) -> None:
-        """While a reply is written the import waits before its next batch (both compete for
+        """While a reply is written the import waits before its next few vectors (both compete for
         the same cores: a reply during a real import took 63 s)."""
         if busy:
             self._worker.hold.set()
@@ -214,7 +214,7 @@ class ExchangeActions(QObject):
             self._worker.hold.clear()
 
     def shutdown(self) -> None:
-        """Stop an import at its next batch (it resumes at the next start) and end its thread."""
+        """Stop an import within a few seconds (it resumes at the next start) and end its thread."""
         self._worker.pause.set()
         self._thread.quit()
         self._thread.wait()
