@@ -37,6 +37,8 @@ from _common import REPO, emit
 from chat_export_files import chatgpt_visible, conversations
 
 from engine.embed import default_embedder
+from engine.exchange.chat_exports import read_conversation
+from engine.memory.recall.vectors import sentence_parts
 
 REAL = REPO.parent / "shared" / "data" / "real" / "chatgpt_2026"
 SHARD = 300  # conversations a shard
@@ -113,6 +115,17 @@ def embedder_rate(texts: list[str]) -> float:
     return len(texts) / (time.perf_counter() - started)
 
 
+def embedded_texts(item: dict[str, Any]) -> list[str]:
+    """What the importer embeds of a conversation: each message, and its sentences."""
+    conversation = read_conversation(item)
+    messages = conversation.messages if conversation is not None else []
+    return [
+        text
+        for message in messages
+        for text in [message.text, *sentence_parts(message.role, message.text)]
+    ]
+
+
 def _count(database: Path, sql: str) -> int:
     try:
         with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1) as connection:
@@ -185,6 +198,12 @@ def main() -> None:
         size_mb = sum(f.stat().st_size for f in export.iterdir()) / 2**20
         texts = [text for item in items for text in chatgpt_visible(item)]
         rate = embedder_rate(texts[:: max(1, len(texts) // args.sample)][: args.sample])
+        # What the importer embeds: each message, and the sentences of the person's own
+        # (``sentence_parts``), about two texts a message; their rate is the fair measure.
+        everything = [text for item in items for text in embedded_texts(item)]
+        mixed_rate = embedder_rate(
+            everything[:: max(1, len(everything) // args.sample)][: args.sample]
+        )
         profile = folder / "profile"
         first_id = f"chatgpt:{items[0].get('conversation_id') or items[0].get('id')}"
         database = profile / "mnemo.sqlite"
@@ -235,6 +254,12 @@ def main() -> None:
                 "embedder_texts_per_s": round(rate, 1),
                 "import_messages_per_s": round(first_rate, 1),
                 "throughput_ratio": round(first_rate / rate, 2),
+                "texts_per_message": round(len(everything) / visible, 2),
+                "embedder_mixed_texts_per_s": round(mixed_rate, 1),
+                "import_texts_per_s": round(first_rate * len(everything) / visible, 1),
+                "texts_throughput_ratio": round(
+                    first_rate * len(everything) / visible / mixed_rate, 2
+                ),
                 "peak_mb": max(first["peak_mb"], second["peak_mb"]),
                 "first_search_s": first["first_search_s"],
                 "killed_at_messages": held if first["killed"] else None,
