@@ -68,11 +68,30 @@ def _journal(mnemo: Mnemo) -> Path:
 
 
 def read(mnemo: Mnemo) -> Unfinished | None:
-    """The import that has not ended, or None (a journal Mnemo cannot read is none)."""
+    """The import that has not ended, or None (a journal Mnemo cannot read is none). Its
+    ``stored`` is counted again in the database: a kill -9 between a batch's commit and the
+    journal's write left it a batch short."""
     try:
-        return Unfinished(**json.loads(_journal(mnemo).read_text(encoding="utf-8")))
+        journal = Unfinished(**json.loads(_journal(mnemo).read_text(encoding="utf-8")))
     except (OSError, ValueError, TypeError):
         return None
+    journal.stored = max(journal.stored, _brought(mnemo, journal))
+    return journal
+
+
+def _brought(mnemo: Mnemo, journal: Unfinished) -> int:
+    """The messages in the database that the import brought."""
+    origins = ", ".join(quote_sql(origin) for origin in ORIGINS)
+    with mnemo.database.connect() as connection:
+        return int(
+            connection.execute(
+                text(
+                    "SELECT count(*) FROM message WHERE id >= :first AND conversation_id "
+                    f"IN (SELECT id FROM conversation WHERE origin IN ({origins}))"
+                ),
+                {"first": journal.first_message_id},
+            ).scalar_one()
+        )
 
 
 def write(mnemo: Mnemo, journal: Unfinished) -> None:
