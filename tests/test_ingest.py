@@ -475,3 +475,22 @@ def test_a_link_in_a_folder_to_a_file_outside_it_is_skipped_and_said(mnemo, tmp_
         (later,) = [r for r in seen if r.path.endswith("later.md")]
         assert later.outcome == "skipped" and "outside" in (later.error or "")
     assert all("55-1290" not in p.text for p in mnemo.archival.recent(20))
+
+
+def test_a_real_basic_memory_note_is_read_without_its_front_matter(mnemo, real_files):
+    """basic-memory writes notes with YAML front matter (title, type, permalink). Read as
+    Markdown, it became a heading "title: … type: note permalink: …" over every section; the
+    title is the note's heading now, and the rest is not passage text."""
+    from engine.ingest.loaders import load
+
+    (note,) = (real_files / "basic_memory").glob("*.md")
+    sections = list(load(note))
+    title = "Task 1 Scaffold TanStack Start client-only app with pnpm and pinned Node LTS"
+    assert all(section.label and section.label.startswith(title) for section in sections)
+    assert not any("permalink" in section.text for section in sections)
+    assert any(section.label == f"{title} > Development Log: 1 > Objective" for section in sections)
+    Ingestor(mnemo).ingest_file(note)
+    (hit,) = mnemo.archival.search("Which Node version is pinned, 24.14.0?", 1)
+    assert "Pin Node LTS to 24.14.0" in hit.text and hit.source.path == str(note)
+    assert hit.source.section == f"{title} > Development Log: 1 > Key Decisions"
+    assert not [p for p in mnemo.archival.list_by_source(str(note)) if "permalink" in p.text]

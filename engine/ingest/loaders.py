@@ -10,6 +10,7 @@ encoding is not UTF-8. A file that cannot be read raises
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ TEXT_SUFFIXES = frozenset(
 )
 TEXT_NAMES = frozenset({"readme", "license", "makefile", "dockerfile", "changelog", "notes"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+FRONT_MATTER_LINES = 200  # the most lines of front matter looked through for its end
 HTML_SUFFIXES = frozenset({".html", ".htm", ".xhtml"})
 
 
@@ -317,7 +319,34 @@ def _heading_level(style_name: str) -> int:
 def _markdown(path: Path) -> Iterator[Section]:
     encoding = _encoding(path)
     with path.open("r", encoding=encoding, errors="replace", newline=None) as file:
-        yield from _headed(_markdown_blocks(file))
+        title = _front_matter_title(file)
+        blocks = _markdown_blocks(file)
+        if title:  # the note's title above its own headings, which go one level down
+            below = ((level + 1 if level else 0, text) for level, text in blocks)
+            blocks = itertools.chain([(1, title)], below)
+        yield from _headed(blocks)
+
+
+def _front_matter_title(file: TextIO) -> str | None:
+    """Skip a note's YAML front matter (Obsidian, basic-memory, Hugo: ``---`` lines around
+    ``title: …``, ``permalink: …``) and give its title. Read as Markdown, it became a heading
+    "title: … type: note permalink: …" over every section. No front matter: nothing is read."""
+    start = file.tell()
+    if file.readline().strip() != "---":
+        file.seek(start)
+        return None
+    title = None
+    for _ in range(FRONT_MATTER_LINES):
+        line = file.readline()
+        if not line:
+            break
+        if line.strip() in ("---", "..."):
+            return title or ""
+        key, colon, value = line.partition(":")
+        if colon and key.strip().lower() == "title":
+            title = value.strip().strip("'\"") or None
+    file.seek(start)  # no end of front matter: a document that begins with a rule
+    return None
 
 
 def _markdown_blocks(file: TextIO) -> Iterator[tuple[int, str]]:
