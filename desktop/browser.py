@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from desktop import ui
 from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.forget_dialog import ask_to_forget
-from desktop.sources import passage_source
+from desktop.sources import note_as_said, passage_source
 from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
 from engine.memory import forget
@@ -309,9 +309,9 @@ class ArchivalBrowser(QWidget):
         self.next_button.setEnabled(more)
         self.table.setRowCount(len(self.passages))
         for row, passage in enumerate(self.passages):
-            line = hit_line(passage.text, query, 160, passage.weak)
-            self.table.setItem(row, 0, cell(line, passage.text))
-            self.table.setItem(row, 1, cell(self.sources[row]))
+            shown = note_as_said(passage.text)
+            self.table.setItem(row, 0, cell(hit_line(shown, query, 160, passage.weak), shown))
+            self.table.setItem(row, 1, cell(self.sources[row], passage.source.describe()))
             self.table.setItem(row, 2, cell(", ".join(passage.tags)))
             self.table.setItem(row, 3, cell(passage.created_at.strftime("%Y-%m-%d %H:%M")))
             expires = passage.expires_at.strftime("%Y-%m-%d %H:%M") if passage.expires_at else ""

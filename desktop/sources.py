@@ -4,7 +4,9 @@ taken from, never "message 71" (an id means nothing to them)."""
 from __future__ import annotations
 
 from desktop.assistant_memory import AssistantMemory
+from engine.agent.assisted_rules import own_words
 from engine.memory.archival import Source
+from engine.transcript import Citation
 
 QUOTED_CHARS = 120
 SPEAKERS = {"user": "you said", "assistant": "the assistant said"}
@@ -23,7 +25,17 @@ def from_message(memory: AssistantMemory, message_id: int) -> str:
 
 
 def passage_source(memory: AssistantMemory, source: Source) -> str:
-    """A passage's origin: its file and place, the message it was noted from, or by hand."""
-    if source.path or source.message_id is None:
+    """A passage's origin: its file and place ("lease.md › Rent", as a reply cites it; not
+    "/home/…/lease.md, Rent, chunk 0"), the message it was noted from, or by hand."""
+    if source.path:
+        return Citation(source.path, source.section).label()
+    if source.message_id is None:
         return source.describe()
     return from_message(memory, source.message_id)
+
+
+def note_as_said(text: str) -> str:
+    """A note kept of the person's own words as they read it: "You said: “…”", not the
+    model's "The user said: …"."""
+    words = own_words(text)
+    return f"You said: “{words}.”" if words is not None else text

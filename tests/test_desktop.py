@@ -24,6 +24,7 @@ from engine import Mnemo
 from engine.agent import Agent
 from engine.errors import MnemoError
 from engine.llm import ScriptedModel, ScriptedStep
+from engine.memory.archival import Source
 from tests.agent_helpers import call, say, search
 
 TIMEOUT_MS = 15_000
@@ -301,7 +302,11 @@ def test_where_a_proposal_and_a_note_came_from_is_said_in_the_persons_words(qtbo
             new_content="Sister Ines lives in Antwerp.",
             cause_ref=str(said),
         )
-    mnemo.archival.insert("Ines lives in Antwerp.", source=said)
+    mnemo.archival.insert(
+        'The user said: "My sister Ines moved to Antwerp last week."', source=said
+    )
+    lease = Source(path=str(Path("/home/ines/papers/lease.md")), section="Rent", chunk=0)
+    mnemo.archival.insert("The monthly rent is 1,200 euros.", source=lease)
     window.proposals.refresh()
     (proposal,) = mnemo.proposals.pending()
     texts = [w.text() for w in window.proposals.card(proposal.id).findChildren(QLabel)]
@@ -311,10 +316,18 @@ def test_where_a_proposal_and_a_note_came_from_is_said_in_the_persons_words(qtbo
     browser = window.browser.archival
     window.show_page("Browse memory")
     browser.refresh()
-    qtbot.waitUntil(lambda: len(browser.passages) == 1, timeout=TIMEOUT_MS)
-    assert browser.table.item(0, 1).text() == (
-        "you said: “My sister Ines moved to Antwerp last week.”"
-    )
+    qtbot.waitUntil(lambda: len(browser.passages) == 2, timeout=TIMEOUT_MS)
+    rows = {
+        browser.table.item(row, 0).text(): browser.table.item(row, 1).text() for row in range(2)
+    }
+    # The note of the person's words reads as said to them, not "The user said: …"; a file's
+    # passage names its file and section as a reply cites it, not its path and "chunk 0".
+    assert rows == {
+        "You said: “My sister Ines moved to Antwerp last week.”": (
+            "you said: “My sister Ines moved to Antwerp last week.”"
+        ),
+        "The monthly rent is 1,200 euros.": "lease.md › Rent",
+    }
 
 
 def test_a_proposal_from_another_program_over_mcp_shows_in_the_open_window(qtbot, mnemo, window):
