@@ -151,9 +151,7 @@ def tour(drive: Driver, window: MainWindow, mnemo: Mnemo) -> None:
     browser.hits = []  # the page's first listing is not the search's
     browser.refresh()
     drive.wait(lambda: bool(browser.hits), 30)
-    rows = [
-        i for i, hit in enumerate(browser.hits) if hit.role == "user" and "dentist" in hit.text
-    ]
+    rows = [i for i, hit in enumerate(browser.hits) if hit.role == "user" and "dentist" in hit.text]
     browser.table.selectRow(rows[0])
     browser.forget_selected()
     drive.wait(lambda: window.property("forget_dialog") is not None, 30)
