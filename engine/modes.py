@@ -95,13 +95,16 @@ def choose_mode(
     size = parameters_text(count)
     # Said to the person in the settings: no architecture names or thresholds (`mnemo models
     # catalog` and the docs give those).
+    # A current design manages its memory from a smaller size: said, as the line differs.
+    design = "a current design" if current else "an older design"
     if count < line:
         return ModeChoice(
             "assisted",
-            f"automatic: this model is small ({size} parameters), so Mnemo looks up what you "
-            "told it before for each message and hands it over",
+            f"automatic: this model is small ({size} parameters, {design}), so Mnemo looks up "
+            "what you told it before for each message and hands it over",
         )
     return ModeChoice(
         "self",
-        f"automatic: this model is large enough ({size} parameters) to search its memory itself",
+        f"automatic: this model is large enough ({size} parameters, {design}) to search its "
+        "memory itself",
     )

@@ -63,7 +63,7 @@ def test_the_line_is_4b_for_current_architectures_and_a_catalogue_entry_wins():
     assert choose_mode("auto", 1_700_000_000, architecture="qwen3").mode == "assisted"
     assert choose_mode("auto", 4_020_000_000, architecture="llama").mode == "assisted"
     assert choose_mode("auto", 7_000_000_000, architecture="llama").mode == "self"
-    assert "current architecture" in choose_mode("auto", 4_020_000_000, architecture="qwen3").reason
+    assert "current design" in choose_mode("auto", 4_020_000_000, architecture="qwen3").reason
     chosen = choose_mode("auto", 3_000_000_000, architecture="llama", catalogued="self")
     assert chosen.mode == "self" and "catalogue" in chosen.reason
     assert choose_mode("assisted", 8_000_000_000, catalogued="self").mode == "assisted"
