@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from engine import clock
 from engine.agent.grounding import (
     ABBREVIATION,
     SENTENCE_END,
@@ -289,7 +290,7 @@ class Recalled:
 def _about(said: str) -> str:
     """The words a question asks by for the facts ``said`` states ("job work" for "I'm a
     radiographer"): a question shares them when it shares no word with what was said."""
-    found = facts_in(said, datetime.now().date())
+    found = facts_in(said, clock.today())
     return " ".join(word for c in found for word in RELATION_WORDS.get(c.predicate, []))
 
 
@@ -915,7 +916,7 @@ def user_statements(text: str, names: Callable[[str], bool] | None = None) -> li
                 first_person(clause) is not None
                 or about_them
                 or scheduled(clause)
-                or any(c.subject == USER for c in facts_in(clause, datetime.now().date()))
+                or any(c.subject == USER for c in facts_in(clause, clock.today()))
             ):
                 statements.append(clause)
     return statements[:STATEMENTS]

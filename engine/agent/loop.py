@@ -9,11 +9,11 @@ import logging
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy.exc
 
+from engine import clock
 from engine.agent import assisted_rules as assisted
 from engine.agent.assisted_turn import AssistedTurn
 from engine.agent.grounding import Grounds, Record, strip_frame
@@ -348,7 +348,7 @@ class Agent:
 
     def _status(self, turn: Turn, final: bool) -> str:
         """The line that rides with the newest message: what changes every step."""
-        now = datetime.now().astimezone()
+        now = clock.now()
         if turn.memory_size is None:
             turn.memory_size = (
                 self.mnemo.recall.count(self.conversation_id),
@@ -488,7 +488,7 @@ class Agent:
         """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
         # What the question and today's date (in the assisted prompt) bring proves no use of a
         # document: "today is Friday" is no gardener's "every second Friday".
-        now = datetime.now().astimezone()
+        now = clock.now()
         brought = f"{self._newest_user_text()} {now:%A} {now.day} {now:%B %Y}"
         sources = tuple(
             Citation(passage.source.path or "", passage.source.section)

@@ -12,13 +12,12 @@ half is folded into the summary and ``context_start_id`` moves on. Evicted messa
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
 
+from engine import clock
 from engine.context.summary import summarize
 from engine.db.schema import AgentStateRow
 from engine.functions import SEND_MESSAGE, function_schemas
@@ -114,7 +113,7 @@ def save_state_in(session: Session, state: AgentState) -> None:
     row.summary = state.summary
     row.summarized_count = state.summarized_count
     row.pressure_warned = int(state.pressure_warned)
-    row.updated_at = time.time()
+    row.updated_at = clock.timestamp()
     session.add(row)
 
 
@@ -289,7 +288,7 @@ class ContextWindow:
         instructions = self._assisted_instructions if assisted else self._instructions
         core, summary = self.core_text(blocks), self.summary_text(state)
         if assisted:
-            today = datetime.now().astimezone()
+            today = clock.now()
             core += f"\n\nToday is {today:%A} {spoken_date(today)}."
         recalled = [m.content for m in chat if m.content.startswith(NOTE_MARKS)]
         prompt = Prompt(

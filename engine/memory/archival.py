@@ -8,7 +8,6 @@ two are untrusted input) and which embedder made its vector. Search fuses BM25 a
 from __future__ import annotations
 
 import re
-import time as time_module
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -18,6 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from engine import clock
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError, redact
 from engine.memory import trace, word_match
@@ -197,7 +197,7 @@ class ArchivalStore:
     def _expiry_clause(self) -> str | None:
         if not self._expires():
             return None
-        return f"(expires_at IS NULL OR expires_at > {time_module.time()!r})"
+        return f"(expires_at IS NULL OR expires_at > {clock.timestamp()!r})"
 
     @property
     def embedder_mismatch(self) -> str | None:
@@ -255,7 +255,7 @@ class ArchivalStore:
                 item = self._kept_out(item)
             items.append(item if clean == item.text else replace(item, text=clean, vector=None))
         ids: list[str] = []
-        now = time_module.time()
+        now = clock.timestamp()
         for chunk in chunked(items, EMBED_CHUNK):
             if all(item.vector is not None for item in chunk):
                 vectors = np.asarray([item.vector for item in chunk], dtype=np.float32)
@@ -346,7 +346,7 @@ class ArchivalStore:
 
     def expired(self, limit: int = 100) -> list[Passage]:
         """Passages that have expired and are not purged yet, the latest to expire first."""
-        now = time_module.time()
+        now = clock.timestamp()
         where = f"expires_at <= {now!r} AND expires_at > {now - EXPIRED_GRACE_S!r}"
         rows = self._vectors.rows(where, _COLUMNS, limit)
         rows.sort(key=lambda row: row["expires_at"], reverse=True)
@@ -357,7 +357,7 @@ class ArchivalStore:
         expiring passage, it costs the one count searches need anyway)."""
         if not self._expires():
             return 0
-        return self.delete_where(f"expires_at <= {time_module.time() - EXPIRED_GRACE_S!r}")
+        return self.delete_where(f"expires_at <= {clock.timestamp() - EXPIRED_GRACE_S!r}")
 
     def update(
         self, passage_id: str, text: str | None = None, tags: Sequence[str] | None = None

@@ -8,7 +8,6 @@ read-only) are refused with a sentence that says what to do; the block is never 
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +16,7 @@ from typing import Literal
 from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
+from engine import clock
 from engine.db import committed, row_or_missing
 from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
@@ -343,7 +343,7 @@ class CoreMemory:
                 row.description = description
             if read_only is not None:
                 row.read_only = int(read_only)
-            row.updated_at = time.time()
+            row.updated_at = clock.timestamp()
             session.add(row)
             session.commit()
             return _block(row)
@@ -394,7 +394,7 @@ class CoreMemory:
             author=author,
             cause_kind=cause_kind,
             cause_ref=cause_ref,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
 
     def _create(
@@ -415,7 +415,7 @@ class CoreMemory:
             char_limit=char_limit,
             read_only=int(read_only),
             position=position,
-            updated_at=time.time(),
+            updated_at=clock.timestamp(),
         )
         session.add(row)
         session.add(self._version_row(label, "create", None, value, author, None, None))
@@ -454,7 +454,7 @@ class CoreMemory:
         )
         session.add(version)
         row.value = new_value
-        row.updated_at = time.time()
+        row.updated_at = clock.timestamp()
         session.add(row)
         return version
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import time
 import unicodedata
 from dataclasses import dataclass
 from typing import Literal
@@ -15,6 +14,7 @@ from typing import Literal
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, func, select
 
+from engine import clock
 from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
 from engine.errors import InputError, NotFoundError
 
@@ -255,7 +255,7 @@ class EntityNames:
         key = name_key(clean)
         if key == USER_KEY:
             clean, kind = USER, "person"
-        row = EntityRow(name=clean, key=key, kind=kind, created_at=time.time())
+        row = EntityRow(name=clean, key=key, kind=kind, created_at=clock.timestamp())
         if not row.key:
             raise InputError(f"{name!r} is not a name: it has no letters or digits.")
         session.add(row)

@@ -12,7 +12,6 @@ one, its ``valid_to`` set). A wrong fact is retracted, also kept. Each write is 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
@@ -20,6 +19,7 @@ from typing import Any, Literal
 from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
+from engine import clock
 from engine.db import committed, row_or_missing
 from engine.db.schema import EntityRow, RelationRow
 from engine.errors import InputError
@@ -222,7 +222,7 @@ class KnowledgeStore(EntityNames):
         subject_row = subject_row or self._entity_row(session, subject)
         if not is_literal:
             object_row = object_row or self._entity_row(session, value)
-        now = time.time()
+        now = clock.timestamp()
         new = RelationRow(
             subject_id=subject_row.id,  # type: ignore[arg-type]
             predicate=relation,
@@ -313,7 +313,7 @@ class KnowledgeStore(EntityNames):
                 object_id=object_row.id if object_row else None,
                 value=value if literal else None,
                 valid_from=row.valid_from,
-                learned_at=time.time(),
+                learned_at=clock.timestamp(),
                 source_kind="user",
                 asserted_by="user",
             )
@@ -339,7 +339,7 @@ class KnowledgeStore(EntityNames):
 
     def expired(self, limit: int = 100) -> list[Fact]:
         """Current facts past their expiry and not purged yet, the latest to expire first."""
-        now = time.time()
+        now = clock.timestamp()
         with Session(self._engine) as session:
             rows = session.exec(
                 select(RelationRow)
@@ -362,7 +362,7 @@ class KnowledgeStore(EntityNames):
             )
             rows = session.exec(
                 select(RelationRow).where(
-                    col(RelationRow.expires_at) <= time.time() - EXPIRED_GRACE_S,
+                    col(RelationRow.expires_at) <= clock.timestamp() - EXPIRED_GRACE_S,
                     col(RelationRow.id).not_in(pointed),
                 )
             ).all()
@@ -480,7 +480,9 @@ class KnowledgeStore(EntityNames):
 
 def _unexpired() -> Any:
     """A fact that has expired is no longer current (it waits in ``expired``)."""
-    return or_(col(RelationRow.expires_at).is_(None), col(RelationRow.expires_at) > time.time())
+    return or_(
+        col(RelationRow.expires_at).is_(None), col(RelationRow.expires_at) > clock.timestamp()
+    )
 
 
 __all__ = [

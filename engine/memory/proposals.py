@@ -16,7 +16,6 @@ program over MCP).
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Engine
 from sqlmodel import Session, col, func, select
 
+from engine import clock
 from engine.db import row_or_missing
 from engine.db.schema import ProposalRow
 from engine.errors import CoreMemoryError, MnemoError
@@ -240,7 +240,7 @@ class ProposalStore:
             cause_kind=cause_kind,
             cause_ref=cause_ref,
             untrusted_reason=untrusted_reason,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
         session.add(self._kept_out(row))
         session.flush()
@@ -296,7 +296,7 @@ class ProposalStore:
             cause_kind=source_kind,
             cause_ref=source_ref,
             untrusted_reason=untrusted_reason,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
         session.add(self._kept_out(row))
         session.flush()
@@ -329,7 +329,7 @@ class ProposalStore:
             cause_kind="message",
             cause_ref=cause_ref,
             untrusted_reason=untrusted_reason,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
         return _stored(session, self._kept_out(row))
 
@@ -358,7 +358,7 @@ class ProposalStore:
             ),
             cause_kind="import",
             untrusted_reason=untrusted_reason,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
         return _stored(session, self._kept_out(row))
 
@@ -382,7 +382,7 @@ class ProposalStore:
             cause_kind=cause_kind,
             cause_ref=client,
             untrusted_reason=untrusted_reason,
-            created_at=time.time(),
+            created_at=clock.timestamp(),
         )
         return _stored(session, self._kept_out(row))
 
@@ -563,4 +563,4 @@ class ProposalStore:
         row.decided_by = decided_by
         row.applied_content = applied
         row.version_id = version_id
-        row.decided_at = time.time()
+        row.decided_at = clock.timestamp()

@@ -8,7 +8,6 @@ re-embedding) are in ``recall.vectors``; what a stored message is, is in ``recal
 from __future__ import annotations
 
 import logging
-import time as time_module
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime
@@ -17,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from engine import clock
 from engine.db import on_postgres
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
@@ -99,7 +99,7 @@ class RecallTransaction:
     ) -> list[int]:
         """Insert messages (the one insert path) and refresh the keyword index of their
         neighbours, once per conversation from its first new turn."""
-        now = time_module.time()
+        now = clock.timestamp()
         added: list[dict[str, Any]] = []
         for message in messages:
             check_role(message.role)

@@ -10,13 +10,13 @@ the person said in it.
 
 from __future__ import annotations
 
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, text
 
+from engine import clock
 from engine.errors import NotFoundError
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.settings import Settings
@@ -78,7 +78,7 @@ class Conversations:
                     "INSERT INTO conversation (id, title, origin, created_at) "
                     "VALUES (:id, '', :origin, :now)"
                 ),
-                {"id": conversation_id, "origin": OWN, "now": time.time()},
+                {"id": conversation_id, "origin": OWN, "now": clock.timestamp()},
             )
         self._settings.store(CURRENT, conversation_id)
         return conversation_id
@@ -102,7 +102,12 @@ class Conversations:
                         "INSERT INTO conversation (id, title, origin, created_at) "
                         "VALUES (:id, :title, :origin, :now)"
                     ),
-                    {"id": conversation_id, "title": title, "origin": origin, "now": time.time()},
+                    {
+                        "id": conversation_id,
+                        "title": title,
+                        "origin": origin,
+                        "now": clock.timestamp(),
+                    },
                 )
         return conversation_id
 
@@ -140,7 +145,12 @@ class Conversations:
                         "INSERT INTO conversation (id, title, origin, created_at) "
                         "VALUES (:id, :title, :origin, :now)"
                     ),
-                    {"id": conversation_id, "title": title, "origin": OWN, "now": time.time()},
+                    {
+                        "id": conversation_id,
+                        "title": title,
+                        "origin": OWN,
+                        "now": clock.timestamp(),
+                    },
                 )
 
     def all(self) -> list[ConversationInfo]:
