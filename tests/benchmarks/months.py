@@ -1,0 +1,215 @@
+"""Six months of a person's life through the real agent, then questions: does memory stay true?
+
+``months_life.py`` writes the life from a seed; this plays it, each conversation on its own day
+(``engine.clock.travel``), with the documents dropped in on theirs, through the real agent and
+the bundled model (or ``--model``). At the end, on the day after the last conversation, a new
+conversation asks the questions. One JSON line per seed:
+
+- ``strict`` by question kind: right, as ``conversation.py`` counts it, holds the answer (a
+  "when" question: a date within ``WITHIN_DAYS`` of the day), no superseded value given as
+  the answer, no value from nowhere, no frame of the recall note, no run-on; a question about
+  what was never said is right when the reply says it does not know;
+- ``superseded_as_current``: current-value replies that give a superseded value as the answer;
+- ``duplicate_notes``: archival notes that state a lasting fact another note states already,
+  as a share of all notes; ``musings_as_facts``: facts or notes that hold a dream town;
+- ``human_block_chars`` and ``human_lines_true``: the share of the human block's lines that name
+  no superseded value; ``proposals_waiting``;
+- ``turn_s_start`` and ``turn_s_end``: median turn time of the first and last conversations,
+  and their ratio; ``profile_mb``: the profile on disk.
+
+    uv run python tests/benchmarks/months.py [--seeds 1,2] [--model PATH.gguf] [--show]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _common import emit, use_model
+from conversation import FRAME, UNKNOWN, answers, as_answer, invented, known_words, runaway
+from months_life import WITHIN_DAYS, Life, Question, write_life
+
+from engine import Mnemo, clock
+from engine.agent import Agent
+from engine.embed import default_embedder
+from engine.ingest.ingestor import Ingestor
+from engine.llm import load_model
+
+MONTHS = "january february march april may june july august september october november december"
+_MONTH = {name: number for number, name in enumerate(MONTHS.split(), 1)}
+_DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?(?: of)? ([A-Za-z]+)\b")
+_MONTH_DAY = re.compile(r"\b([A-Za-z]+) (\d{1,2})(?:st|nd|rd|th)?\b")
+_ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+
+
+def dates_in(reply: str, year: int) -> list[date]:
+    """The days a reply names: "14 March", "March 14th", "2026-03-14"."""
+    found: list[date] = []
+    for day, month in _DAY_MONTH.findall(reply):
+        if month.casefold() in _MONTH:
+            found.append(_day(year, _MONTH[month.casefold()], int(day)))
+    for month, day in _MONTH_DAY.findall(reply):
+        if month.casefold() in _MONTH:
+            found.append(_day(year, _MONTH[month.casefold()], int(day)))
+    for y, m, d in _ISO.findall(reply):
+        found.append(_day(int(y), int(m), int(d)))
+    return [day for day in found if day != date.min]
+
+
+def _day(year: int, month: int, day: int) -> date:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return date.min
+
+
+def right(question: Question, reply: str, known: set[str]) -> bool:
+    """The strict count of ``conversation.py``, with a "when" question's date."""
+    if FRAME.search(reply) or runaway(reply) or invented(reply, known):
+        return False
+    if question.kind == "never":
+        return bool(UNKNOWN.search(reply))
+    if question.on is not None:
+        return any(abs((day - question.on).days) <= WITHIN_DAYS for day in dates_in(reply, 2026))
+    return answers(reply, question.answer) and not as_answer(reply, question.wrong)
+
+
+def play(life: Life, root: Path, model_spec: str, show: bool) -> dict[str, Any]:
+    profile = root / f"seed-{life.seed}"
+    mnemo = Mnemo.open(profile, embedder=default_embedder())
+    use_model(mnemo.settings, model_spec)
+    model = load_model(mnemo.settings)
+    said: list[str] = []
+    turn_s: list[list[float]] = []
+    for lines in life.conversations:
+        day = lines[0].day
+        with clock.travel(datetime(day.year, day.month, day.day, 19)):
+            for dropped in (d for d in life.documents if d.day == day):
+                path = root / f"seed-{life.seed}-files" / dropped.name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(dropped.text, encoding="utf-8")
+                Ingestor(mnemo).ingest_file(path)
+                said.append(dropped.text)
+            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+            times = []
+            for line in lines:
+                started = time.perf_counter()
+                reply = agent.send(line.text).reply or ""
+                times.append(time.perf_counter() - started)
+                said.append(line.text)
+                if show:
+                    print(f"{day} > {line.text}\n           < {reply[:200]}", file=sys.stderr)
+            turn_s.append(times)
+            mnemo.wait_for_background_work()
+    end = life.conversations[-1][0].day + timedelta(days=1)
+    known = known_words([*said, *(f"{d:%-d %B %Y}" for d in _all_days(life, end))])
+    by_kind: Counter[str] = Counter()
+    right_by_kind: Counter[str] = Counter()
+    superseded = 0
+    misses: list[dict[str, str]] = []
+    with clock.travel(datetime(end.year, end.month, end.day, 10)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        for question in life.questions:
+            reply = agent.send(question.text).reply or ""
+            by_kind[question.kind] += 1
+            if right(question, reply, known):
+                right_by_kind[question.kind] += 1
+            else:
+                misses.append({"kind": question.kind, "q": question.text, "reply": reply[:160]})
+            if question.kind == "current" and as_answer(reply, question.wrong):
+                superseded += 1
+            if show:
+                print(f"? {question.text}\n  < {reply[:200]}", file=sys.stderr)
+    mnemo.wait_for_background_work()
+    figures = memory_figures(mnemo, life)
+    mnemo.close()
+    size = sum(f.stat().st_size for f in profile.rglob("*") if f.is_file())
+    start = statistics.median([t for times in turn_s[:3] for t in times])
+    finish = statistics.median([t for times in turn_s[-3:] for t in times])
+    return {
+        "benchmark": "months",
+        "seed": life.seed,
+        "conversations": len(life.conversations),
+        "messages": life.messages,
+        "questions": len(life.questions),
+        "strict": {kind: f"{right_by_kind[kind]}/{n}" for kind, n in sorted(by_kind.items())},
+        "current_strict": _share(right_by_kind["current"], by_kind["current"]),
+        "past_when_order_strict": _share(
+            sum(right_by_kind[k] for k in ("past", "when", "order")),
+            sum(by_kind[k] for k in ("past", "when", "order")),
+        ),
+        "superseded_as_current": superseded,
+        **figures,
+        "turn_s_start": round(start, 2),
+        "turn_s_end": round(finish, 2),
+        "turn_ratio": round(finish / start, 2) if start else None,
+        "profile_mb": round(size / 2**20, 1),
+        "misses": misses[:12],
+    }
+
+
+def memory_figures(mnemo: Mnemo, life: Life) -> dict[str, Any]:
+    """Duplicate notes, musings kept as facts, the human block's truth, proposals waiting."""
+    notes = [p.text for p in mnemo.archival.recent(10_000) if p.source.path is None]
+    stated: Counter[tuple[str, str]] = Counter()
+    for note in notes:
+        for topic, history in life.timeline.items():
+            for _since, held in history:
+                if held and re.search(rf"\b{re.escape(held)}\b", note, re.IGNORECASE):
+                    stated[(topic, held)] += 1
+    duplicates = sum(count - 1 for count in stated.values() if count > 1)
+    dream = next(q.text.split()[-1].rstrip("?") for q in life.questions if q.kind == "musing")
+    facts = [
+        f.sentence() for e, _ in mnemo.knowledge.entities() for f in mnemo.knowledge.facts(e.name)
+    ]
+    musings = sum(dream.casefold() in text.casefold() for text in [*notes, *facts])
+    superseded = {held for history in life.timeline.values() for _s, held in history[:-1] if held}
+    lines = [line for line in mnemo.core.get("human").splitlines() if line.strip()]
+    true = [
+        line
+        for line in lines
+        if not any(re.search(rf"\b{re.escape(v)}\b", line) for v in superseded)
+    ]
+    return {
+        "notes": len(notes),
+        "duplicate_notes": _share(duplicates, len(notes)),
+        "musings_as_facts": musings,
+        "human_block_chars": len(mnemo.core.get("human")),
+        "human_lines_true": _share(len(true), len(lines)),
+        "proposals_waiting": len(mnemo.proposals.pending()),
+    }
+
+
+def _all_days(life: Life, end: date) -> list[date]:
+    return [*(lines[0].day for lines in life.conversations), end]
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 2) if whole else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1,2", help="the generator's seeds: tune on one")
+    parser.add_argument("--model", default="", help="PATH.gguf, openai:NAME or anthropic:NAME")
+    parser.add_argument("--conversations", type=int, default=0, help="only the first N (a try)")
+    parser.add_argument("--show", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in (int(s) for s in args.seeds.split(",")):
+            life = write_life(seed)
+            if args.conversations:
+                life.conversations = life.conversations[: args.conversations]
+            emit(play(life, Path(folder), args.model, args.show))
+
+
+if __name__ == "__main__":
+    main()
