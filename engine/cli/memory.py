@@ -126,6 +126,49 @@ def cmd_memory_proposals(mnemo: Mnemo, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tidy(mnemo: Mnemo, args: argparse.Namespace) -> int:
+    """Tidy memory: propose, approve the newest batch, or undo one of its changes."""
+    from engine.agent.tidying import plan, propose
+
+    if args.undo is not None:
+        undone = mnemo.proposals.undo(args.undo)
+        print(f"Undone: {undone.describe()}")
+        return 0
+    if args.approve:
+        batch = mnemo.proposals.latest_batch()
+        waiting = [p for p in mnemo.proposals.batch(batch or "") if p.status == "pending"]
+        if not waiting:
+            print("No tidy changes are waiting.")
+            return 0
+        for proposal in waiting:
+            mnemo.proposals.approve(proposal.id)
+        print(
+            f"Approved {len(waiting)} tidy change{'s' * (len(waiting) != 1)}; undo one with "
+            "`mnemo tidy --undo ID`."
+        )
+        return 0
+    tidying = plan(mnemo)
+    print(
+        tidying.summary()
+        if not args.dry_run
+        else tidying.summary().replace(
+            "Mnemo tidied your memory", "Tidying would change your memory"
+        )
+    )
+    if args.dry_run or not tidying:
+        return 0
+    batch = propose(mnemo, tidying)
+    for proposal in mnemo.proposals.batch(batch or ""):
+        if proposal.status == "pending":
+            for line in describe_proposal(mnemo, proposal):
+                print(line)
+    print(
+        "Nothing changed yet: approve them all with `mnemo tidy --approve`, or one by one with "
+        "`mnemo memory approve ID`; undo an approved one with `mnemo tidy --undo ID`."
+    )
+    return 0
+
+
 def cmd_memory_approve(mnemo: Mnemo, args: argparse.Namespace) -> int:
     proposal = mnemo.proposals.approve(args.id, args.text)
     if proposal.kind == "core":

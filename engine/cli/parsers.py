@@ -132,6 +132,19 @@ def _memory(commands: Commands) -> None:
     )
     reject.add_argument("id", type=int)
 
+    tidy = _command(
+        commands,
+        "tidy",
+        "memory:cmd_tidy",
+        "put memory in order: merge duplicate notes, keep outdated ones as history, remove "
+        "musings, bring the human block up to date (as proposals you approve)",
+    )
+    tidy.add_argument(
+        "--dry-run", action="store_true", help="say what would change; propose nothing"
+    )
+    tidy.add_argument("--approve", action="store_true", help="approve the newest tidy batch whole")
+    tidy.add_argument("--undo", type=int, metavar="ID", help="undo one approved change of a batch")
+
     settings = _command(commands, "settings", "memory:cmd_settings", "show or change settings")
     settings.add_argument("key", nargs="?", help="e.g. memory.core_write_policy")
     settings.add_argument("value", nargs="?", help="the new value")

@@ -380,6 +380,29 @@ class KnowledgeStore(EntityNames):
             session.commit()
             return self._fact(session, row)
 
+    def set_status_in(self, session: Session, fact_id: int, status: str) -> None:
+        """Retract a fact, or make a retracted one hold again (a tidy change and its undo)."""
+        row = self._relation(session, fact_id)
+        row.status = status
+        session.add(row)
+
+    def revert_in(self, session: Session, subject: str, predicate: str, obj: str) -> None:
+        """Take back a fact that was learned (an approved proposal undone): it is retracted,
+        and the facts it superseded hold again."""
+        subject_row = self._resolve_row(session, subject)
+        if subject_row is None:
+            return
+        key = name_key(obj)
+        for row in self._current(session, subject_row.id, predicate_key(predicate)):  # type: ignore[arg-type]
+            if name_key(self._fact(session, row).object) != key:
+                continue
+            row.status = "retracted"
+            session.add(row)
+            earlier = select(RelationRow).where(RelationRow.superseded_by == row.id)
+            for old in session.exec(earlier):
+                old.status, old.superseded_by, old.valid_to = "current", None, None
+                session.add(old)
+
     def facts(
         self, name: str, predicate: str | None = None, limit: int = 10, page: int = 1
     ) -> Page[Fact]:

@@ -9,8 +9,10 @@ call that made it. The conversation gets a short system note of each decision so
 More kinds share the same panel and the same rules: a ``fact`` for knowledge memory (a
 contradiction of a current fact, or a fact from text the user did not write), a ``passage``
 (the model correcting or deleting an archival note after reading untrusted text), a ``block``
-(a new core block from an imported file) and a ``note`` (a new archival note from another
-program over MCP).
+(a new core block from an imported file), a ``note`` (a new archival note from another
+program over MCP) and a ``tidy`` change (``engine/agent/tidying.py``: a duplicate note merged,
+an outdated one kept as history, a musing removed). A tidy pass's proposals share a ``batch``
+in their payload, and an approved one can be undone (``undo``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from sqlmodel import Session, col, func, select
 from engine import clock
 from engine.db import row_or_missing
 from engine.db.schema import ProposalRow
-from engine.errors import CoreMemoryError, MnemoError
+from engine.errors import CoreMemoryError, InputError, MnemoError
+from engine.memory.archival import NewPassage
 from engine.memory.core import CoreMemory, EditAction
 from engine.memory.knowledge import (
     USER_KEY,
@@ -39,12 +42,12 @@ from engine.memory.knowledge import (
 from engine.memory.recall import RecallStore, RecallTransaction
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.memory.search import from_timestamp
-from engine.memory.tombstones import Tombstones
+from engine.memory.tombstones import REDACTED, Tombstones
 
 if TYPE_CHECKING:
-    from engine.memory.archival import ArchivalStore
+    from engine.memory.archival import ArchivalStore, Passage
 
-ProposalKind = Literal["core", "fact", "passage", "block", "note"]
+ProposalKind = Literal["core", "fact", "passage", "block", "note", "tidy"]
 WITHDRAWN_BY = "mnemo"  # who decided a proposal that a later message made stale
 
 
@@ -74,6 +77,21 @@ class Proposal:
         return self.status == "rejected" and self.decided_by == WITHDRAWN_BY
 
     @property
+    def batch(self) -> str | None:
+        """The tidy pass it belongs to, if any."""
+        return self.payload.get("batch")
+
+    @property
+    def change(self) -> str:
+        """A tidy change's kind: merge, history, musing (a note) or retract (a fact)."""
+        return str(self.payload.get("change", ""))
+
+    @property
+    def undone(self) -> bool:
+        """Approved, and undone since (``ProposalStore.undo``)."""
+        return "undone_at" in self.payload
+
+    @property
     def trusted(self) -> bool:
         """False when the model wrote it after reading documents or search results."""
         return self.untrusted_reason is None
@@ -96,6 +114,8 @@ class Proposal:
             return f"a new {self.label} block"
         if self.kind == "note":
             return "a new archival note"
+        if self.kind == "tidy":
+            return "facts about you" if self.change == "retract" else "an archival note"
         return f"the {self.label} block"
 
     def new_fact(self, obj: str | None = None) -> str:
@@ -129,9 +149,25 @@ class Proposal:
             return f"add a block {self.label}: {self.new_content!r}"
         if self.kind == "note":
             return f"keep a note from {self.label}: {self.new_content!r}"
+        if self.kind == "tidy":
+            return self.tidy_change()
         if self.action == "append":
             return f"add to {self.label}: {self.new_content!r}"
         return f"in {self.label}, replace {self.old_content!r} with {self.new_content!r}"
+
+    def tidy_change(self) -> str:
+        """A tidy change, said to the person."""
+        old = self.old_content or ""
+        if self.change == "merge":
+            again = self.payload.get("because")
+            what = f"says again that {_lower_you(again)}" if again else "says the same"
+            return f"merge the note {old!r} into {self.new_content!r}: it {what}"
+        if self.change == "history":
+            because = self.payload.get("because")
+            return f"keep {old!r} as history" + (f": now {_lower_you(because)}" if because else "")
+        if self.change == "retract":
+            return f"remove the fact {said_to_person(old)!r}: it came from a musing or question"
+        return f"remove the note {old!r}: it was a musing or question, not a fact"
 
 
 def _lower_you(sentence: str) -> str:
@@ -142,8 +178,9 @@ def _lower_you(sentence: str) -> str:
 
 def _tell_model(tx: RecallTransaction, row: ProposalRow, sentence: str) -> None:
     """The decision, as a system note in the proposal's conversation, so the model knows; a
-    proposal another program made over MCP is no news to the model and gets none."""
-    if row.cause_kind != "mcp":
+    proposal another program made over MCP, or a tidy pass, is no news to the model and gets
+    none."""
+    if row.cause_kind not in ("mcp", "tidy"):
         tx.add("system", sentence, conversation_id=row.conversation_id)
 
 
@@ -222,6 +259,7 @@ class ProposalStore:
         cause_ref: str | None = None,
         untrusted_reason: str | None = None,
         auto_approve: bool = False,
+        batch: str | None = None,
     ) -> Proposal:
         """Record a proposal inside the caller's transaction (the step that made it).
 
@@ -241,10 +279,11 @@ class ProposalStore:
             cause_ref=cause_ref,
             untrusted_reason=untrusted_reason,
             created_at=clock.timestamp(),
+            payload=json.dumps({"batch": batch}) if batch else None,
         )
         session.add(self._kept_out(row))
         session.flush()
-        if auto_approve and untrusted_reason is None:
+        if auto_approve and untrusted_reason is None and batch is None:
             version_id = self._core.apply_in(
                 session,
                 label,
@@ -386,6 +425,71 @@ class ProposalStore:
         )
         return _stored(session, self._kept_out(row))
 
+    def create_tidy_in(
+        self,
+        session: Session,
+        batch: str,
+        change: Literal["merge", "history", "musing"],
+        note: Passage,
+        *,
+        new_text: str = "",
+        into: str | None = None,
+        tag: str | None = None,
+        again: str | None = None,
+    ) -> Proposal:
+        """A tidy pass's change to one of the person's notes: merged ``into`` another that says
+        the same (``new_text``), tagged (``tag``: kept as history), or removed as a musing.
+        ``again``: the fact it says again, or the later fact that replaced it, in words. The
+        note as it is goes in the payload, to undo."""
+        payload = {
+            "batch": batch,
+            "change": change,
+            "note": {
+                "text": note.text,
+                "message_id": note.source.message_id,
+                "tags": note.tags,
+                "created_at": note.created_at.timestamp(),
+            },
+            "into": into,
+            "tag": tag,
+            "because": again,
+        }
+        row = ProposalRow(
+            conversation_id=DEFAULT_CONVERSATION,
+            kind="tidy",
+            label=note.id,
+            action="replace",
+            old_content=note.text,
+            new_content=new_text,
+            payload=json.dumps(payload),
+            cause_kind="tidy",
+            cause_ref=batch,
+            created_at=clock.timestamp(),
+        )
+        return _stored(session, self._kept_out(row))
+
+    def create_tidy_fact_in(self, session: Session, batch: str, fact: Fact) -> Proposal:
+        """A tidy pass's removal of a fact that came from a musing or a question."""
+        row = ProposalRow(
+            conversation_id=DEFAULT_CONVERSATION,
+            kind="tidy",
+            label=str(fact.id),
+            action="replace",
+            old_content=fact.sentence(),
+            new_content="",
+            payload=json.dumps({"batch": batch, "change": "retract", "fact": fact.id}),
+            cause_kind="tidy",
+            cause_ref=batch,
+            created_at=clock.timestamp(),
+        )
+        return _stored(session, self._kept_out(row))
+
+    def join_batch_in(self, session: Session, proposal_id: int, batch: str) -> None:
+        """A waiting proposal that a tidy pass found still right joins its batch."""
+        row = self._pending_row(session, proposal_id)
+        row.payload = json.dumps({**json.loads(row.payload or "{}"), "batch": batch})
+        session.add(row)
+
     # -- reading -------------------------------------------------------------------------------
 
     def get(self, proposal_id: int) -> Proposal:
@@ -399,6 +503,28 @@ class ProposalStore:
             query = query.where(ProposalRow.conversation_id == conversation_id)
         with Session(self._engine) as session:
             return [_proposal(row) for row in session.exec(query.order_by(col(ProposalRow.id)))]
+
+    def batch(self, batch: str) -> list[Proposal]:
+        """A tidy pass's proposals, decided or not, in the order made."""
+        query = (
+            select(ProposalRow)
+            .where(col(ProposalRow.payload).contains(json.dumps({"batch": batch})[1:-1]))
+            .order_by(col(ProposalRow.id))
+        )
+        with Session(self._engine) as session:
+            return [p for row in session.exec(query) if (p := _proposal(row)).batch == batch]
+
+    def latest_batch(self) -> str | None:
+        """The newest tidy pass's batch, if there was one."""
+        query = (
+            select(ProposalRow)
+            .where(ProposalRow.cause_kind == "tidy")
+            .order_by(col(ProposalRow.id).desc())
+            .limit(1)
+        )
+        with Session(self._engine) as session:
+            row = session.exec(query).first()
+            return _proposal(row).batch if row is not None else None
 
     def count_pending(self, conversation_id: str) -> int:
         """How many proposals of a conversation wait for a decision (each step says so)."""
@@ -423,6 +549,8 @@ class ProposalStore:
             return old, proposal.fact_to_person(content)
         if proposal.kind in ("passage", "block", "note"):
             return proposal.old_content or "", proposal.new_content if content is None else content
+        if proposal.kind == "tidy":
+            return proposal.old_content or "", proposal.new_content
         return self._core.preview(
             proposal.label,
             proposal.action,  # type: ignore[arg-type]
@@ -449,6 +577,9 @@ class ProposalStore:
                 self._change_passage(row, applied)
             elif row.kind == "note":
                 self._archival.insert_client_note(applied, row.label)
+            elif row.kind == "tidy":
+                applied = row.new_content  # not edited: it merges, tags or removes
+                self._apply_tidy(tx.session, row)
             elif row.kind == "block":
                 payload = json.loads(row.payload or "{}")
                 self._core.add_block_in(
@@ -502,6 +633,91 @@ class ProposalStore:
             asserted_by=payload.get("asserted_by", "model"),
             supersede=True,
         )
+
+    def _apply_tidy(self, session: Session, row: ProposalRow) -> None:
+        """A tidy change: a note merged or removed, tagged as history, or a fact retracted."""
+        payload = json.loads(row.payload or "{}")
+        try:
+            if payload["change"] == "retract":
+                self._knowledge.set_status_in(session, int(payload["fact"]), "retracted")
+            elif payload["change"] == "history":
+                note = self._archival.get(row.label)
+                self._archival.update(note.id, tags=[*note.tags, payload["tag"]])
+            else:
+                self._archival.delete(row.label)
+        except MnemoError as error:
+            raise CoreMemoryError(
+                f"Proposal {row.id} no longer applies: {error} Reject it."
+            ) from error
+
+    def undo(self, proposal_id: int) -> Proposal:
+        """Undo an approved change of a tidy pass, or of a proposal in its batch: the note
+        comes back (unless part of it was forgotten since: that never returns), the tag goes,
+        the fact holds again, the block is as before (a new version). The proposal is kept,
+        approved, with the time it was undone, as history."""
+        with self._recall.transaction() as tx:
+            row = self._row(tx.session, proposal_id)
+            proposal = _proposal(row)
+            if row.status != "approved" or proposal.batch is None or proposal.undone:
+                state = "undone already" if proposal.undone else row.status
+                raise CoreMemoryError(
+                    f"Proposal {proposal_id} is {state}; only an approved change of a tidy "
+                    "pass can be undone."
+                )
+            if row.kind == "tidy":
+                self._undo_tidy(tx.session, row)
+            elif row.kind == "fact":
+                self._knowledge.revert_in(tx.session, *self._stored_fact(row))
+            elif row.kind == "core":
+                self._core.apply_in(
+                    tx.session,
+                    row.label,
+                    "replace",
+                    row.old_content or "",
+                    row.applied_content,
+                    author="user",
+                    cause_kind="proposal",
+                    cause_ref=str(row.id),
+                )
+            row.payload = json.dumps({**proposal.payload, "undone_at": clock.timestamp()})
+            tx.session.add(row)
+            return _proposal(row)
+
+    def _undo_tidy(self, session: Session, row: ProposalRow) -> None:
+        payload = json.loads(row.payload or "{}")
+        if payload["change"] == "retract":
+            fact = self._knowledge.fact(int(payload["fact"]))
+            if self._tombstones and self._tombstones.forgets_fact(
+                fact.subject, fact.predicate, fact.object
+            ):
+                raise InputError("That fact holds something you asked Mnemo to forget.")
+            self._knowledge.set_status_in(session, fact.id, "current")
+            return
+        if payload["change"] == "history":
+            note = self._archival.get(row.label)
+            self._archival.update(note.id, tags=[t for t in note.tags if t != payload["tag"]])
+            return
+        kept = payload["note"]
+        text = kept["text"]
+        # A forget redacts the payload too: "[forgotten]", or "[forgotten on DATE]".
+        if REDACTED.rstrip("]") in text or (self._tombstones and self._tombstones.spans(text)):
+            raise InputError("Part of that note was forgotten since, so it does not come back.")
+        self._archival.insert_many(
+            [
+                NewPassage(
+                    text,
+                    source=kept["message_id"],
+                    tags=kept["tags"],
+                    created_at=kept["created_at"],
+                    origin="user",
+                    id=row.label,
+                )
+            ]
+        )
+
+    def _stored_fact(self, row: ProposalRow) -> tuple[str, str, str]:
+        payload = json.loads(row.payload or "{}")
+        return row.label, payload["predicate"], row.applied_content or row.new_content
 
     def _change_passage(self, row: ProposalRow, text: str) -> None:
         try:

@@ -1,0 +1,317 @@
+"""Tidying: memory after months of use put in order, where the person can see it.
+
+Keeping by rule (``keeping.py``) stores every lasting statement as it comes. After months the
+same fact is noted in several wordings, a note still says where the person lived before they
+moved, a waiting proposal names a value that has changed since, and the human block holds lines
+that were true once. The tidy pass finds these by the same rules that kept them, and proposes
+each change; nothing changes until the person approves it (``ProposalStore``, kind ``tidy``):
+
+- **duplicates**: notes of the person's words that state the same facts (``facts_in``), or the
+  same words (``duplicate_key``), are merged into the oldest, which keeps the day it was first
+  said; the merged notes' messages stay in recall, and the proposal names them;
+- **history**: a note of a value that a later fact replaced ("I live in Porto" after the move
+  to Krakow) is kept as history (``REPLACED_TAG``), as a note is that a statement replaces;
+- **musings**: a note or fact kept from a musing or question ("if I ever moved to Berlin") is
+  removed;
+- **the human block**: its lines that name a replaced value take the current one, a line
+  about something that ended goes, and repeated lines go: one edit, shown as a diff.
+
+Waiting proposals that a later fact made stale are taken back (``withdraw_in``), and waiting
+facts that the person has said again since join the batch: those are the facts that later
+statements contradict. The batch is one reviewable unit ("Mnemo tidied your memory: …"); each
+approved change can be undone (``ProposalStore.undo``) and keeps its history.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engine import clock
+from engine.agent import assisted_rules as assisted
+from engine.errors import NotFoundError
+from engine.memory.archival import Passage, duplicate_key
+from engine.memory.extract import facts_in
+from engine.memory.knowledge import SINGLE_VALUED, USER, Fact, name_key, said_to_person
+from engine.memory.proposals import Proposal
+from engine.memory.recall.messages import DEFAULT_CONVERSATION
+
+if TYPE_CHECKING:
+    from engine.mnemo import Mnemo
+
+NOTES_READ = 10_000  # the person's notes a pass reads at most (months of use hold hundreds)
+
+
+@dataclass
+class Tidying:
+    """What a tidy pass would change, read and not yet proposed (``plan``)."""
+
+    merges: list[tuple[Passage, list[Passage]]] = field(default_factory=list)  # kept, merged
+    history: list[tuple[Passage, Fact]] = field(default_factory=list)  # note, what replaced it
+    musings: list[Passage] = field(default_factory=list)
+    musing_facts: list[Fact] = field(default_factory=list)
+    stale: list[Proposal] = field(default_factory=list)  # waiting, and made wrong since
+    restated: list[Proposal] = field(default_factory=list)  # waiting facts said again since
+    human: tuple[str, str] | None = None  # the block now, and as proposed
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.merges
+            or self.history
+            or self.musings
+            or self.musing_facts
+            or self.stale
+            or self.restated
+            or self.human
+        )
+
+    def summary(self) -> str:
+        """ "Mnemo tidied your memory: 12 duplicates merged, 3 facts updated, 1 musing
+        removed"."""
+        if not self:
+            return "Your memory is tidy: nothing to merge, update or remove."
+        merged = sum(len(gone) for _kept, gone in self.merges)
+        musings = len(self.musings) + len(self.musing_facts)
+        parts = [
+            _count(merged, "duplicate note", "merged"),
+            _count(len(self.restated), "fact", "updated"),
+            _count(len(self.history), "outdated note", "kept as history"),
+            _count(musings, "musing", "removed"),
+            _count(len(self.stale), "waiting change", "taken back"),
+            "the human block brought up to date" if self.human else "",
+        ]
+        return "Mnemo tidied your memory: " + ", ".join(p for p in parts if p) + "."
+
+
+def _count(n: int, noun: str, done: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)} {done}" if n else ""
+
+
+def notes(mnemo: Mnemo) -> list[Passage]:
+    """The person's own words kept as notes, current (not history), oldest first."""
+    kept = [
+        note
+        for note in mnemo.archival.recent(NOTES_READ, origin="user")
+        if assisted.NOTE_TAG in note.tags and assisted.REPLACED_TAG not in note.tags
+    ]
+    return sorted(kept, key=lambda note: note.created_at)
+
+
+def said(note: Passage) -> str:
+    return assisted.own_words(note.text) or note.text
+
+
+def stated(note: Passage) -> frozenset[tuple[str, str, str]]:
+    """The facts a note states, as compared: subject, relation, value."""
+    found = facts_in(said(note), note.created_at.astimezone().date())
+    return frozenset((name_key(c.subject), c.predicate, name_key(c.object)) for c in found)
+
+
+def plan(mnemo: Mnemo) -> Tidying:
+    """What tidying would change now; reads only."""
+    tidying = Tidying()
+    kept_notes = notes(mnemo)
+    facts = _user_history(mnemo)
+    current = [fact for fact in facts if fact.status == "current"]
+    musing = [note for note in kept_notes if not assisted.lasting(said(note))]
+    tidying.musings = musing
+    lasting = [note for note in kept_notes if note not in musing]
+    replaced = {note.id: fact for note in lasting if (fact := _replaced_by(note, current))}
+    tidying.history = [(note, replaced[note.id]) for note in lasting if note.id in replaced]
+    live = [note for note in lasting if note.id not in replaced]
+    tidying.merges = _duplicates(live)
+    tidying.musing_facts = _facts_from_musings(mnemo, current)
+    tidying.stale, tidying.restated = _waiting(mnemo, current)
+    human = mnemo.core.get("human")
+    tidied = tidy_block(human, facts)
+    if tidied != human:
+        tidying.human = (human, tidied)
+    return tidying
+
+
+def _user_history(mnemo: Mnemo) -> list[Fact]:
+    try:
+        return mnemo.knowledge.history(USER)
+    except Exception:  # no facts about the person yet: no entity to read
+        return []
+
+
+def _replaced_by(note: Passage, current: list[Fact]) -> Fact | None:
+    """The current fact, learned after the note, that holds another value of a single-valued
+    relation the note states ("lives in Krakow" for "I live in Porto")."""
+    for subject, predicate, value in stated(note):
+        if predicate not in SINGLE_VALUED:
+            continue
+        for fact in current:
+            if (
+                fact.predicate == predicate
+                and name_key(fact.subject) == subject
+                and name_key(fact.object) != value
+                and fact.learned_at > note.created_at
+            ):
+                return fact
+    return None
+
+
+def _duplicates(live: list[Passage]) -> list[tuple[Passage, list[Passage]]]:
+    """Notes that say the same: the same facts, or, stating none, the same words. The oldest
+    of each group stays (it holds the day the fact was first said)."""
+    groups: dict[object, list[Passage]] = {}
+    for note in live:
+        facts = stated(note)
+        key: object = facts or duplicate_key(said(note))
+        if key:
+            groups.setdefault(key, []).append(note)
+    return [(group[0], group[1:]) for group in groups.values() if len(group) > 1]
+
+
+def _fact_sentence(note: Passage) -> str | None:
+    """What a note states, as said to the person ("your cat is Miso")."""
+    found = facts_in(said(note), note.created_at.astimezone().date())
+    return "; ".join(said_to_person(c.sentence()) for c in found) or None
+
+
+def _facts_from_musings(mnemo: Mnemo, current: list[Fact]) -> list[Fact]:
+    """Current facts learned from a message that was a musing or a question."""
+    found: list[Fact] = []
+    for fact in current:
+        if fact.source_kind != "message" or not (fact.source_ref or "").isdigit():
+            continue
+        try:
+            message = mnemo.recall.get(int(fact.source_ref or 0))
+        except NotFoundError:  # forgotten since
+            continue
+        if message.text.rstrip().endswith("?") or not assisted.lasting(message.text):
+            found.append(fact)
+    return found
+
+
+def _waiting(mnemo: Mnemo, current: list[Fact]) -> tuple[list[Proposal], list[Proposal]]:
+    """Waiting fact proposals about the person: those a fact learned after them replaced
+    (stale), and those whose value the person has said again since (restated)."""
+    stale: list[Proposal] = []
+    restated: list[Proposal] = []
+    for proposal in mnemo.proposals.pending():
+        if proposal.kind != "fact" or proposal.cause_kind == "tidy":
+            continue
+        predicate = proposal.payload.get("predicate", "")
+        later = [
+            fact
+            for fact in current
+            if fact.subject_is(proposal.label)
+            and fact.predicate == predicate
+            and fact.learned_at > proposal.created_at
+        ]
+        value = name_key(proposal.new_content)
+        if predicate in SINGLE_VALUED and any(name_key(f.object) != value for f in later):
+            stale.append(proposal)
+        elif _said_since(mnemo, proposal):
+            restated.append(proposal)
+    return stale, restated
+
+
+def _said_since(mnemo: Mnemo, proposal: Proposal) -> bool:
+    """Whether a message of the person after the proposal states its value again."""
+    pattern = re.compile(rf"(?<!\w){re.escape(proposal.new_content)}(?!\w)", re.IGNORECASE)
+    hits = mnemo.recall.search(
+        proposal.new_content, 20, mode="keyword", start=proposal.created_at, roles=["user"]
+    )
+    return any(
+        hit.created_at > proposal.created_at
+        and pattern.search(hit.text)
+        and assisted.lasting(hit.text)
+        for hit in hits
+    )
+
+
+def tidy_block(block: str, facts: Iterable[Fact]) -> str:
+    """The human block kept current and short: a line naming a value that a later fact
+    replaced takes the current value ("Your flat is in Krakow." for "…in Porto."), a line
+    about something ended with nothing after it goes, and a repeated line goes."""
+    facts = list(facts)
+    by_id = {fact.id: fact for fact in facts}
+    replaced: dict[str, str | None] = {}  # an old value -> the current one (None: ended)
+    for fact in facts:
+        if fact.status != "superseded":
+            continue
+        newest = fact
+        while newest.superseded_by is not None and newest.superseded_by in by_id:
+            newest = by_id[newest.superseded_by]
+        if name_key(newest.object) != name_key(fact.object):
+            replaced[fact.object] = newest.object if newest.status == "current" else None
+    lines: list[str] = []
+    seen: set[str] = set()
+    for line in block.splitlines():
+        for old, new in replaced.items():
+            if re.search(rf"(?<!\w){re.escape(old)}(?!\w)", line):
+                line = "" if new is None else re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", new, line)
+        key = duplicate_key(line) or line.strip()
+        if line.strip() and key in seen:
+            continue
+        seen.add(key)
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line)
+    return "\n".join(lines).strip("\n")
+
+
+def propose(mnemo: Mnemo, tidying: Tidying) -> str | None:
+    """Write the plan's changes as one batch of proposals; return the batch's id (None when
+    there was nothing to tidy). Stale waiting proposals are taken back at once: they changed
+    nothing yet."""
+    if not tidying:
+        return None
+    batch = f"tidy-{clock.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    store = mnemo.proposals
+    with mnemo.recall.transaction() as tx:
+        session = tx.session
+        for kept, gone in tidying.merges:
+            for note in gone:
+                store.create_tidy_in(
+                    session,
+                    batch,
+                    "merge",
+                    note,
+                    new_text=kept.text,
+                    into=kept.id,
+                    again=_fact_sentence(note),
+                )
+        for note, fact in tidying.history:
+            store.create_tidy_in(
+                session,
+                batch,
+                "history",
+                note,
+                tag=assisted.REPLACED_TAG,
+                again=said_to_person(fact.sentence()),
+            )
+        for note in tidying.musings:
+            store.create_tidy_in(session, batch, "musing", note)
+        for fact in tidying.musing_facts:
+            store.create_tidy_fact_in(session, batch, fact)
+        for proposal in tidying.restated:
+            store.join_batch_in(session, proposal.id, batch)
+        for proposal in tidying.stale:
+            store.withdraw_in(session, proposal.id)
+        if tidying.human:
+            old, new = tidying.human
+            store.create_in(
+                session,
+                conversation_id=DEFAULT_CONVERSATION,
+                label="human",
+                action="replace",
+                old_content=old,
+                new_content=new,
+                cause_kind="tidy",
+                cause_ref=batch,
+                batch=batch,
+            )
+    return batch
+
+
+def tidy(mnemo: Mnemo) -> tuple[Tidying, str | None]:
+    """Plan and propose: what ``mnemo tidy`` and the window's idle pass run."""
+    tidying = plan(mnemo)
+    return tidying, propose(mnemo, tidying)

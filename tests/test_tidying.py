@@ -1,0 +1,180 @@
+"""Tidying (engine/agent/tidying.py): months of notes put in order as one batch of proposals
+the person reviews, approves in part and can undo; nothing changes before, and a forgotten
+text never comes back through it."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from engine import Mnemo, clock
+from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
+from engine.agent.tidying import plan, propose, tidy_block
+from engine.cli import main
+from engine.errors import CoreMemoryError, InputError
+from engine.llm import ScriptedModel
+from engine.memory import forget
+from engine.memory.knowledge import USER
+
+LIFE = [
+    (date(2026, 1, 5), ["I have a cat called Miso.", "Home for me is Porto, and it rains."]),
+    (date(2026, 2, 1), ["My cat Miso woke me up at six again.", "I'm learning the cello."]),
+    (date(2026, 3, 1), ["Big news: I've just moved to Krakow.", "My cat Miso needs a vet."]),
+]
+
+
+def live(mnemo: Mnemo, date_: date, lines: list[str]) -> None:
+    model = ScriptedModel(parameter_count=135_000_000, default="Okay.")  # assisted: by rule
+    with clock.travel(date_):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        for line in lines:
+            agent.send(line)
+        mnemo.wait_for_background_work()
+
+
+def notes(mnemo: Mnemo) -> dict[str, str]:
+    return {p.id: p.text for p in mnemo.archival.recent(100)}
+
+
+@pytest.fixture
+def months(mnemo: Mnemo) -> Mnemo:
+    """Three months: a cat said three times, a move, a musing an older version kept as a
+    note, and a human block the person approved line by line over time."""
+    for day, lines in LIFE:
+        live(mnemo, day, lines)
+    musing = mnemo.recall.add("user", "Sometimes I dream of living in Berlin.")
+    mnemo.archival.insert(
+        'The user said: "Sometimes I dream of living in Berlin."',
+        source=musing,
+        tags=(assisted.NOTE_TAG,),
+    )
+    mnemo.core.set(
+        "human", "You live in Porto.\nYou have a cat called Miso.\nYou have a cat called Miso."
+    )
+    return mnemo
+
+
+def test_a_pass_proposes_one_batch_and_changes_nothing_until_approved(months: Mnemo):
+    before = notes(months)
+    tidying = plan(months)
+    cat_notes = [text for text in before.values() if "Miso" in text]
+    assert len(cat_notes) == 2  # "I have a cat called Miso." is a fact alone
+    (kept, gone), *_ = tidying.merges
+    assert "woke me up" in kept.text and len(gone) == 1  # the oldest stays
+    assert [note.text for note, _ in tidying.history] == [
+        'The user said: "Home for me is Porto, and it rains."'
+    ]
+    assert tidying.history[0][1].object == "Krakow"
+    assert [note.text for note in tidying.musings] == [
+        'The user said: "Sometimes I dream of living in Berlin."'
+    ]
+    assert tidying.human == (
+        "You live in Porto.\nYou have a cat called Miso.\nYou have a cat called Miso.",
+        "You live in Krakow.\nYou have a cat called Miso.",
+    )
+    assert tidying.summary() == (
+        "Mnemo tidied your memory: 1 duplicate note merged, 1 outdated note kept as history, "
+        "1 musing removed, the human block brought up to date."
+    )
+    batch = propose(months, tidying)
+    assert batch is not None
+    proposals = months.proposals.batch(batch)
+    assert [p.change or p.kind for p in proposals] == ["merge", "history", "musing", "core"]
+    assert all(p.status == "pending" for p in proposals)
+    assert notes(months) == before  # nothing changed yet
+    assert months.core.get("human").count("Miso") == 2
+    assert "says again that your cat is Miso" in proposals[0].describe()
+    assert "now you live in Krakow" in proposals[1].describe()
+
+
+def test_the_person_approves_part_and_undoes_one_change_with_its_history_kept(months: Mnemo):
+    before = notes(months)
+    batch = propose(months, plan(months))
+    merge, history, musing, human = months.proposals.batch(batch or "")
+    for proposal in (merge, history, human):
+        months.proposals.approve(proposal.id)
+    months.proposals.reject(musing.id)
+    after = notes(months)
+    assert set(after) == set(before) - {merge.label}
+    assert assisted.REPLACED_TAG in months.archival.get(history.label).tags
+    assert months.core.get("human") == "You live in Krakow.\nYou have a cat called Miso."
+    assert plan(months).merges == []  # tidy now: a second pass finds no duplicates
+
+    undone = months.proposals.undo(merge.id)
+    assert undone.undone and undone.status == "approved"
+    back = months.archival.get(merge.label)
+    assert back.text == before[merge.label] and back.source.message_id is not None
+    assert back.created_at.date() == date(2026, 3, 1)  # the day it was said, not today
+    months.proposals.undo(human.id)
+    assert months.core.get("human").count("Miso") == 2
+    assert len(months.core.history("human")) >= 3  # approved, then undone: both versions kept
+    with pytest.raises(CoreMemoryError, match="undone already"):
+        months.proposals.undo(merge.id)
+    with pytest.raises(CoreMemoryError, match="rejected"):
+        months.proposals.undo(musing.id)
+
+
+def test_a_forgotten_note_never_returns_through_an_undo(months: Mnemo):
+    batch = propose(months, plan(months))
+    merge = months.proposals.batch(batch or "")[0]
+    months.proposals.approve(merge.id)
+    forget.forget(months, forget.plan_text(months, "Miso needs a vet"))
+    with pytest.raises(InputError, match="forgotten"):
+        months.proposals.undo(merge.id)
+    assert all("needs a vet" not in text for text in notes(months).values())
+    stored = months.proposals.get(merge.id)
+    assert "needs a vet" not in str(stored.payload) and "needs a vet" not in str(stored.old_content)
+
+
+def test_a_waiting_fact_made_stale_is_taken_back_and_one_said_again_joins_the_batch(
+    mnemo: Mnemo,
+):
+    live(mnemo, date(2026, 1, 5), ["I live in Porto."])
+    live(mnemo, date(2026, 2, 1), ["I live in Lyon."])  # no "moved": it waits for the person
+    (waiting,) = [p for p in mnemo.proposals.pending() if p.kind == "fact"]
+    assert waiting.new_content == "Lyon"
+    live(mnemo, date(2026, 2, 20), ["Lyon is lovely in spring, I live in Lyon now."])
+    tidying = plan(mnemo)
+    assert [p.id for p in tidying.restated] == [waiting.id]
+    batch = propose(mnemo, tidying)
+    assert mnemo.proposals.get(waiting.id).batch == batch
+    mnemo.proposals.approve(waiting.id)
+    assert [f.object for f in mnemo.knowledge.facts(USER, "lives_in")] == ["Lyon"]
+    mnemo.proposals.undo(waiting.id)  # the fact learned is taken back, the old one holds
+    assert [f.object for f in mnemo.knowledge.facts(USER, "lives_in")] == ["Porto"]
+
+
+def test_the_human_block_keeps_current_values_and_drops_what_ended():
+    from datetime import datetime
+
+    from engine.memory.knowledge import Fact
+
+    def fact(id_: int, obj: str, status: str, by: int | None) -> Fact:
+        when = datetime(2026, 1, id_)
+        return Fact(id_, USER, "lives_in", obj, True, None, None, when, "message", None,
+                    "user", status, by)  # fmt: skip
+
+    facts = [fact(1, "Porto", "superseded", 2), fact(2, "Krakow", "current", None)]
+    block = "You live in Porto.\nYou like the sea.\nYou like  the sea."
+    assert tidy_block(block, facts) == "You live in Krakow.\nYou like the sea."
+    ended = [fact(1, "Porto", "superseded", 2), fact(2, "Krakow", "retracted", None)]
+    assert tidy_block(block, ended) == "You like the sea."
+
+
+def test_mnemo_tidy_proposes_approves_and_undoes_from_the_command_line(months: Mnemo, capsys):
+    profile = str(months.profile.root)
+    months.close()
+
+    def run(*args: str) -> str:
+        assert main(["--profile", profile, "tidy", *args]) == 0
+        return capsys.readouterr().out
+
+    assert "Tidying would change your memory: 1 duplicate note merged" in run("--dry-run")
+    proposed = run()
+    assert "Mnemo tidied your memory" in proposed and "Nothing changed yet" in proposed
+    assert "Approved 4 tidy changes" in run("--approve")
+    assert "nothing to merge" in run("--dry-run")
+    first = int(proposed.split("Proposal ", 1)[1].split(":", 1)[0])
+    assert "Undone: merge the note" in run("--undo", str(first))
