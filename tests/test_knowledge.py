@@ -495,3 +495,27 @@ def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):
     assert [e.name for e in mnemo.knowledge.mentioned("What does Priya like?")] == ["User"]
     (fact,) = mnemo.knowledge.facts("Priya")
     assert fact.to_person() == "Your name is Priya"  # the window says "You", never "User"
+
+
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        ("My flat is in Krakow.", ("User", "lives_in", "Krakow")),
+        ("Home for me is Porto these days.", ("User", "lives_in", "Porto")),
+        ("I have a cat called Miso.", ("User", "cat", "Miso")),
+        ("We lost Tofu, so I adopted a dog named Juno.", ("User", "dog", "Juno")),
+        ("Ines, my sister, is in Bologna.", ("User", "sister", "Ines")),
+        ("Thanks, my friend, that helps.", None),  # a greeting, not a friend's name
+        ("My house is in need of repair.", None),
+    ],
+)
+def test_everyday_ways_of_saying_home_and_the_people_and_pets_of_a_life(said, fact):
+    """Ways people say these that months of use showed were missed (tests/benchmarks/months.py):
+    the note was kept but knowledge memory never learned the fact, so a later move or a
+    second note of it could not be recognised."""
+    from datetime import date
+
+    from engine.memory.extract import facts_in
+
+    found = [c.triple for c in facts_in(said, date(2026, 1, 5))]
+    assert found == ([fact] if fact else [])

@@ -80,13 +80,20 @@ _DIETS = r"vegan|vegetarian|pescatarian|pescetarian|flexitarian|keto|paleo|halal
 _ADVERBS = r"(?:(?:now|still|actually|just|recently|finally|also)\s+)*"
 _I = r"\b(?P<subject>I)(?:'ve|'m| have| am| had)?"
 _THEY = rf"(?P<subject>{_PERSON})"
+# Words that open a sentence before "my friend," without being a name ("Thanks, my friend,").
+_GREETING = "(?:Thanks|Thank|Hi|Hello|Hey|Sorry|Yes|No|Oh|Well|Okay|Ok|Please|Cheers|Bye|Goodbye)"
 _PATTERNS: list[tuple[str, str]] = [
     (
         "lives_in",
         rf"{_I}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+|finally\s+|been\s+)?"
         rf"(?:live|living|lived|moved|relocated|based)\s+(?:back\s+)?(?:in|to)\s+(?P<object>{_NAME})",
     ),
-    ("lives_in", rf"\b[Mm]y\s+home\s+is\s+(?:now\s+)?in\s+(?P<object>{_NAME})"),
+    (
+        "lives_in",
+        rf"\b[Mm]y\s+(?:home|flat|apartment|house|place)\s+is\s+(?:now\s+)?in\s+"
+        rf"(?P<object>{_NAME})",
+    ),
+    ("lives_in", rf"\b[Hh]ome\s+for\s+(?:me|us)\s+is\s+(?:now\s+)?(?:in\s+)?(?P<object>{_NAME})"),
     (
         "works_at",
         rf"{_I}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+)?"
@@ -143,6 +150,17 @@ _PATTERNS: list[tuple[str, str]] = [
         "relative",
         rf"\b[Mm]y\s+(?P<relation>{_RELATIVE})(?:'s\s+name\s+is|\s+is\s+called|\s+is\s+named"
         rf"|,)?\s+(?P<object>{_PERSON})",
+    ),
+    # "I have a cat called Miso", "we adopted a dog named Rex", "Miso, my cat, is…".
+    (
+        "relative",
+        rf"{_I}\s+(?:have|'ve\s+got|have\s+got|got|adopted)\s+an?\s+(?:new\s+)?"
+        rf"(?P<relation>{_RELATIVE})\s+(?:called|named)\s+(?P<object>{_PERSON})",
+    ),
+    (
+        "relative",
+        rf"(?:^|(?<=[.!?]\s))(?!{_GREETING}\b)(?P<object>{_PERSON}),\s+my\s+"
+        rf"(?P<relation>{_RELATIVE}),",
     ),
     # The third person, as documents say it.
     (
