@@ -90,12 +90,13 @@ def _count(n: int, noun: str, done: str) -> str:
     return f"{n} {noun}{'s' * (n != 1)} {done}" if n else ""
 
 
-def notes(mnemo: Mnemo) -> list[Passage]:
-    """The person's own words kept as notes, current (not history), oldest first."""
+def notes(mnemo: Mnemo, with_history: bool = False) -> list[Passage]:
+    """The person's own words kept as notes, oldest first: current ones, and with
+    ``with_history`` those a later statement replaced too."""
     kept = [
         note
         for note in mnemo.archival.recent(NOTES_READ, origin="user")
-        if assisted.NOTE_TAG in note.tags and assisted.REPLACED_TAG not in note.tags
+        if assisted.NOTE_TAG in note.tags and (with_history or not _is_history(note))
     ]
     return sorted(kept, key=lambda note: note.created_at)
 
@@ -113,16 +114,18 @@ def stated(note: Passage) -> frozenset[tuple[str, str, str]]:
 def plan(mnemo: Mnemo) -> Tidying:
     """What tidying would change now; reads only."""
     tidying = Tidying()
-    kept_notes = notes(mnemo)
+    kept = notes(mnemo, with_history=True)
     facts = _user_history(mnemo)
     current = [fact for fact in facts if fact.status == "current"]
-    musing = [note for note in kept_notes if not assisted.lasting(said(note))]
-    tidying.musings = musing
-    lasting = [note for note in kept_notes if note not in musing]
-    replaced = {note.id: fact for note in lasting if (fact := _replaced_by(note, current))}
+    tidying.musings = [note for note in kept if not assisted.lasting(said(note))]
+    lasting = [note for note in kept if note not in tidying.musings]
+    replaced = {
+        note.id: fact
+        for note in lasting
+        if not _is_history(note) and (fact := _replaced_by(note, current))
+    }
     tidying.history = [(note, replaced[note.id]) for note in lasting if note.id in replaced]
-    live = [note for note in lasting if note.id not in replaced]
-    tidying.merges = _duplicates(live)
+    tidying.merges = _duplicates(lasting, history={*replaced, *_history_ids(lasting)})
     tidying.musing_facts = _facts_from_musings(mnemo, current)
     tidying.stale, tidying.restated = _waiting(mnemo, current)
     human = mnemo.core.get("human")
@@ -130,6 +133,14 @@ def plan(mnemo: Mnemo) -> Tidying:
     if tidied != human:
         tidying.human = (human, tidied)
     return tidying
+
+
+def _is_history(note: Passage) -> bool:
+    return assisted.REPLACED_TAG in note.tags
+
+
+def _history_ids(kept: list[Passage]) -> set[str]:
+    return {note.id for note in kept if _is_history(note)}
 
 
 def _user_history(mnemo: Mnemo) -> list[Fact]:
@@ -156,15 +167,16 @@ def _replaced_by(note: Passage, current: list[Fact]) -> Fact | None:
     return None
 
 
-def _duplicates(live: list[Passage]) -> list[tuple[Passage, list[Passage]]]:
-    """Notes that say the same: the same facts, or, stating none, the same words. The oldest
-    of each group stays (it holds the day the fact was first said)."""
+def _duplicates(kept: list[Passage], history: set[str]) -> list[tuple[Passage, list[Passage]]]:
+    """Notes that say the same: the same facts, or, stating none, the same words; history
+    (the ids in ``history``) merges with history only. The oldest of each group stays (it
+    holds the day the fact was first said)."""
     groups: dict[object, list[Passage]] = {}
-    for note in live:
+    for note in kept:
         facts = stated(note)
         key: object = facts or duplicate_key(said(note))
         if key:
-            groups.setdefault(key, []).append(note)
+            groups.setdefault((note.id in history, key), []).append(note)
     return [(group[0], group[1:]) for group in groups.values() if len(group) > 1]
 
 

@@ -2,20 +2,26 @@
 
 ``months_life.py`` writes the life from a seed; this plays it, each conversation on its own day
 (``engine.clock.travel``), with the documents dropped in on theirs, through the real agent and
-the bundled model (or ``--model``). At the end, on the day after the last conversation, a new
-conversation asks the questions. One JSON line per seed:
+the bundled model (or ``--model``). At the end of each day the person approves what waits for
+them, as the proposals panel asks (``--leave-proposals``: they never look). On the day after the
+last conversation they ask the questions, a few in each conversation (``QUESTIONS_AT_ONCE``).
+Then memory is tidied (``engine.agent.tidying``: the pass, and the person approving its batch
+whole) and the questions are asked again. One JSON line per seed, with ``before`` and
+``after`` tidying:
 
 - ``strict`` by question kind: right, as ``conversation.py`` counts it, holds the answer (a
   "when" question: a date within ``WITHIN_DAYS`` of the day), no superseded value given as
   the answer, no value from nowhere, no frame of the recall note, no run-on; a question about
   what was never said is right when the reply says it does not know;
 - ``superseded_as_current``: current-value replies that give a superseded value as the answer;
-- ``duplicate_notes``: archival notes that state a lasting fact another note states already,
-  as a share of all notes; ``musings_as_facts``: facts or notes that hold a dream town;
+- ``duplicate_notes``: archival notes that state a lasting fact another note states already
+  (current notes with current ones, history with history), as a share of all notes;
+  ``musings_as_facts``: facts or notes that hold a dream town;
 - ``human_block_chars`` and ``human_lines_true``: the share of the human block's lines that name
   no superseded value; ``proposals_waiting``;
 - ``turn_s_start`` and ``turn_s_end``: median turn time of the first and last conversations,
-  and their ratio; ``profile_mb``: the profile on disk.
+  and their ratio; ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and
+  ``tidied``: what it said it changed.
 
     uv run python tests/benchmarks/months.py [--seeds 1,2] [--model PATH.gguf] [--show]
 """
@@ -35,11 +41,14 @@ from typing import Any
 
 from _common import emit, use_model
 from conversation import FRAME, UNKNOWN, answers, as_answer, invented, known_words, runaway
-from months_life import WITHIN_DAYS, Life, Question, write_life
+from months_life import DREAM_TOWNS, WITHIN_DAYS, Life, Question, write_life
 
 from engine import Mnemo, clock
 from engine.agent import Agent
+from engine.agent import assisted_rules as assisted
+from engine.agent.tidying import plan, propose
 from engine.embed import default_embedder
+from engine.errors import MnemoError
 from engine.ingest.ingestor import Ingestor
 from engine.llm import load_model
 
@@ -48,6 +57,7 @@ _MONTH = {name: number for number, name in enumerate(MONTHS.split(), 1)}
 _DAY_MONTH = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)?(?: of)? ([A-Za-z]+)\b")
 _MONTH_DAY = re.compile(r"\b([A-Za-z]+) (\d{1,2})(?:st|nd|rd|th)?\b")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+QUESTIONS_AT_ONCE = 6  # questions a person asks in one conversation
 
 
 def dates_in(reply: str, year: int) -> list[date]:
@@ -82,13 +92,14 @@ def right(question: Question, reply: str, known: set[str]) -> bool:
     return answers(reply, question.answer) and not as_answer(reply, question.wrong)
 
 
-def play(life: Life, root: Path, model_spec: str, show: bool) -> dict[str, Any]:
+def play(life: Life, root: Path, model_spec: str, show: bool, approve: bool) -> dict[str, Any]:
     profile = root / f"seed-{life.seed}"
     mnemo = Mnemo.open(profile, embedder=default_embedder())
     use_model(mnemo.settings, model_spec)
     model = load_model(mnemo.settings)
     said: list[str] = []
     turn_s: list[list[float]] = []
+    approved = 0
     for lines in life.conversations:
         day = lines[0].day
         with clock.travel(datetime(day.year, day.month, day.day, 19)):
@@ -109,27 +120,18 @@ def play(life: Life, root: Path, model_spec: str, show: bool) -> dict[str, Any]:
                     print(f"{day} > {line.text}\n           < {reply[:200]}", file=sys.stderr)
             turn_s.append(times)
             mnemo.wait_for_background_work()
+            if approve:
+                approved += approve_waiting(mnemo)
     end = life.conversations[-1][0].day + timedelta(days=1)
     known = known_words([*said, *(f"{d:%-d %B %Y}" for d in _all_days(life, end))])
-    by_kind: Counter[str] = Counter()
-    right_by_kind: Counter[str] = Counter()
-    superseded = 0
-    misses: list[dict[str, str]] = []
-    with clock.travel(datetime(end.year, end.month, end.day, 10)):
-        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
-        for question in life.questions:
-            reply = agent.send(question.text).reply or ""
-            by_kind[question.kind] += 1
-            if right(question, reply, known):
-                right_by_kind[question.kind] += 1
-            else:
-                misses.append({"kind": question.kind, "q": question.text, "reply": reply[:160]})
-            if question.kind == "current" and as_answer(reply, question.wrong):
-                superseded += 1
-            if show:
-                print(f"? {question.text}\n  < {reply[:200]}", file=sys.stderr)
-    mnemo.wait_for_background_work()
-    figures = memory_figures(mnemo, life)
+    before = {**ask(mnemo, model, life, end, known, show), **memory_figures(mnemo, life)}
+    with clock.travel(datetime(end.year, end.month, end.day, 9)):
+        started = time.perf_counter()
+        tidying = plan(mnemo)
+        batch = propose(mnemo, tidying)
+        tidy_s = time.perf_counter() - started
+        approved_tidy = approve_waiting(mnemo, batch) if batch else 0
+    after = {**ask(mnemo, model, life, end, known, show), **memory_figures(mnemo, life)}
     mnemo.close()
     size = sum(f.stat().st_size for f in profile.rglob("*") if f.is_file())
     start = statistics.median([t for times in turn_s[:3] for t in times])
@@ -140,6 +142,56 @@ def play(life: Life, root: Path, model_spec: str, show: bool) -> dict[str, Any]:
         "conversations": len(life.conversations),
         "messages": life.messages,
         "questions": len(life.questions),
+        "person_approved": approved if approve else None,
+        "before": before,
+        "tidied": tidying.summary(),
+        "tidy_changes_approved": approved_tidy,
+        "tidy_s": round(tidy_s, 2),
+        "after": after,
+        "turn_s_start": round(start, 2),
+        "turn_s_end": round(finish, 2),
+        "turn_ratio": round(finish / start, 2) if start else None,
+        "profile_mb": round(size / 2**20, 1),
+    }
+
+
+def approve_waiting(mnemo: Mnemo, batch: str | None = None) -> int:
+    """The person approves what waits for them (of one tidy ``batch``, or all)."""
+    waiting = mnemo.proposals.batch(batch) if batch else mnemo.proposals.pending()
+    done = 0
+    for proposal in (p for p in waiting if p.status == "pending"):
+        try:
+            mnemo.proposals.approve(proposal.id)
+            done += 1
+        except MnemoError:  # no longer applies: the panel would say so, and they reject it
+            mnemo.proposals.reject(proposal.id)
+    return done
+
+
+def ask(
+    mnemo: Mnemo, model: Any, life: Life, end: date, known: set[str], show: bool
+) -> dict[str, Any]:
+    """The questions, a few to a conversation, on the day after the last: strict counts."""
+    by_kind: Counter[str] = Counter()
+    right_by_kind: Counter[str] = Counter()
+    superseded = 0
+    misses: list[dict[str, str]] = []
+    with clock.travel(datetime(end.year, end.month, end.day, 10)):
+        for first in range(0, len(life.questions), QUESTIONS_AT_ONCE):
+            agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+            for question in life.questions[first : first + QUESTIONS_AT_ONCE]:
+                reply = agent.send(question.text).reply or ""
+                by_kind[question.kind] += 1
+                if right(question, reply, known):
+                    right_by_kind[question.kind] += 1
+                else:
+                    misses.append({"kind": question.kind, "q": question.text, "reply": reply[:160]})
+                if question.kind == "current" and as_answer(reply, question.wrong):
+                    superseded += 1
+                if show:
+                    print(f"? {question.text}\n  < {reply[:200]}", file=sys.stderr)
+            mnemo.wait_for_background_work()
+    return {
         "strict": {kind: f"{right_by_kind[kind]}/{n}" for kind, n in sorted(by_kind.items())},
         "current_strict": _share(right_by_kind["current"], by_kind["current"]),
         "past_when_order_strict": _share(
@@ -147,30 +199,30 @@ def play(life: Life, root: Path, model_spec: str, show: bool) -> dict[str, Any]:
             sum(by_kind[k] for k in ("past", "when", "order")),
         ),
         "superseded_as_current": superseded,
-        **figures,
-        "turn_s_start": round(start, 2),
-        "turn_s_end": round(finish, 2),
-        "turn_ratio": round(finish / start, 2) if start else None,
-        "profile_mb": round(size / 2**20, 1),
-        "misses": misses[:12],
+        "misses": misses[:8],
     }
 
 
 def memory_figures(mnemo: Mnemo, life: Life) -> dict[str, Any]:
     """Duplicate notes, musings kept as facts, the human block's truth, proposals waiting."""
-    notes = [p.text for p in mnemo.archival.recent(10_000) if p.source.path is None]
-    stated: Counter[tuple[str, str]] = Counter()
-    for note in notes:
-        for topic, history in life.timeline.items():
-            for _since, held in history:
-                if held and re.search(rf"\b{re.escape(held)}\b", note, re.IGNORECASE):
-                    stated[(topic, held)] += 1
+    passages = [p for p in mnemo.archival.recent(10_000) if p.source.path is None]
+    notes = [p.text for p in passages]
+    stated: Counter[tuple[bool, str, str]] = Counter()
+    for passage in passages:
+        history = assisted.REPLACED_TAG in passage.tags
+        for topic, timeline in life.timeline.items():
+            for _since, held in timeline:
+                if held and re.search(rf"\b{re.escape(held)}\b", passage.text, re.IGNORECASE):
+                    stated[(history, topic, held)] += 1
     duplicates = sum(count - 1 for count in stated.values() if count > 1)
-    dream = next(q.text.split()[-1].rstrip("?") for q in life.questions if q.kind == "musing")
+    mused = [line.text for lines in life.conversations for line in lines if line.kind == "muse"]
+    dreams = [town for town in DREAM_TOWNS if any(town in text for text in mused)]
     facts = [
         f.sentence() for e, _ in mnemo.knowledge.entities() for f in mnemo.knowledge.facts(e.name)
     ]
-    musings = sum(dream.casefold() in text.casefold() for text in [*notes, *facts])
+    musings = sum(
+        any(dream.casefold() in text.casefold() for dream in dreams) for text in [*notes, *facts]
+    )
     superseded = {held for history in life.timeline.values() for _s, held in history[:-1] if held}
     lines = [line for line in mnemo.core.get("human").splitlines() if line.strip()]
     true = [
@@ -201,14 +253,20 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2", help="the generator's seeds: tune on one")
     parser.add_argument("--model", default="", help="PATH.gguf, openai:NAME or anthropic:NAME")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N (a try)")
+    parser.add_argument("--questions", type=int, default=0, help="only the first N (a try)")
     parser.add_argument("--show", action="store_true")
+    parser.add_argument(
+        "--leave-proposals", action="store_true", help="the person never approves anything"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for seed in (int(s) for s in args.seeds.split(",")):
             life = write_life(seed)
             if args.conversations:
                 life.conversations = life.conversations[: args.conversations]
-            emit(play(life, Path(folder), args.model, args.show))
+            if args.questions:
+                life.questions = life.questions[: args.questions]
+            emit(play(life, Path(folder), args.model, args.show, not args.leave_proposals))
 
 
 if __name__ == "__main__":
