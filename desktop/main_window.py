@@ -5,11 +5,12 @@ model, pending proposals and work in progress always visible in the status bar."
 from __future__ import annotations
 
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, QThread, Signal
+from PySide6.QtCore import Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -55,6 +56,7 @@ from desktop.threads import (
 from desktop.ui import PAGES, STYLE, Meter, app_settings, guard_wheels, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
 from engine import health
+from engine.agent import tidying
 from engine.context.window import ContextStats
 from engine.errors import MnemoError
 from engine.events import (
@@ -79,6 +81,8 @@ from engine.modes import choose_mode
 from engine.text import one_line
 
 SWITCH_INTERVAL_S = 0.001
+TIDY_IDLE_S = 600  # the person away this long: memory is tidied behind the window
+TIDY_LOOK_MS = 60_000  # how often the window looks whether it is idle
 
 
 class MainWindow(QMainWindow):
@@ -141,6 +145,10 @@ class MainWindow(QMainWindow):
             self.ingest_worker = IngestWorker(opened)
             self.connection_watch = None
         self._threads: list[QThread] = []
+        self._last_activity = time.monotonic()
+        self._idle_look = QTimer(self)
+        self._idle_look.timeout.connect(self.tidy_if_idle)
+        self._idle_look.start(TIDY_LOOK_MS)
         self.model_ready = False
         self._reload_chat_after_turn = False
 
@@ -410,8 +418,26 @@ class MainWindow(QMainWindow):
     # -- chat ----------------------------------------------------------------------------------
 
     def _send(self, text: str) -> None:
+        self._last_activity = time.monotonic()
         self.chat_worker.cancel.clear()
         self.send_requested.emit(text)
+
+    def tidy_if_idle(self) -> None:
+        """Tidy memory behind the window when the person has left it alone a while (at most
+        once a day, ``tidying.due``): its batch waits in the proposals panel."""
+        local = self.local
+        if (
+            local is None
+            or self.chat.busy
+            or time.monotonic() - self._last_activity < TIDY_IDLE_S
+            or self.tasks.pending
+        ):
+            return
+
+        def work() -> str | None:
+            return tidying.tidy(local)[1] if tidying.due(local) else None
+
+        self.tasks.submit(work, changes=(PROPOSALS,))
 
     def new_conversation(self) -> None:
         """Start a new conversation (the current one when it is still empty), on the chat's
@@ -508,7 +534,7 @@ class MainWindow(QMainWindow):
         self.browser.conversations.search_for(query)
 
     def _show_pending(self, count: int) -> None:
-        self.proposals.setVisible(bool(count))
+        self.proposals.setVisible(bool(count) or self.proposals.tidied)
         self.pending_button.setText(
             f"{count} change{'s' if count != 1 else ''} to approve"
             if count

@@ -178,3 +178,53 @@ def test_mnemo_tidy_proposes_approves_and_undoes_from_the_command_line(months: M
     assert "nothing to merge" in run("--dry-run")
     first = int(proposed.split("Proposal ", 1)[1].split(":", 1)[0])
     assert "Undone: merge the note" in run("--undo", str(first))
+
+
+def test_the_window_shows_the_batch_the_person_approves_part_and_undoes_one(qtbot, months):
+    """The proposals panel: the batch under one heading with Approve all; a card approved, one
+    rejected; then Approve all for the rest, and Undo on one change brings its note back."""
+    from PySide6.QtCore import Qt
+
+    from desktop.main_window import MainWindow
+    from tests.test_desktop import TIMEOUT_MS, open_window
+
+    window: MainWindow = open_window(qtbot, months, ScriptedModel(default="Okay."))
+    try:
+        before = notes(months)
+        for proposal in months.proposals.pending():  # the person decided on the keeper's
+            months.proposals.reject(proposal.id)
+        window.proposals.refresh()
+        qtbot.waitUntil(lambda: window.tasks.pending == 0, timeout=TIMEOUT_MS)
+        window._last_activity -= 3600  # the person has been away an hour
+        window.tidy_if_idle()
+        qtbot.waitUntil(lambda: window.proposals.count == 4, timeout=TIMEOUT_MS)
+        panel = window.proposals
+        assert panel.isVisibleTo(window)
+        heading = panel.batch_heading()
+        assert (
+            "Mnemo tidied your memory: 1 duplicate note merged"
+            in heading.findChild(type(panel.heading)).text()
+        )
+        merge, history, musing, human = months.proposals.batch(heading.batch)
+        card = panel.card(merge.id)
+        assert card.diff.text().startswith("You said: “My cat Miso needs a vet.” It says again")
+        assert not card.edit_button.isEnabled()
+        qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: panel.count == 3, timeout=TIMEOUT_MS)
+        qtbot.mouseClick(panel.card(musing.id).reject_button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: panel.count == 2, timeout=TIMEOUT_MS)
+        qtbot.mouseClick(panel.batch_heading().approve_all, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: not panel.count and len(panel.done_rows()) == 3, timeout=TIMEOUT_MS)
+        assert panel.isVisibleTo(window)  # still there: the changes can be undone
+        assert months.core.get("human") == "You live in Krakow.\nYou have a cat called Miso."
+        assert merge.label not in notes(months)
+        row = next(r for r in panel.done_rows() if r.proposal.id == merge.id)
+        assert row.text.text().startswith("Merged: You said: “My cat Miso needs a vet.”")
+        qtbot.mouseClick(row.button, Qt.MouseButton.LeftButton)
+        qtbot.waitUntil(lambda: len(panel.done_rows()) == 2, timeout=TIMEOUT_MS)
+        assert notes(months)[merge.label] == before[merge.label]
+        window.tidy_if_idle()  # tidied today: not again until tomorrow
+        qtbot.waitUntil(lambda: window.tasks.pending == 0, timeout=TIMEOUT_MS)
+        assert panel.count == 0
+    finally:
+        window.shutdown()

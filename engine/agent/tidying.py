@@ -69,21 +69,44 @@ class Tidying:
         )
 
     def summary(self) -> str:
-        """ "Mnemo tidied your memory: 12 duplicates merged, 3 facts updated, 1 musing
+        """ "Mnemo tidied your memory: 12 duplicate notes merged, 3 facts updated, 1 musing
         removed"."""
         if not self:
             return "Your memory is tidy: nothing to merge, update or remove."
-        merged = sum(len(gone) for _kept, gone in self.merges)
-        musings = len(self.musings) + len(self.musing_facts)
-        parts = [
-            _count(merged, "duplicate note", "merged"),
-            _count(len(self.restated), "fact", "updated"),
-            _count(len(self.history), "outdated note", "kept as history"),
-            _count(musings, "musing", "removed"),
-            _count(len(self.stale), "waiting change", "taken back"),
-            "the human block brought up to date" if self.human else "",
-        ]
-        return "Mnemo tidied your memory: " + ", ".join(p for p in parts if p) + "."
+        return summary_of(
+            merged=sum(len(gone) for _kept, gone in self.merges),
+            updated=len(self.restated),
+            history=len(self.history),
+            musings=len(self.musings) + len(self.musing_facts),
+            stale=len(self.stale),
+            human=self.human is not None,
+        )
+
+
+def summary_of(
+    *, merged: int, updated: int, history: int, musings: int, stale: int = 0, human: bool
+) -> str:
+    parts = [
+        _count(merged, "duplicate note", "merged"),
+        _count(updated, "fact", "updated"),
+        _count(history, "outdated note", "kept as history"),
+        _count(musings, "musing", "removed"),
+        _count(stale, "waiting change", "taken back"),
+        "the human block brought up to date" if human else "",
+    ]
+    return "Mnemo tidied your memory: " + ", ".join(p for p in parts if p) + "."
+
+
+def batch_summary(proposals: Iterable[Proposal]) -> str:
+    """What a batch's proposals change, in one sentence (the window's heading of the batch)."""
+    changes = [p.change or p.kind for p in proposals]
+    return summary_of(
+        merged=changes.count("merge"),
+        updated=changes.count("fact"),
+        history=changes.count("history"),
+        musings=changes.count("musing") + changes.count("retract"),
+        human="core" in changes,
+    )
 
 
 def _count(n: int, noun: str, done: str) -> str:
@@ -321,6 +344,26 @@ def propose(mnemo: Mnemo, tidying: Tidying) -> str | None:
                 batch=batch,
             )
     return batch
+
+
+TIDY_EVERY_S = 24 * 3600  # the idle pass runs at most once a day
+
+
+def due(mnemo: Mnemo, every_s: float = TIDY_EVERY_S) -> bool:
+    """Whether an idle pass should run: no batch of the last one waits for the person, the
+    last ran ``every_s`` ago or never, and the person has said something since."""
+    store = mnemo.proposals
+    batch = store.latest_batch()
+    if batch is None:
+        return mnemo.recall.count() > 0
+    proposals = store.batch(batch)
+    if any(p.status == "pending" for p in proposals):
+        return False
+    last = max(p.created_at for p in proposals).timestamp()
+    if clock.timestamp() - last < every_s:
+        return False
+    newest = mnemo.recall.recent(1)
+    return bool(newest) and newest[-1].created_at.timestamp() > last
 
 
 def tidy(mnemo: Mnemo) -> tuple[Tidying, str | None]:
