@@ -19,13 +19,14 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from _common import emit
 from months import approve_waiting
 from months_life import write_life
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -51,7 +52,7 @@ def live(mnemo: Mnemo, seed: int) -> int:
     return approved
 
 
-def wait(app: QApplication, done, timeout_s: float = 60) -> None:  # type: ignore[no-untyped-def]
+def wait(app: QCoreApplication, done: Callable[[], object], timeout_s: float = 60) -> None:
     ends = time.monotonic() + timeout_s
     while not done():
         if time.monotonic() > ends:
