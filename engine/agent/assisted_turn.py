@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
+from engine.agent import timeline
 from engine.agent.grounding import Grounds, loop_start, out_of_place, recites, strip_frame
 from engine.context.window import (
     PRESSURE_FRACTION,
@@ -131,7 +132,13 @@ class AssistedTurn:
             grounds = assisted.grounds_for(
                 question, about_user, found, prompt.memory, lambda name: known(name) is not None
             )
-        if nothing_found or (grounds and grounds.only_of_others()):
+        along = timeline.answer(self.mnemo, question) if timeline.of_the_person(question) else None
+        if along is not None:
+            # A question along the person's timeline (before, when, which first, how many
+            # moves, still): answered from knowledge history with its days, not drafted.
+            emit(TextStreamed(along))
+            step = Step(None, raw=along, text=along)
+        elif nothing_found or (grounds and grounds.only_of_others()):
             # A question about the user that memory holds nothing on (or only what is true of
             # others: their son's job for "What's my job?"): said so, not invented.
             text = assisted.not_told(question, self._earlier_replies())

@@ -1,0 +1,94 @@
+"""Time in answers (engine/agent/timeline.py): questions along the person's timeline answered
+from knowledge history with the days things happened and were said."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from engine import Mnemo, clock
+from engine.agent import Agent, timeline
+from engine.llm import ScriptedModel
+from engine.memory.knowledge import USER
+
+LIFE = [
+    (date(2026, 1, 5), "lives_in", "Krakow"),
+    (date(2026, 1, 5), "works_at", "Tailspin"),
+    (date(2026, 2, 1), "lives_in", "Aarhus"),
+    (date(2026, 2, 28), "works_at", "Wingtip"),
+    (date(2026, 5, 24), "lives_in", "Lisbon"),
+]
+
+
+@pytest.fixture
+def lived(mnemo: Mnemo) -> Mnemo:
+    """Two moves and a job change, each learned on its day (the later replacing the earlier)."""
+    for day, predicate, value in LIFE:
+        with clock.travel(day):
+            mnemo.knowledge.add(USER, predicate, value, supersede=True)
+    return mnemo
+
+
+@pytest.mark.parametrize(
+    ("question", "said"),
+    [
+        (
+            "Where did I live before Lisbon?",
+            "You lived in Aarhus from 1 February until you moved to Lisbon on 24 May (you told "
+            "me on 24 May).",
+        ),
+        ("Which town did I move to Lisbon from?", "You lived in Aarhus from 1 February"),
+        ("Where did I live in January?", "You lived in Krakow from 5 January until you moved"),
+        ("Where did I live at first?", "You lived in Krakow from 5 January"),
+        ("What was my old employer?", "You worked at Tailspin from 5 January until you started"),
+        ("Where did I work before Wingtip?", "You worked at Tailspin"),
+        (
+            "When did I move to Aarhus?",
+            "You moved to Aarhus on 1 February (you told me on 1 February); before that you "
+            "lived in Krakow.",
+        ),
+        ("When was my last move?", "You moved to Lisbon on 24 May"),
+        ("When did I change jobs?", "You started at Wingtip on 28 February"),
+        ("How many times have I moved this year?", "Two moves: you lived in Krakow at first"),
+        ("How often did I move?", "Two moves"),
+        ("How many jobs have I had this year?", "Two jobs that you told me of: Tailspin, then"),
+        ("Do I still live in Krakow?", "No: You lived in Krakow from 5 January until you moved"),
+        ("Am I still at Wingtip?", "Yes: you work at Wingtip (you told me on 28 February)."),
+        (
+            "Which came first, my move to Aarhus or my job at Wingtip?",
+            "You moved to Aarhus first, on 1 February, and started at Wingtip later, on 28 "
+            "February.",
+        ),
+        ("Did I move to Lisbon before or after I started at Wingtip?", "After: you moved to"),
+        ("Where do I live now?", "You live in Lisbon (since 24 May; you told me on 24 May)."),
+        ("What company am I at?", "You work at Wingtip (since 28 February;"),
+    ],
+)
+def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question, said):
+    assert (timeline.answer(lived, question) or "").startswith(said)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Where does my sister live?",  # someone else's home
+        "What is my job?",  # a title, not where they work
+        "Where did I live before Paris?",  # a value it never held
+        "What is my favourite movie?",
+        "I moved to Lisbon.",  # news, not a question
+    ],
+)
+def test_what_the_timeline_cannot_answer_is_left_to_the_turn(lived, question):
+    assert timeline.answer(lived, question) is None
+
+
+def test_the_assisted_turn_answers_from_the_timeline_without_a_draft(lived):
+    model = ScriptedModel(parameter_count=135_000_000, default="You live in Krakow.")
+    with clock.travel(date(2026, 6, 27)):
+        reply = Agent(lived, model).send("Where did I live before Lisbon?").reply
+    assert reply == (
+        "You lived in Aarhus from 1 February until you moved to Lisbon on 24 May (you told me "
+        "on 24 May)."
+    )
+    assert not model.prompts  # no draft was asked for
