@@ -72,7 +72,7 @@ def test_a_pass_proposes_one_batch_and_changes_nothing_until_approved(months: Mn
     ]
     assert tidying.human == (
         "You live in Porto.\nYou have a cat called Miso.\nYou have a cat called Miso.",
-        "You live in Krakow.\nYou have a cat called Miso.",
+        "Your cat is Miso.\nYou live in Krakow.",
     )
     assert tidying.summary() == (
         "Mnemo tidied your memory: 1 duplicate note merged, 1 outdated note kept as history, "
@@ -99,7 +99,7 @@ def test_the_person_approves_part_and_undoes_one_change_with_its_history_kept(mo
     after = notes(months)
     assert set(after) == set(before) - {merge.label}
     assert assisted.REPLACED_TAG in months.archival.get(history.label).tags
-    assert months.core.get("human") == "You live in Krakow.\nYou have a cat called Miso."
+    assert months.core.get("human") == "Your cat is Miso.\nYou live in Krakow."
     assert plan(months).merges == []  # tidy now: a second pass finds no duplicates
 
     undone = months.proposals.undo(merge.id)
@@ -216,7 +216,7 @@ def test_the_window_shows_the_batch_the_person_approves_part_and_undoes_one(qtbo
         qtbot.mouseClick(panel.batch_heading().approve_all, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: not panel.count and len(panel.done_rows()) == 3, timeout=TIMEOUT_MS)
         assert panel.isVisibleTo(window)  # still there: the changes can be undone
-        assert months.core.get("human") == "You live in Krakow.\nYou have a cat called Miso."
+        assert months.core.get("human") == "Your cat is Miso.\nYou live in Krakow."
         assert merge.label not in notes(months)
         row = next(r for r in panel.done_rows() if r.proposal.id == merge.id)
         assert row.text.text().startswith("Merged: You said: “My cat Miso needs a vet.”")

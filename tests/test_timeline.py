@@ -92,3 +92,28 @@ def test_the_assisted_turn_answers_from_the_timeline_without_a_draft(lived):
         "on 24 May)."
     )
     assert not model.prompts  # no draft was asked for
+
+
+def test_news_of_the_day_that_lasts_is_kept_and_a_pet_that_died_is_no_longer_current(mnemo):
+    """ "I started a new job at Wingtip today!" was dropped as a remark of the moment (its
+    "today"); "We lost Tofu today" left Tofu a current pet for months."""
+    model = ScriptedModel(parameter_count=135_000_000, default="Okay.")
+    with clock.travel(date(2026, 1, 5)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        agent.send("I work at Tailspin as a data analyst.")
+        agent.send("I have a cat called Tofu.")
+        mnemo.wait_for_background_work()
+    with clock.travel(date(2026, 2, 28)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        agent.send("I started a new job at Wingtip today!")
+        agent.send("We lost Tofu today. I'll miss that cat so much.")
+        agent.send("I am tired today.")  # of the moment: not kept
+        mnemo.wait_for_background_work()
+    assert [f.object for f in mnemo.knowledge.facts(USER, "works_at")] == ["Wingtip"]
+    assert list(mnemo.knowledge.facts(USER, "cat")) == []
+    (tofu,) = [f for f in mnemo.knowledge.history(USER) if f.object == "Tofu"]
+    assert tofu.status == "ended" and tofu.valid_to and tofu.valid_to.date() == date(2026, 2, 28)
+    assert not [p for p in mnemo.archival.recent(50) if "tired" in p.text]
+    with clock.travel(date(2026, 3, 1)):
+        said = timeline.answer(mnemo, "When did I start at Wingtip?")
+    assert said and said.startswith("You started at Wingtip on 28 February")

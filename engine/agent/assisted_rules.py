@@ -958,6 +958,25 @@ _OF_THE_MOMENT = re.compile(
     r"\b(?:today|tonight|right now|just now|this morning|this afternoon|this evening)\b",
     re.IGNORECASE,
 )
+# News said on its day that lasts: "I started a new job at Wingtip today!", "We lost Tofu today".
+_LASTING_NEWS = re.compile(
+    r"\b(?:moved|started (?:a|my) (?:new )?job|new job|first day at|joined|adopted|got married|"
+    r"got engaged|died|passed away|we lost|i lost)\b",
+    re.IGNORECASE,
+)
+# A death or loss the person tells of: "my cat Tofu died", "We lost Tofu today", "Grandpa
+# Joe passed away".
+_ENDED = re.compile(
+    r"\b(?P<a>[A-Z][a-z]+)(?:,\s+my\s+\w+,)?\s+(?:has\s+)?(?:died|passed away)\b"
+    r"|\b(?:[Ww]e|I)\s+(?:just\s+)?lost\s+(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<b>[A-Z][a-z]+)\b"
+)
+
+
+def ended_names(text: str) -> list[str]:
+    """Who or what the person says died or was lost ("Tofu" in "We lost Tofu today")."""
+    return [m["a"] or m["b"] for m in _ENDED.finditer(text)]
+
+
 # A wish or a hypothetical: "If I ever moved to Berlin I'd learn German" says nothing about where
 # the person lives.
 _MUSING = re.compile(
@@ -980,9 +999,8 @@ def lasting(statement: str) -> bool:
     """Whether a statement tells something lasting about the person or their people (their
     health, people, work, home, plans, likes, things) rather than a passing remark, a request
     or a musing."""
-    return not (
-        _PASSING.search(statement) or _OF_THE_MOMENT.search(statement) or _MUSING.search(statement)
-    )
+    of_the_moment = _OF_THE_MOMENT.search(statement) and not _LASTING_NEWS.search(statement)
+    return not (_PASSING.search(statement) or of_the_moment or _MUSING.search(statement))
 
 
 def replaces(new: str, old: str, resolve: Callable[[str], object]) -> bool:

@@ -68,6 +68,7 @@ class Keeper:
         The trust rules are those of any write: typed text is kept at once; text the user
         pasted (``pasted_reason``) becomes proposals that wait for them."""
         today = user.created_at.astimezone().date()
+        self._end_lost(user.text)
         known = self._known_facts()
         last_named = self._last_named(user)
 
@@ -114,6 +115,16 @@ class Keeper:
         correction = assisted.correction_in(user.text)
         if learned or notes or correction:
             self._remember(user, notes, learned, correction, emit, core_lines)
+
+    def _end_lost(self, text: str) -> None:
+        """A pet or person of the person's life who died ("We lost Tofu today") is no longer
+        theirs now: the fact ends, and stays in the history."""
+        for name in assisted.ended_names(text):
+            for fact in self.mnemo.knowledge.facts(USER, limit=100):
+                if fact.subject_is(USER) and fact.predicate in RELATIVES and same_word(
+                    fact.object, name
+                ):
+                    self.mnemo.knowledge.end(fact.id)
 
     def _last_named(self, user: MessageHit) -> str | None:
         """The person the conversation's recent messages named last, whom "she" or "he" in

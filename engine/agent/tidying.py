@@ -34,6 +34,7 @@ from engine import clock
 from engine.agent import assisted_rules as assisted
 from engine.errors import NotFoundError
 from engine.memory.archival import Passage, duplicate_key
+from engine.memory.core import EMPTY_TEXTS
 from engine.memory.extract import facts_in
 from engine.memory.knowledge import SINGLE_VALUED, USER, Fact, name_key, said_to_person
 from engine.memory.proposals import Proposal
@@ -148,7 +149,8 @@ def plan(mnemo: Mnemo) -> Tidying:
         if not _is_history(note) and (fact := _replaced_by(note, current))
     }
     tidying.history = [(note, replaced[note.id]) for note in lasting if note.id in replaced]
-    tidying.merges = _duplicates(lasting, history={*replaced, *_history_ids(lasting)})
+    held = {name_key(fact.object) for fact in facts}
+    tidying.merges = _duplicates(lasting, {*replaced, *_history_ids(lasting)}, held)
     tidying.musing_facts = _facts_from_musings(mnemo, current)
     tidying.stale, tidying.restated = _waiting(mnemo, current)
     human = mnemo.core.get("human")
@@ -190,14 +192,23 @@ def _replaced_by(note: Passage, current: list[Fact]) -> Fact | None:
     return None
 
 
-def _duplicates(kept: list[Passage], history: set[str]) -> list[tuple[Passage, list[Passage]]]:
-    """Notes that say the same: the same facts, or, stating none, the same words; history
-    (the ids in ``history``) merges with history only. The oldest of each group stays (it
-    holds the day the fact was first said)."""
+def _duplicates(
+    kept: list[Passage], history: set[str], held: set[str]
+) -> list[tuple[Passage, list[Passage]]]:
+    """Notes that say the same lasting fact: they name the same things of the person's life
+    that their facts hold (``held``: "Olive", "Tailspin") and no other name ("Walking Olive is
+    the best part of my day" and "My cat Olive woke me up"); or, naming none, they state the
+    same facts, or say the same words. History (the ids in ``history``) merges with history
+    only. The oldest of each group stays (it holds the day the fact was first said)."""
     groups: dict[object, list[Passage]] = {}
     for note in kept:
-        facts = stated(note)
-        key: object = facts or duplicate_key(said(note))
+        words = said(note)
+        named = frozenset(name_key(v) for v in assisted.stated_values(words)) | {
+            value for value in held if _names(words, value)
+        }
+        key: object = (
+            named if named and named <= held else stated(note) or duplicate_key(said(note))
+        )
         if key:
             groups.setdefault((note.id in history, key), []).append(note)
     return [(group[0], group[1:]) for group in groups.values() if len(group) > 1]
@@ -263,33 +274,52 @@ def _said_since(mnemo: Mnemo, proposal: Proposal) -> bool:
 
 
 def tidy_block(block: str, facts: Iterable[Fact]) -> str:
-    """The human block kept current and short: a line naming a value that a later fact
-    replaced takes the current value ("Your flat is in Krakow." for "…in Porto."), a line
-    about something ended with nothing after it goes, and a repeated line goes."""
-    facts = list(facts)
-    by_id = {fact.id: fact for fact in facts}
-    replaced: dict[str, str | None] = {}  # an old value -> the current one (None: ended)
-    for fact in facts:
-        if fact.status != "superseded":
-            continue
-        newest = fact
-        while newest.superseded_by is not None and newest.superseded_by in by_id:
-            newest = by_id[newest.superseded_by]
-        if name_key(newest.object) != name_key(fact.object):
-            replaced[fact.object] = newest.object if newest.status == "current" else None
-    lines: list[str] = []
-    seen: set[str] = set()
+    """The human block short and current: a line for each current fact about the person, in
+    the order learned ("Your cat is Olive."), then the block's lines that say more than those:
+    a line that names only what the person's facts hold or held (a value since replaced, or
+    one a fact's line says), a line of the moment, and a line said again (the same names, or
+    the same words in another order, such as "cats over dogs" after "dogs over cats": the
+    later stays) go."""
+    facts = [fact for fact in facts if fact.subject_is(USER)]
+    current = sorted((f for f in facts if f.status == "current"), key=lambda f: f.learned_at)
+    held = {name_key(fact.object) for fact in facts}
+    lines = [_sentence(said_to_person(fact.sentence())) for fact in current]
+    kept: list[str] = []
     for line in block.splitlines():
-        for old, new in replaced.items():
-            if re.search(rf"(?<!\w){re.escape(old)}(?!\w)", line):
-                line = "" if new is None else re.sub(rf"(?<!\w){re.escape(old)}(?!\w)", new, line)
-        key = duplicate_key(line) or line.strip()
-        if line.strip() and key in seen:
+        named = {name_key(value) for value in assisted.stated_values(line)}
+        if not line.strip() or line.strip() in EMPTY_TEXTS or not assisted.lasting(line):
             continue
-        seen.add(key)
-        if line.strip() or (lines and lines[-1].strip()):
-            lines.append(line)
-    return "\n".join(lines).strip("\n")
+        if named <= held and (named or any(_names(line, fact.object) for fact in facts)):
+            continue  # its fact's line says it, or it held once
+        kept.append(" ".join(line.split()))
+    return "\n".join(_without_repeats([*lines, *kept]))
+
+
+def _names(line: str, value: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", line, re.IGNORECASE) is not None
+
+
+def _without_repeats(lines: list[str]) -> list[str]:
+    """Lines that name the same things (the first stays), or say the same words in any order
+    (the last stays: "dogs over cats" said after "cats over dogs")."""
+    by_names: set[frozenset[str]] = set()
+    first: list[str] = []
+    for line in lines:
+        named = frozenset(name_key(v) for v in assisted.stated_values(line))
+        if named and named in by_names:
+            continue
+        by_names.add(named)
+        first.append(line)
+    last: dict[frozenset[str], str] = {}
+    for line in first:
+        last.pop(words := frozenset(duplicate_key(line).split()), None)
+        last[words] = line
+    return list(last.values())
+
+
+def _sentence(text: str) -> str:
+    text = text.strip().rstrip(".")
+    return text[:1].upper() + text[1:] + "."
 
 
 def propose(mnemo: Mnemo, tidying: Tidying) -> str | None:

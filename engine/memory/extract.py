@@ -105,12 +105,15 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"(?:\s+(?:a\s+)?(?:new\s+)?job)?\s+(?:at|with|for)\s+(?P<object>{_NAME})",
     ),
     ("works_at", rf"{_I}\s+(?:just\s+|recently\s+)?joined\s+(?P<object>{_NAME})"),
+    # "My job is at Contoso", "First day at Fabrikam today".
+    ("works_at", rf"\b[Mm]y\s+(?:new\s+)?job\s+is\s+(?:now\s+)?(?:at|with)\s+(?P<object>{_NAME})"),
+    ("works_at", rf"\b[Ff]irst\s+day\s+(?:at|with)\s+(?P<object>{_NAME})"),
     # "I'm a software engineer at Acme", "I work as an accountant at Deloitte", "I'm a PhD
     # student at the University of Toronto".
     (
         "works_at",
         rf"\b(?P<subject>I)(?:'m|\s+am|\s+work\s+as|\s+worked\s+as)\s+(?:now\s+)?an?\s+"
-        rf"(?:[a-zA-Z]+\s+){{0,3}}?(?:at|for)\s+(?P<object>{_NAME})",
+        rf"(?:[a-zA-Z]+\s+){{0,3}}?(?:at|for|with)\s+(?P<object>{_NAME})",
     ),
     (
         "job_title",

@@ -380,6 +380,16 @@ class KnowledgeStore(EntityNames):
             session.commit()
             return self._fact(session, row)
 
+    def end(self, fact_id: int) -> Fact:
+        """A fact that stopped holding with nothing in its place (a pet that died): kept in
+        the history, ``ended`` today, gone from current facts."""
+        with Session(self._engine) as session:
+            row = self._relation(session, fact_id)
+            row.status, row.valid_to = "ended", clock.timestamp()
+            session.add(row)
+            session.commit()
+            return self._fact(session, row)
+
     def set_status_in(self, session: Session, fact_id: int, status: str) -> None:
         """Retract a fact, or make a retracted one hold again (a tidy change and its undo)."""
         row = self._relation(session, fact_id)

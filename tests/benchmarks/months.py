@@ -92,7 +92,9 @@ def right(question: Question, reply: str, known: set[str]) -> bool:
     return answers(reply, question.answer) and not as_answer(reply, question.wrong)
 
 
-def play(life: Life, root: Path, model_spec: str, show: bool, approve: bool) -> dict[str, Any]:
+def play(
+    life: Life, root: Path, model_spec: str, show: bool, approve: bool, tidy_daily: bool
+) -> dict[str, Any]:
     profile = root / f"seed-{life.seed}"
     mnemo = Mnemo.open(profile, embedder=default_embedder())
     use_model(mnemo.settings, model_spec)
@@ -122,6 +124,9 @@ def play(life: Life, root: Path, model_spec: str, show: bool, approve: bool) -> 
             mnemo.wait_for_background_work()
             if approve:
                 approved += approve_waiting(mnemo)
+            if tidy_daily:  # the window left alone overnight tidies, and the person approves
+                batch = propose(mnemo, plan(mnemo))
+                approved += approve_waiting(mnemo, batch) if batch else 0
     end = life.conversations[-1][0].day + timedelta(days=1)
     known = known_words([*said, *(f"{d:%-d %B %Y}" for d in _all_days(life, end))])
     before = {**ask(mnemo, model, life, end, known, show), **memory_figures(mnemo, life)}
@@ -143,6 +148,7 @@ def play(life: Life, root: Path, model_spec: str, show: bool, approve: bool) -> 
         "messages": life.messages,
         "questions": len(life.questions),
         "person_approved": approved if approve else None,
+        "tidy_daily": tidy_daily,
         "before": before,
         "tidied": tidying.summary(),
         "tidy_changes_approved": approved_tidy,
@@ -223,13 +229,8 @@ def memory_figures(mnemo: Mnemo, life: Life) -> dict[str, Any]:
     musings = sum(
         any(dream.casefold() in text.casefold() for dream in dreams) for text in [*notes, *facts]
     )
-    superseded = {held for history in life.timeline.values() for _s, held in history[:-1] if held}
     lines = [line for line in mnemo.core.get("human").splitlines() if line.strip()]
-    true = [
-        line
-        for line in lines
-        if not any(re.search(rf"\b{re.escape(v)}\b", line) for v in superseded)
-    ]
+    true = [line for line in lines if not stale(line, life)]
     return {
         "notes": len(notes),
         "duplicate_notes": _share(duplicates, len(notes)),
@@ -238,6 +239,24 @@ def memory_figures(mnemo: Mnemo, life: Life) -> dict[str, Any]:
         "human_lines_true": _share(len(true), len(lines)),
         "proposals_waiting": len(mnemo.proposals.pending()),
     }
+
+
+def stale(line: str, life: Life) -> bool:
+    """Whether a line of the human block gives a value that no longer holds: it names a
+    superseded value of a topic, and not the topic's current one before it ("Dogs are your
+    thing, not cats" is true at the end; "You prefer cats over dogs" is not)."""
+
+    def at(value: str) -> int | None:
+        found = re.search(rf"\b{re.escape(value)}\b", line, re.IGNORECASE)
+        return found.start() if found else None
+
+    for history in life.timeline.values():
+        now = at(history[-1][1]) if history[-1][1] else None
+        for _since, held in history[:-1]:
+            old = at(held) if held else None
+            if old is not None and (now is None or old < now):
+                return True
+    return False
 
 
 def _all_days(life: Life, end: date) -> list[date]:
@@ -258,6 +277,11 @@ def main() -> None:
     parser.add_argument(
         "--leave-proposals", action="store_true", help="the person never approves anything"
     )
+    parser.add_argument(
+        "--tidy-daily",
+        action="store_true",
+        help="tidy each evening and approve the batch, as the window left alone would",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for seed in (int(s) for s in args.seeds.split(",")):
@@ -266,7 +290,16 @@ def main() -> None:
                 life.conversations = life.conversations[: args.conversations]
             if args.questions:
                 life.questions = life.questions[: args.questions]
-            emit(play(life, Path(folder), args.model, args.show, not args.leave_proposals))
+            emit(
+                play(
+                    life,
+                    Path(folder),
+                    args.model,
+                    args.show,
+                    not args.leave_proposals,
+                    args.tidy_daily,
+                )
+            )
 
 
 if __name__ == "__main__":
