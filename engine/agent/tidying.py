@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from engine import clock
 from engine.agent import assisted_rules as assisted
+from engine.agent.timeline import names
 from engine.errors import NotFoundError
 from engine.memory.archival import Passage, duplicate_key
 from engine.memory.core import EMPTY_TEXTS
@@ -171,7 +172,7 @@ def _history_ids(kept: list[Passage]) -> set[str]:
 def _user_history(mnemo: Mnemo) -> list[Fact]:
     try:
         return mnemo.knowledge.history(USER)
-    except Exception:  # no facts about the person yet: no entity to read
+    except NotFoundError:  # no facts about the person yet
         return []
 
 
@@ -204,7 +205,7 @@ def _duplicates(
     for note in kept:
         words = said(note)
         named = frozenset(name_key(v) for v in assisted.stated_values(words)) | {
-            value for value in held if _names(words, value)
+            value for value in held if names(words, value)
         }
         key: object = (
             named if named and named <= held else stated(note) or duplicate_key(said(note))
@@ -289,14 +290,10 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
         named = {name_key(value) for value in assisted.stated_values(line)}
         if not line.strip() or line.strip() in EMPTY_TEXTS or not assisted.lasting(line):
             continue
-        if named <= held and (named or any(_names(line, fact.object) for fact in facts)):
+        if named <= held and (named or any(names(line, fact.object) for fact in facts)):
             continue  # its fact's line says it, or it held once
         kept.append(" ".join(line.split()))
     return "\n".join(_without_repeats([*lines, *kept]))
-
-
-def _names(line: str, value: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", line, re.IGNORECASE) is not None
 
 
 def _without_repeats(lines: list[str]) -> list[str]:

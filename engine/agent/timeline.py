@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
+from engine.errors import NotFoundError
 from engine.memory.knowledge import RELATIVES, USER, Fact, name_key
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def answer(mnemo: Mnemo, question: str) -> str | None:
     """The sentence that answers a question along a timeline of the person's life, or None."""
     try:
         facts = mnemo.knowledge.history(USER)
-    except Exception:  # nothing known of the person yet
+    except NotFoundError:  # nothing known of the person yet
         return None
     asked = question.strip()
     if not asked.endswith("?") or _SOMEONE_ELSE.search(asked):
@@ -132,7 +133,7 @@ def answer(mnemo: Mnemo, question: str) -> str | None:
     for relation in RELATIONS:
         spans = timeline(facts, relation.predicate)
         if not spans or not (
-            relation.words.search(asked) or any(_names(asked, s.value) for s in spans)
+            relation.words.search(asked) or any(names(asked, s.value) for s in spans)
         ):
             continue
         other = _other_timeline(facts, relation, asked)
@@ -150,12 +151,13 @@ def _other_timeline(
         if other is relation:
             continue
         spans = timeline(facts, other.predicate)
-        if any(_names(asked, span.value) for span in spans):
+        if any(names(asked, span.value) for span in spans):
             return other, spans
     return None
 
 
-def _names(text: str, value: str) -> bool:
+def names(text: str, value: str) -> bool:
+    """Whether ``text`` names ``value`` as a whole word, in any case."""
     return re.search(rf"(?<!\w){re.escape(value)}(?!\w)", text, re.I) is not None
 
 
@@ -165,7 +167,7 @@ def _answer(
     asked: str,
     other: tuple[Relation, list[Span]] | None,
 ) -> str | None:
-    named = [index for index, span in enumerate(spans) if _names(asked, span.value)]
+    named = [index for index, span in enumerate(spans) if names(asked, span.value)]
     if _WHICH_FIRST.search(asked) and other is not None:
         return _order(relation, spans, named, *other, asked)
     if _HOW_MANY.match(asked):
@@ -264,7 +266,7 @@ def _order(
     asked: str,
 ) -> str | None:
     mine = [spans[i] for i in named if i > 0]
-    theirs = [s for i, s in enumerate(other_spans) if i > 0 and _names(asked, s.value)]
+    theirs = [s for i, s in enumerate(other_spans) if i > 0 and names(asked, s.value)]
     if not mine or not theirs:
         return None
     a, b = mine[0], theirs[0]

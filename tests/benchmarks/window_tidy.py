@@ -19,14 +19,13 @@ import argparse
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from _common import emit
+from _common import emit, pump
 from months import approve_waiting
 from months_life import write_life
-from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication
 
@@ -52,15 +51,6 @@ def live(mnemo: Mnemo, seed: int) -> int:
     return approved
 
 
-def wait(app: QCoreApplication, done: Callable[[], object], timeout_s: float = 60) -> None:
-    ends = time.monotonic() + timeout_s
-    while not done():
-        if time.monotonic() > ends:
-            raise TimeoutError("the window did not get there in time")
-        app.processEvents()
-        time.sleep(0.02)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="", help="where the screenshots go")
@@ -74,11 +64,11 @@ def main() -> None:
         approved = live(mnemo, args.seed)
         window = MainWindow(mnemo, loader=lambda _settings: ScriptedModel(default="Okay."))
         window.show()
-        wait(app, lambda: window.model_ready and not window.tasks.pending)
+        pump(app, lambda: window.model_ready and not window.tasks.pending)
         window._last_activity -= 3600  # the person has been away an hour
         started = time.perf_counter()
         window.tidy_if_idle()
-        wait(app, lambda: window.proposals.count > 0 and not window.tasks.pending)
+        pump(app, lambda: window.proposals.count > 0 and not window.tasks.pending)
         tidy_s = time.perf_counter() - started
         panel = window.proposals
         heading = panel.batch_heading()
@@ -88,19 +78,19 @@ def main() -> None:
 
         first, second = batch[0], batch[1]
         QTest.mouseClick(panel.card(first.id).approve_button, Qt.MouseButton.LeftButton)
-        wait(app, lambda: mnemo.proposals.get(first.id).status == "approved")
+        pump(app, lambda: mnemo.proposals.get(first.id).status == "approved")
         QTest.mouseClick(panel.card(second.id).reject_button, Qt.MouseButton.LeftButton)
-        wait(app, lambda: mnemo.proposals.get(second.id).status == "rejected")
-        wait(app, lambda: not window.tasks.pending)
+        pump(app, lambda: mnemo.proposals.get(second.id).status == "rejected")
+        pump(app, lambda: not window.tasks.pending)
         window.grab().save(str(out / "02-part-approved.png"))
 
         QTest.mouseClick(panel.batch_heading().approve_all, Qt.MouseButton.LeftButton)
-        wait(app, lambda: panel.count == 0 and not window.tasks.pending)
+        pump(app, lambda: panel.count == 0 and not window.tasks.pending)
         window.grab().save(str(out / "03-tidied.png"))
         done = panel.done_rows()
         undone = done[0].proposal
         QTest.mouseClick(done[0].button, Qt.MouseButton.LeftButton)
-        wait(app, lambda: mnemo.proposals.get(undone.id).undone and not window.tasks.pending)
+        pump(app, lambda: mnemo.proposals.get(undone.id).undone and not window.tasks.pending)
         window.grab().save(str(out / "04-undone.png"))
         decided = mnemo.proposals.batch(heading.batch)
         emit(
