@@ -23,10 +23,17 @@ LIFE = [
 
 @pytest.fixture
 def lived(mnemo: Mnemo) -> Mnemo:
-    """Two moves and a job change, each learned on its day (the later replacing the earlier)."""
+    """Two moves and a job change, each learned on its day (the later replacing the earlier),
+    and a cat that died and a new one."""
     for day, predicate, value in LIFE:
         with clock.travel(day):
             mnemo.knowledge.add(USER, predicate, value, supersede=True)
+    with clock.travel(date(2026, 1, 11)):
+        tofu = mnemo.knowledge.add(USER, "cat", "Tofu")
+    with clock.travel(date(2026, 3, 15)):
+        mnemo.knowledge.end(tofu.id)  # type: ignore[union-attr]
+    with clock.travel(date(2026, 4, 30)):
+        mnemo.knowledge.add(USER, "cat", "Olive")
     return mnemo
 
 
@@ -63,6 +70,17 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("Did I move to Lisbon before or after I started at Wingtip?", "After: you moved to"),
         ("Where do I live now?", "You live in Lisbon (since 24 May; you told me on 24 May)."),
         ("What company am I at?", "You work at Wingtip (since 28 February;"),
+        ("What was my first pet called?", "You had Tofu from 11 January until 15 March."),
+        ("What was the name of the pet I lost?", "You had Tofu from 11 January until 15"),
+        ("How many pets have I had?", "Two pets that you told me of: Tofu, then Olive."),
+        ("When did I get Olive?", "You got Olive on 30 April (you told me on 30 April)"),
+        ("Is Tofu still with me?", "No: You had Tofu from 11 January until 15 March."),
+        ("Do I still have Olive?", "Yes: you have Olive (you told me on 30 April)."),
+        ("What's my pet called now?", "You have Olive (since 30 April; you told me on 30"),
+        (
+            "Which came first, getting Olive or moving to Lisbon?",
+            "You got Olive first, on 30 April, and moved to Lisbon later, on 24 May.",
+        ),
     ],
 )
 def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question, said):
@@ -76,6 +94,7 @@ def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question
         "What is my job?",  # a title, not where they work
         "Where did I live before Paris?",  # a value it never held
         "What is my favourite movie?",
+        "When did I get my degree?",  # no pet of theirs named
         "I moved to Lisbon.",  # news, not a question
     ],
 )

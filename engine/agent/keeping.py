@@ -121,8 +121,10 @@ class Keeper:
         theirs now: the fact ends, and stays in the history."""
         for name in assisted.ended_names(text):
             for fact in self.mnemo.knowledge.facts(USER, limit=100):
-                if fact.subject_is(USER) and fact.predicate in RELATIVES and same_word(
-                    fact.object, name
+                if (
+                    fact.subject_is(USER)
+                    and fact.predicate in RELATIVES
+                    and same_word(fact.object, name)
                 ):
                     self.mnemo.knowledge.end(fact.id)
 

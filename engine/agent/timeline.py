@@ -34,18 +34,19 @@ if TYPE_CHECKING:
 class Relation:
     """How a timeline's relation is asked about and said."""
 
-    predicate: str
+    predicates: tuple[str, ...]
     words: re.Pattern[str]  # a question asks about it by these
     now: str  # "live in {}"
     was: str  # "lived in {}"
     began: str  # "moved to {}"
     change: str  # "move": what a change is called when counted
     many: str  # "times you moved": what is counted
+    alone: bool = False  # a value ends by itself (a pet that died), not by the next one
 
 
 RELATIONS = (
     Relation(
-        "lives_in",
+        ("lives_in",),
         re.compile(r"\b(?:live[ds]?|living|home|moved?|moves|moving|flat|town|city|based)\b", re.I),
         "live in {}",
         "lived in {}",
@@ -54,7 +55,7 @@ RELATIONS = (
         "moves",
     ),
     Relation(
-        "works_at",
+        ("works_at",),
         re.compile(r"\b(?:work(?:ed|ing)?|jobs?|employers?|company|companies)\b", re.I),
         "work at {}",
         "worked at {}",
@@ -62,12 +63,22 @@ RELATIONS = (
         "job change",
         "jobs",
     ),
+    Relation(
+        ("cat", "dog", "pet"),
+        re.compile(r"\b(?:pets?|cats?|dogs?)\b", re.I),
+        "have {}",
+        "had {}",
+        "got {}",
+        "pet",
+        "pets",
+        alone=True,
+    ),
 )
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = re.compile(rf"\bin ({'|'.join(_MONTHS.split())})\b", re.I)
 _BEFORE = re.compile(r"\bbefore\b", re.I)
 _FIRST = re.compile(r"\b(?:at first|first|originally|in the beginning|to begin with)\b", re.I)
-_PREVIOUS = re.compile(r"\b(?:old|previous|former|last one|used to)\b|\bfrom\?$", re.I)
+_PREVIOUS = re.compile(r"\b(?:old|previous|former|last one|used to|lost)\b|\bfrom\?$", re.I)
 _WHEN = re.compile(r"^\W*when\b", re.I)
 _LAST = re.compile(r"\b(?:last|latest|most recent)\b", re.I)
 _HOW_MANY = re.compile(r"^\W*how (?:many|often)\b", re.I)
@@ -92,9 +103,13 @@ class Span:
     told: date  # the day the person said it
 
 
-def timeline(facts: list[Fact], predicate: str) -> list[Span]:
+def timeline(facts: list[Fact], predicates: tuple[str, ...]) -> list[Span]:
     """The values a relation of the person held, in order (retracted ones are no history)."""
-    held = [f for f in facts if f.predicate == predicate and f.status in ("current", "superseded")]
+    held = [
+        f
+        for f in facts
+        if f.predicate in predicates and f.status in ("current", "superseded", "ended")
+    ]
     held.sort(key=lambda f: (_began(f), f.id))
     spans: list[Span] = []
     for fact in held:
@@ -131,7 +146,7 @@ def answer(mnemo: Mnemo, question: str) -> str | None:
     if not asked.endswith("?") or _SOMEONE_ELSE.search(asked):
         return None
     for relation in RELATIONS:
-        spans = timeline(facts, relation.predicate)
+        spans = timeline(facts, relation.predicates)
         if not spans or not (
             relation.words.search(asked) or any(names(asked, s.value) for s in spans)
         ):
@@ -150,7 +165,7 @@ def _other_timeline(
     for other in RELATIONS:
         if other is relation:
             continue
-        spans = timeline(facts, other.predicate)
+        spans = timeline(facts, other.predicates)
         if any(names(asked, span.value) for span in spans):
             return other, spans
     return None
@@ -172,9 +187,9 @@ def _answer(
         return _order(relation, spans, named, *other, asked)
     if _HOW_MANY.match(asked):
         changes = len(spans) - 1
-        if relation.predicate == "works_at" and re.search(r"\bjobs\b", asked, re.I):
+        if relation.many in ("jobs", "pets") and re.search(rf"\b{relation.many}\b", asked, re.I):
             listed = ", then ".join(span.value for span in spans)
-            return f"{_count(len(spans), 'job')} that you told me of: {listed}."
+            return f"{_count(len(spans), relation.many[:-1])} that you told me of: {listed}."
         return (
             f"{_count(changes, relation.change)}: " + _story(relation, spans) if changes else None
         )
@@ -183,9 +198,9 @@ def _answer(
         if span.until is None and named[0] == len(spans) - 1:
             return f"Yes: you {relation.now.format(span.value)} (you told me on {_day(span.told)})."
         later = spans[named[0] + 1] if named[0] + 1 < len(spans) else None
-        if later is None:
+        if later is None and not (relation.alone and span.until):
             return None
-        return f"No: {_lived(relation, span, later)}."
+        return f"No: {_lived(relation, span, later or span)}."
     if _WHEN.match(asked):
         if named:
             return _when(relation, spans, named[0])
@@ -215,7 +230,7 @@ def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
     span = spans[-1]
     if not _NOW.match(asked) or span.until is not None:
         return None
-    if relation.predicate == "works_at" and not re.search(
+    if relation.predicates == ("works_at",) and not re.search(
         r"\b(?:where|employer|company)\b", asked, re.I
     ):
         return None
@@ -225,7 +240,11 @@ def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
 
 def _lived(relation: Relation, span: Span, after: Span) -> str:
     """ "You lived in Lisbon from 3 March until you moved to Madrid on 14 June (you told me
-    on 14 June)"."""
+    on 14 June)"; of a value that ended by itself, "You had Tofu from 11 January until 15
+    March"."""
+    if relation.alone and span.until is not None:
+        held = relation.was.format(span.value)
+        return f"You {held} from {_day(span.since)} until {_day(span.until)}"
     return (
         f"You {relation.was.format(span.value)} from {_day(span.since)} until you "
         f"{relation.began.format(after.value)} on {_day(after.since)} (you told me on "
