@@ -77,6 +77,8 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("Is Tofu still with me?", "No: You had Tofu from 11 January until 15 March."),
         ("Do I still have Olive?", "Yes: you have Olive (you told me on 30 April)."),
         ("What's my pet called now?", "You have Olive (since 30 April; you told me on 30"),
+        ("Do I live in Marrakesh?", "No: you live in Lisbon (you told me on 24 May); you never"),
+        ("Have I moved to Berlin?", "No: you live in Lisbon"),
         (
             "Which came first, getting Olive or moving to Lisbon?",
             "You got Olive first, on 30 April, and moved to Lisbon later, on 24 May.",
@@ -95,6 +97,7 @@ def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question
         "Where did I live before Paris?",  # a value it never held
         "What is my favourite movie?",
         "When did I get my degree?",  # no pet of theirs named
+        "Where do people live longest?",  # not about the person
         "I moved to Lisbon.",  # news, not a question
     ],
 )
@@ -136,3 +139,22 @@ def test_news_of_the_day_that_lasts_is_kept_and_a_pet_that_died_is_no_longer_cur
     with clock.travel(date(2026, 3, 1)):
         said = timeline.answer(mnemo, "When did I start at Wingtip?")
     assert said and said.startswith("You started at Wingtip on 28 February")
+
+
+def test_a_value_is_dated_by_the_day_the_person_first_told_of_it(lived):
+    """The move was told on 28 January in words knowledge memory learns nothing from; the
+    fact came from a later message, on 1 February: the move is dated 28 January (a musing
+    about Aarhus before that dates nothing). A partner is a timeline too."""
+    lived.recall.add(
+        "user", "The boxes are finally unpacked in Aarhus, the move is done.",
+        created_at=date(2026, 1, 28),
+    )  # fmt: skip
+    lived.recall.add("user", "Sometimes I dream of Aarhus.", created_at=date(2026, 1, 10))
+    with clock.travel(date(2026, 6, 1)):
+        lived.knowledge.add(USER, "partner", "Alex")
+    lived.recall.add("user", "Alex and I are together now.", created_at=date(2026, 5, 6))
+    assert (timeline.answer(lived, "When did I move to Aarhus?") or "").startswith(
+        "You moved to Aarhus on 28 January (you told me on 28 January)"
+    )
+    assert timeline.answer(lived, "Who am I seeing?") == "You are with Alex (you told me on 6 May)."
+    assert "6 May" in (timeline.answer(lived, "When did I start seeing Alex?") or "")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
+from engine.agent import assisted_rules as assisted
 from engine.errors import NotFoundError
 from engine.memory.knowledge import RELATIVES, USER, Fact, name_key
 
@@ -73,7 +74,17 @@ RELATIONS = (
         "pets",
         alone=True,
     ),
+    Relation(
+        ("partner",),
+        re.compile(r"\b(?:partner|seeing|dating|together)\b", re.I),
+        "are with {}",
+        "were with {}",
+        "started seeing {}",
+        "partner",
+        "partners",
+    ),
 )
+_THEIRS = {"cat", "dog", "partner"}  # ties a timeline above is of the person's own
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = re.compile(rf"\bin ({'|'.join(_MONTHS.split())})\b", re.I)
 _BEFORE = re.compile(r"\bbefore\b", re.I)
@@ -89,7 +100,8 @@ _NOW = re.compile(r"^\W*(?:where|what|which|who)\b(?!.*\b(?:did|was|were|will|wo
 # A question about someone else's home or work ("Where does my sister live?") is not the
 # person's timeline.
 _SOMEONE_ELSE = re.compile(
-    rf"\b(?:does|do they|is (?:she|he)|{'|'.join(RELATIVES)}|colleague|friend)s?\b", re.I
+    rf"\b(?:does|do they|is (?:she|he)|{'|'.join(set(RELATIVES) - _THEIRS)}|colleague|friend)s?\b",
+    re.I,
 )
 
 
@@ -126,6 +138,28 @@ def timeline(facts: list[Fact], predicates: tuple[str, ...]) -> list[Span]:
     return spans
 
 
+def _said_first(mnemo: Mnemo, spans: list[Span]) -> list[Span]:
+    """The spans with the day the person first told of each value, when that was before
+    knowledge memory learned it ("The boxes are unpacked in Lisbon, the move is done" on 24
+    May; "I live in Lisbon", which it learned from, on 10 June): the day things were said."""
+    dated: list[Span] = []
+    for index, span in enumerate(spans):
+        after = spans[index - 1].since if index else None
+        hits = mnemo.recall.search(span.value, 50, mode="keyword", start=after, roles=["user"])
+        days = [
+            hit.created_at.astimezone().date()
+            for hit in hits
+            if names(hit.text, span.value)
+            and not hit.text.rstrip().endswith("?")
+            and assisted.lasting(hit.text)
+        ]
+        first = min(days, default=span.since)
+        if first < span.since:
+            span = Span(span.value, first, span.until, first)
+        dated.append(span)
+    return dated
+
+
 def _began(fact: Fact) -> date:
     return (fact.valid_from or fact.learned_at).astimezone().date()
 
@@ -147,10 +181,10 @@ def answer(mnemo: Mnemo, question: str) -> str | None:
         return None
     for relation in RELATIONS:
         spans = timeline(facts, relation.predicates)
-        if not spans or not (
-            relation.words.search(asked) or any(names(asked, s.value) for s in spans)
-        ):
+        named = any(names(asked, s.value) for s in spans)
+        if not spans or not (named or (relation.words.search(asked) and of_the_person(asked))):
             continue
+        spans = _said_first(mnemo, spans)
         other = _other_timeline(facts, relation, asked)
         said = _answer(relation, spans, asked, other)
         if said is not None:
@@ -201,6 +235,8 @@ def _answer(
         if later is None and not (relation.alone and span.until):
             return None
         return f"No: {_lived(relation, span, later or span)}."
+    if (no := _not_held(relation, spans, asked)) is not None:
+        return no
     if _WHEN.match(asked):
         if named:
             return _when(relation, spans, named[0])
@@ -222,6 +258,26 @@ def _answer(
     if _PREVIOUS.search(asked) and len(spans) > 1:
         return _lived(relation, spans[-2], spans[-1]) + "."
     return None
+
+
+_YES_NO = re.compile(r"^\W*(?:do|did|have|am|was)\s+I\b", re.I)
+_PLACE = re.compile(r"\b(?:in|to|at|for)\s+([A-Z][\w-]+)")
+
+
+def _not_held(relation: Relation, spans: list[Span], asked: str) -> str | None:
+    """ "Do I live in Berlin?" of a place they never lived: no, and where they do."""
+    if not _YES_NO.match(asked) or relation.alone:
+        return None
+    asked_of = [m[1] for m in _PLACE.finditer(asked)]
+    if not asked_of or any(names(asked, span.value) for span in spans):
+        return None
+    span = spans[-1]
+    if span.until is not None:
+        return None
+    return (
+        f"No: you {relation.now.format(span.value)} (you told me on {_day(span.told)}); you "
+        f"never told me you {relation.now.format(asked_of[0])}."
+    )
 
 
 def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
