@@ -551,9 +551,8 @@ def test_a_question_about_a_relative_memory_has_not_met_is_answered_honestly(mne
     agent.send("My dog Biscuit is a beagle.")
     result = Agent(mnemo, model, conversation_id="later").send("What is my sister's name?")
     assert result.reply.startswith("I don't know your sister's name")
-    model.enqueue(["Your dog is Biscuit."])
     asked = Agent(mnemo, model, conversation_id="again").send("What is my dog's name?")
-    assert asked.reply == "Your dog is Biscuit."  # the dog was mentioned: the model answers
+    assert asked.reply.startswith("Your dog is Biscuit")  # the dog was mentioned: it is known
 
 
 def test_mnemos_own_earlier_replies_are_not_recalled_but_imported_ones_are(mnemo, model):

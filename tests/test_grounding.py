@@ -129,10 +129,10 @@ def test_an_answer_cut_off_before_a_sentence_ended_is_not_shown(mnemo, model):
 def test_an_answer_from_memory_gets_half_the_cap_and_a_remark_less(mnemo, model):
     mnemo.settings.set("agent.reply_tokens", 100)
     agent = Agent(mnemo, model)
-    tell(agent, model, "I live in Leeds.")
+    tell(agent, model, "I'm allergic to peanuts.")
     assert model.prompts[-1].max_tokens == 30  # news, thanks, a greeting: a sentence or two
-    model.enqueue(["You live in Leeds."])
-    agent.send("Where do I live?")
+    model.enqueue(["You're allergic to peanuts."])
+    agent.send("What am I allergic to?")
     assert model.prompts[-1].max_tokens == 50
     model.enqueue(["A crisp apple and a walk."])
     agent.send("Any ideas for a healthy snack?")

@@ -505,6 +505,9 @@ def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):
         ("I have a cat called Miso.", ("User", "cat", "Miso")),
         ("We lost Tofu, so I adopted a dog named Juno.", ("User", "dog", "Juno")),
         ("Ines, my sister, is in Bologna.", ("User", "sister", "Ines")),
+        ("Dara and I are together now.", ("User", "partner", "Dara")),
+        ("I've started seeing someone, Alex.", ("User", "partner", "Alex")),
+        ("Sam and I went to the cinema.", None),
         ("Thanks, my friend, that helps.", None),  # a greeting, not a friend's name
         ("My house is in need of repair.", None),
     ],

@@ -76,7 +76,7 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("When did I get Olive?", "You got Olive on 30 April (you told me on 30 April)"),
         ("Is Tofu still with me?", "No: You had Tofu from 11 January until 15 March."),
         ("Do I still have Olive?", "Yes: you have Olive (you told me on 30 April)."),
-        ("What's my pet called now?", "You have Olive (since 30 April; you told me on 30"),
+        ("What's my pet called now?", "Your cat is Olive (since 30 April; you told me on 30"),
         ("Do I live in Marrakesh?", "No: you live in Lisbon (you told me on 24 May); you never"),
         ("Have I moved to Berlin?", "No: you live in Lisbon"),
         (
@@ -98,6 +98,7 @@ def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question
         "What is my favourite movie?",
         "When did I get my degree?",  # no pet of theirs named
         "Where do people live longest?",  # not about the person
+        "What do I do for a living now?",  # work, not home
         "I moved to Lisbon.",  # news, not a question
     ],
 )

@@ -48,7 +48,10 @@ class Relation:
 RELATIONS = (
     Relation(
         ("lives_in",),
-        re.compile(r"\b(?:live[ds]?|living|home|moved?|moves|moving|flat|town|city|based)\b", re.I),
+        # "for a living" is work, not home
+        re.compile(
+            r"\b(?:live[ds]?|(?<!a )living|home|moved?|moves|moving|flat|town|city|based)\b", re.I
+        ),
         "live in {}",
         "lived in {}",
         "moved to {}",
@@ -113,6 +116,7 @@ class Span:
     since: date
     until: date | None
     told: date  # the day the person said it
+    kind: str = ""  # the fact's relation ("cat", "lives_in")
 
 
 def timeline(facts: list[Fact], predicates: tuple[str, ...]) -> list[Span]:
@@ -133,6 +137,7 @@ def timeline(facts: list[Fact], predicates: tuple[str, ...]) -> list[Span]:
                 _began(fact),
                 fact.valid_to.astimezone().date() if fact.valid_to else None,
                 fact.learned_at.astimezone().date(),
+                fact.predicate,
             )
         )
     return spans
@@ -155,7 +160,7 @@ def _said_first(mnemo: Mnemo, spans: list[Span]) -> list[Span]:
         ]
         first = min(days, default=span.since)
         if first < span.since:
-            span = Span(span.value, first, span.until, first)
+            span = Span(span.value, first, span.until, first, span.kind)
         dated.append(span)
     return dated
 
@@ -291,7 +296,12 @@ def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
     ):
         return None
     since = f"since {_day(span.since)}; " if len(spans) > 1 else ""
-    return f"You {relation.now.format(span.value)} ({since}you told me on {_day(span.told)})."
+    said = (
+        f"Your {span.kind} is {span.value}"
+        if relation.alone
+        else (f"You {relation.now.format(span.value)}")
+    )
+    return f"{said} ({since}you told me on {_day(span.told)})."
 
 
 def _lived(relation: Relation, span: Span, after: Span) -> str:

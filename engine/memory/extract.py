@@ -154,6 +154,16 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"\b[Mm]y\s+(?P<relation>{_RELATIVE})(?:'s\s+name\s+is|\s+is\s+called|\s+is\s+named"
         rf"|,)?\s+(?P<object>{_PERSON})",
     ),
+    # "Sam and I are together now", "I've started seeing someone, Alex".
+    (
+        "partner",
+        rf"\b(?P<object>{_PERSON})\s+and\s+I\s+are\s+(?:now\s+)?(?:together|dating|a\s+couple)",
+    ),
+    (
+        "partner",
+        rf"{_I}\s+(?:just\s+)?(?:started|began)\s+(?:seeing|dating)\s+(?:someone,?\s+)?"
+        rf"(?P<object>{_PERSON})",
+    ),
     # "I have a cat called Miso", "we adopted a dog named Rex", "Miso, my cat, is…".
     (
         "relative",
