@@ -99,6 +99,7 @@ def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question
         "When did I get my degree?",  # no pet of theirs named
         "Where do people live longest?",  # not about the person
         "What do I do for a living now?",  # work, not home
+        "Which do I like more now, cats or dogs?",  # a taste, not a pet
         "I moved to Lisbon.",  # news, not a question
     ],
 )
@@ -115,6 +116,9 @@ def test_the_assisted_turn_answers_from_the_timeline_without_a_draft(lived):
         "on 24 May)."
     )
     assert not model.prompts  # no draft was asked for
+    with clock.travel(date(2026, 6, 27)):
+        asked = Agent(lived, model).send("Which came first, getting Olive or moving to Lisbon?")
+    assert asked.reply.startswith("You got Olive first")  # no "I" in it: asked by its values
 
 
 def test_news_of_the_day_that_lasts_is_kept_and_a_pet_that_died_is_no_longer_current(mnemo):

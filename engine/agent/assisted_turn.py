@@ -132,7 +132,7 @@ class AssistedTurn:
             grounds = assisted.grounds_for(
                 question, about_user, found, prompt.memory, lambda name: known(name) is not None
             )
-        along = timeline.answer(self.mnemo, question) if timeline.of_the_person(question) else None
+        along = timeline.answer(self.mnemo, question)
         if along is not None:
             # A question along the person's timeline (before, when, which first, how many
             # moves, still): answered from knowledge history with its days, not drafted.
