@@ -13,7 +13,7 @@ from engine.llm import ScriptedModel
 from engine.memory.knowledge import USER
 
 LIFE = [
-    (date(2026, 1, 5), "lives_in", "Krakow"),
+    (date(2026, 1, 17), "lives_in", "Krakow"),  # told after mid-January: still January's
     (date(2026, 1, 5), "works_at", "Tailspin"),
     (date(2026, 2, 1), "lives_in", "Aarhus"),
     (date(2026, 2, 28), "works_at", "Wingtip"),
@@ -46,8 +46,9 @@ def lived(mnemo: Mnemo) -> Mnemo:
             "me on 24 May).",
         ),
         ("Which town did I move to Lisbon from?", "You lived in Aarhus from 1 February"),
-        ("Where did I live in January?", "You lived in Krakow from 5 January until you moved"),
-        ("Where did I live at first?", "You lived in Krakow from 5 January"),
+        ("Where did I live in January?", "You lived in Krakow from 17 January until you moved"),
+        ("Where did I live in March?", "You lived in Aarhus from 1 February until you moved"),
+        ("Where did I live at first?", "You lived in Krakow from 17 January"),
         ("What was my old employer?", "You worked at Tailspin from 5 January until you started"),
         ("Where did I work before Wingtip?", "You worked at Tailspin"),
         (
@@ -60,7 +61,7 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("How many times have I moved this year?", "Two moves: you lived in Krakow at first"),
         ("How often did I move?", "Two moves"),
         ("How many jobs have I had this year?", "Two jobs that you told me of: Tailspin, then"),
-        ("Do I still live in Krakow?", "No: You lived in Krakow from 5 January until you moved"),
+        ("Do I still live in Krakow?", "No: You lived in Krakow from 17 January until you moved"),
         ("Am I still at Wingtip?", "Yes: you work at Wingtip (you told me on 28 February)."),
         (
             "Which came first, my move to Aarhus or my job at Wingtip?",

@@ -332,11 +332,14 @@ def _when(relation: Relation, spans: list[Span], index: int) -> str:
 
 
 def _held_in(relation: Relation, spans: list[Span], month: int) -> str | None:
+    """The value held in a month: the first that began by its end and had not ended by its
+    start (told on 17 January, it is January's)."""
     year = spans[-1].since.year
-    middle = date(year, month, 15)
+    first_day = date(year, month, 1)
+    last_day = date(year + month // 12, month % 12 + 1, 1)
     for index, span in enumerate(spans):
-        if span.since <= middle and (span.until is None or middle < span.until):
-            if span.until is None:
+        if span.since < last_day and (span.until is None or span.until > first_day):
+            if span.until is None or index + 1 == len(spans):
                 return f"You {relation.now.format(span.value)}, since {_day(span.since)}."
             return _lived(relation, span, spans[index + 1]) + "."
     return None
