@@ -49,6 +49,8 @@ def title(proposal: Proposal) -> str:
     heading."""
     if proposal.kind == "tidy":
         return TIDY_TITLES[proposal.change]
+    if proposal.batch and proposal.kind == "core":
+        return f"Bring the “{proposal.label}” block up to date: short, with current values"
     who = proposal.cause_ref if proposal.cause_kind == "mcp" else "The assistant"
     who = (who or "")[:1].upper() + (who or "")[1:]  # "An MCP program calling itself …"
     if proposal.kind == "note":

@@ -228,3 +228,15 @@ def test_the_window_shows_the_batch_the_person_approves_part_and_undoes_one(qtbo
         assert panel.count == 0
     finally:
         window.shutdown()
+
+
+def test_notes_naming_the_same_pet_merge_but_the_one_that_tells_of_its_death_stays(mnemo):
+    live(mnemo, date(2026, 1, 5), ["I have a cat called Tofu.", "Tofu, my cat, needs a vet."])
+    live(mnemo, date(2026, 2, 1), ["Walking Tofu is the best part of my day."])
+    live(mnemo, date(2026, 3, 1), ["We lost Tofu today. I'll miss that cat so much."])
+    (kept, gone), *others = plan(mnemo).merges
+    assert "needs a vet" in kept.text and [note.text for note in gone] == [
+        'The user said: "Walking Tofu is the best part of my day."'
+    ]
+    assert not others  # "We lost Tofu today" is a point of the timeline: never merged away
+    assert any("We lost Tofu" in text for text in notes(mnemo).values())

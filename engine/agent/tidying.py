@@ -200,7 +200,8 @@ def _duplicates(
     that their facts hold (``held``: "Olive", "Tailspin") and no other name ("Walking Olive is
     the best part of my day" and "My cat Olive woke me up"); or, naming none, they state the
     same facts, or say the same words. History (the ids in ``history``) merges with history
-    only. The oldest of each group stays (it holds the day the fact was first said)."""
+    only, and a note that tells of a change or a loss ("We lost Tofu today") merges with none.
+    The oldest of each group stays (it holds the day the fact was first said)."""
     groups: dict[object, list[Passage]] = {}
     for note in kept:
         words = said(note)
@@ -210,6 +211,8 @@ def _duplicates(
         key: object = (
             named if named and named <= held else stated(note) or duplicate_key(said(note))
         )
+        if assisted.states_a_change(words) or assisted.ended_names(words):
+            key = note.id  # a move, a new job, a loss: a point of the timeline, its own note
         if key:
             groups.setdefault((note.id in history, key), []).append(note)
     return [(group[0], group[1:]) for group in groups.values() if len(group) > 1]

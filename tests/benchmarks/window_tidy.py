@@ -21,6 +21,7 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from _common import emit, pump
 from months import approve_waiting
@@ -51,6 +52,14 @@ def live(mnemo: Mnemo, seed: int) -> int:
     return approved
 
 
+def shoot(app: Any, window: MainWindow, path: Path) -> None:
+    """A screenshot once the window has laid out what changed (a grab at once caught the
+    panel before its cards had their room)."""
+    until = time.monotonic() + 0.5
+    pump(app, lambda: time.monotonic() > until)
+    window.grab().save(str(path))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="", help="where the screenshots go")
@@ -74,7 +83,7 @@ def main() -> None:
         heading = panel.batch_heading()
         batch = mnemo.proposals.batch(heading.batch)
         summary = heading.findChild(type(panel.heading)).text()
-        window.grab().save(str(out / "01-batch.png"))
+        shoot(app, window, out / "01-batch.png")
 
         first, second = batch[0], batch[1]
         QTest.mouseClick(panel.card(first.id).approve_button, Qt.MouseButton.LeftButton)
@@ -82,16 +91,16 @@ def main() -> None:
         QTest.mouseClick(panel.card(second.id).reject_button, Qt.MouseButton.LeftButton)
         pump(app, lambda: mnemo.proposals.get(second.id).status == "rejected")
         pump(app, lambda: not window.tasks.pending)
-        window.grab().save(str(out / "02-part-approved.png"))
+        shoot(app, window, out / "02-part-approved.png")
 
         QTest.mouseClick(panel.batch_heading().approve_all, Qt.MouseButton.LeftButton)
         pump(app, lambda: panel.count == 0 and not window.tasks.pending)
-        window.grab().save(str(out / "03-tidied.png"))
+        shoot(app, window, out / "03-tidied.png")
         done = panel.done_rows()
         undone = done[0].proposal
         QTest.mouseClick(done[0].button, Qt.MouseButton.LeftButton)
         pump(app, lambda: mnemo.proposals.get(undone.id).undone and not window.tasks.pending)
-        window.grab().save(str(out / "04-undone.png"))
+        shoot(app, window, out / "04-undone.png")
         decided = mnemo.proposals.batch(heading.batch)
         emit(
             {
