@@ -315,7 +315,7 @@ class ProposalPanel(QWidget):
             return []
         if not done:
             return []
-        rows: list[QWidget] = [label(f"Tidied: {batch_summary(done)} Undo any change:", "muted")]
+        rows: list[QWidget] = [label(f"{batch_summary(done)} Undo any change:", "muted")]
         for proposal in done:
             row = TidyDoneRow(proposal)
             row.undo.connect(self._undo)
