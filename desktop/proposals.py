@@ -86,7 +86,8 @@ def tidy_text(proposal: Proposal) -> str:
     it."""
     old, new = proposal.old_content or "", proposal.new_content
     because = proposal.payload.get("because") or ""
-    because = because[:1].lower() + because[1:] if because.startswith("Your") else because
+    if because.split(" ", 1)[0] in ("You", "Your", "You're"):  # inside a sentence
+        because = because[:1].lower() + because[1:]
     if proposal.change == "merge":
         again = f"says again that {because}" if because else "says the same"
         return (
