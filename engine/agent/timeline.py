@@ -191,6 +191,8 @@ def answer(mnemo: Mnemo, question: str) -> str | None:
             continue
         spans = _said_first(mnemo, spans)
         other = _other_timeline(facts, relation, asked)
+        if other is not None:  # dated the same way as the one asked about
+            other = (other[0], _said_first(mnemo, other[1]))
         said = _answer(relation, spans, asked, other)
         if said is not None:
             return said
