@@ -101,6 +101,7 @@ def test_a_question_along_the_timeline_is_answered_with_its_days(lived, question
         "Where do people live longest?",  # not about the person
         "What do I do for a living now?",  # work, not home
         "Which do I like more now, cats or dogs?",  # a taste, not a pet
+        "When is Olive's vet appointment?",  # of the pet, not when they got it
         "I moved to Lisbon.",  # news, not a question
     ],
 )

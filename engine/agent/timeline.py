@@ -42,6 +42,7 @@ class Relation:
     began: str  # "moved to {}"
     change: str  # "move": what a change is called when counted
     many: str  # "times you moved": what is counted
+    began_by: re.Pattern[str]  # "when did I …" asks the start by these ("move", "get")
     alone: bool = False  # a value ends by itself (a pet that died), not by the next one
 
 
@@ -57,6 +58,7 @@ RELATIONS = (
         "moved to {}",
         "move",
         "moves",
+        re.compile(r"\b(?:move[ds]?|moving|live|lived)\b", re.I),
     ),
     Relation(
         ("works_at",),
@@ -66,6 +68,7 @@ RELATIONS = (
         "started at {}",
         "job change",
         "jobs",
+        re.compile(r"\b(?:start(?:ed)?|join(?:ed)?|change[ds]?|switch(?:ed)?|work(?:ed)?)\b", re.I),
     ),
     Relation(
         ("cat", "dog", "pet"),
@@ -75,6 +78,7 @@ RELATIONS = (
         "got {}",
         "pet",
         "pets",
+        re.compile(r"\b(?:get|got|adopt(?:ed)?|bring|brought|have|had)\b", re.I),
         alone=True,
     ),
     Relation(
@@ -85,6 +89,7 @@ RELATIONS = (
         "started seeing {}",
         "partner",
         "partners",
+        re.compile(r"\b(?:seeing|dating|together|meet|met|start(?:ed)?)\b", re.I),
     ),
 )
 _THEIRS = {"cat", "dog", "partner"}  # ties a timeline above is of the person's own
@@ -245,6 +250,8 @@ def _answer(
     if (no := _not_held(relation, spans, asked)) is not None:
         return no
     if _WHEN.match(asked):
+        if not relation.began_by.search(asked):
+            return None  # "When is Miso's vet appointment?" asks of something else
         if named:
             return _when(relation, spans, named[0])
         if _LAST.search(asked) or len(spans) == 2:
