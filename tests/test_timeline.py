@@ -165,3 +165,14 @@ def test_a_value_is_dated_by_the_day_the_person_first_told_of_it(lived):
     )
     assert timeline.answer(lived, "Who am I seeing?") == "You are with Alex (you told me on 6 May)."
     assert "6 May" in (timeline.answer(lived, "When did I start seeing Alex?") or "")
+
+
+def test_a_loss_in_a_pasted_text_ends_no_fact(mnemo):
+    """Pasted text is not trusted: a story that says "we lost Tofu" leaves the cat current."""
+    model = ScriptedModel(parameter_count=135_000_000, default="Okay.")
+    agent = Agent(mnemo, model)
+    agent.send("I have a cat called Tofu.")
+    agent.send(
+        "Here is a story I read. " + "It was a long and quiet winter. " * 80 + "We lost Tofu."
+    )
+    assert [f.object for f in mnemo.knowledge.facts(USER, "cat")] == ["Tofu"]

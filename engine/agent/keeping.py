@@ -68,7 +68,8 @@ class Keeper:
         The trust rules are those of any write: typed text is kept at once; text the user
         pasted (``pasted_reason``) becomes proposals that wait for them."""
         today = user.created_at.astimezone().date()
-        self._end_lost(user.text)
+        if pasted_reason(user.text) is None:  # a pasted text's "we lost Tofu" ends nothing
+            self._end_lost(user.text)
         known = self._known_facts()
         last_named = self._last_named(user)
 
