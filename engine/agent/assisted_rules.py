@@ -229,7 +229,7 @@ class Recalled:
         return "\n".join(lines)
 
     def _lines(self) -> list[str]:
-        lines = [_sentence(said_to_person(fact.sentence())) for fact in self.facts]
+        lines = [as_sentence(said_to_person(fact.sentence())) for fact in self.facts]
         for hit in self.messages:
             cut = excerpt(hit.text, self.query, HIT_CHARS)
             if hit.role == "user":
@@ -241,7 +241,7 @@ class Recalled:
                 cut = excerpt(document_text(passage), self.query, HIT_CHARS)
                 lines.append(f"Your document {document_name(passage)} says: {cut}")
             elif (words := own_words(passage.text)) is not None:
-                lines.append(f"You said: {_sentence(to_second_person(words))}")
+                lines.append(f"You said: {as_sentence(to_second_person(words))}")
             else:
                 lines.append(f"A note: {excerpt(passage.text, self.query, HIT_CHARS)}")
         return lines
@@ -307,7 +307,8 @@ def answering_part(text: str, question: str) -> str:
     return " ".join(parts)[:HIT_CHARS] if parts else excerpt(text, question, HIT_CHARS)
 
 
-def _sentence(text: str) -> str:
+def as_sentence(text: str) -> str:
+    """ "you live in Lyon" -> "You live in Lyon.": capitalised, one full stop."""
     text = text.strip().rstrip(".")
     return text[:1].upper() + text[1:] + "."
 
@@ -1202,7 +1203,7 @@ def core_line(statement: str) -> str:
     said = to_second_person(without_opener(statement) or statement)
     said = re.split(r",?\s+(?:so|because|but|which|though|although)\s+|;|, that's\b", said)[0]
     said = _SINCE_NOW.sub("", said)  # the line has no date: "last month" would go stale
-    return _sentence(said[:CORE_LINE_CHARS].rstrip(" ,"))
+    return as_sentence(said[:CORE_LINE_CHARS].rstrip(" ,"))
 
 
 _SINCE_NOW = re.compile(

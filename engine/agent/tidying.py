@@ -6,15 +6,16 @@ moved, a waiting proposal names a value that has changed since, and the human bl
 that were true once. The tidy pass finds these by the same rules that kept them, and proposes
 each change; nothing changes until the person approves it (``ProposalStore``, kind ``tidy``):
 
-- **duplicates**: notes of the person's words that state the same facts (``facts_in``), or the
-  same words (``duplicate_key``), are merged into the oldest, which keeps the day it was first
-  said; the merged notes' messages stay in recall, and the proposal names them;
+- **duplicates**: notes of the person's words that name the same things of their life (a
+  value of their facts), or state the same facts (``facts_in``), or say the same words
+  (``duplicate_key``), are merged into the oldest, which keeps the day it was first said; the
+  merged notes' messages stay in recall; a note of a change or a loss is never merged away;
 - **history**: a note of a value that a later fact replaced ("I live in Porto" after the move
   to Krakow) is kept as history (``REPLACED_TAG``), as a note is that a statement replaces;
 - **musings**: a note or fact kept from a musing or question ("if I ever moved to Berlin") is
   removed;
-- **the human block**: its lines that name a replaced value take the current one, a line
-  about something that ended goes, and repeated lines go: one edit, shown as a diff.
+- **the human block**: rebuilt short and current, a line for each current fact and then the
+  lines that say more, none twice (``tidy_block``): one edit, shown as a diff.
 
 Waiting proposals that a later fact made stale are taken back (``withdraw_in``), and waiting
 facts that the person has said again since join the batch: those are the facts that later
@@ -24,7 +25,6 @@ approved change can be undone (``ProposalStore.undo``) and keeps its history.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -70,12 +70,13 @@ class Tidying:
             or self.human
         )
 
-    def summary(self) -> str:
+    def summary(self, lead: str = "Mnemo tidied your memory") -> str:
         """ "Mnemo tidied your memory: 12 duplicate notes merged, 3 facts updated, 1 musing
-        removed"."""
+        removed" (``lead``: what comes before the colon)."""
         if not self:
             return "Your memory is tidy: nothing to merge, update or remove."
         return summary_of(
+            lead=lead,
             merged=sum(len(gone) for _kept, gone in self.merges),
             updated=len(self.restated),
             history=len(self.history),
@@ -86,7 +87,14 @@ class Tidying:
 
 
 def summary_of(
-    *, merged: int, updated: int, history: int, musings: int, stale: int = 0, human: bool
+    *,
+    merged: int,
+    updated: int,
+    history: int,
+    musings: int,
+    stale: int = 0,
+    human: bool,
+    lead: str = "Mnemo tidied your memory",
 ) -> str:
     parts = [
         _count(merged, "duplicate note", "merged"),
@@ -96,7 +104,7 @@ def summary_of(
         _count(stale, "waiting change", "taken back"),
         "the human block brought up to date" if human else "",
     ]
-    return "Mnemo tidied your memory: " + ", ".join(p for p in parts if p) + "."
+    return f"{lead}: " + ", ".join(p for p in parts if p) + "."
 
 
 def batch_summary(proposals: Iterable[Proposal]) -> str:
@@ -143,7 +151,8 @@ def plan(mnemo: Mnemo) -> Tidying:
     facts = _user_history(mnemo)
     current = [fact for fact in facts if fact.status == "current"]
     tidying.musings = [note for note in kept if not assisted.lasting(said(note))]
-    lasting = [note for note in kept if note not in tidying.musings]
+    musing_ids = {note.id for note in tidying.musings}
+    lasting = [note for note in kept if note.id not in musing_ids]
     replaced = {
         note.id: fact
         for note in lasting
@@ -208,9 +217,7 @@ def _duplicates(
         named = frozenset(name_key(v) for v in assisted.stated_values(words)) | {
             value for value in held if names(words, value)
         }
-        key: object = (
-            named if named and named <= held else stated(note) or duplicate_key(said(note))
-        )
+        key: object = named if named and named <= held else stated(note) or duplicate_key(words)
         if assisted.states_a_change(words) or assisted.ended_names(words):
             key = note.id  # a move, a new job, a loss: a point of the timeline, its own note
         if key:
@@ -265,13 +272,12 @@ def _waiting(mnemo: Mnemo, current: list[Fact]) -> tuple[list[Proposal], list[Pr
 
 def _said_since(mnemo: Mnemo, proposal: Proposal) -> bool:
     """Whether a message of the person after the proposal states its value again."""
-    pattern = re.compile(rf"(?<!\w){re.escape(proposal.new_content)}(?!\w)", re.IGNORECASE)
     hits = mnemo.recall.search(
         proposal.new_content, 20, mode="keyword", start=proposal.created_at, roles=["user"]
     )
     return any(
         hit.created_at > proposal.created_at
-        and pattern.search(hit.text)
+        and names(hit.text, proposal.new_content)
         and assisted.lasting(hit.text)
         for hit in hits
     )
@@ -287,7 +293,7 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
     facts = [fact for fact in facts if fact.subject_is(USER)]
     current = sorted((f for f in facts if f.status == "current"), key=lambda f: f.learned_at)
     held = {name_key(fact.object) for fact in facts}
-    lines = [_sentence(said_to_person(fact.sentence())) for fact in current]
+    lines = [assisted.as_sentence(said_to_person(fact.sentence())) for fact in current]
     kept: list[str] = []
     for line in block.splitlines():
         named = {name_key(value) for value in assisted.stated_values(line)}
@@ -315,11 +321,6 @@ def _without_repeats(lines: list[str]) -> list[str]:
         last.pop(words := frozenset(duplicate_key(line).split()), None)
         last[words] = line
     return list(last.values())
-
-
-def _sentence(text: str) -> str:
-    text = text.strip().rstrip(".")
-    return text[:1].upper() + text[1:] + "."
 
 
 def propose(mnemo: Mnemo, tidying: Tidying) -> str | None:

@@ -182,12 +182,12 @@ def of_the_person(question: str) -> bool:
 
 def answer(mnemo: Mnemo, question: str) -> str | None:
     """The sentence that answers a question along a timeline of the person's life, or None."""
+    asked = question.strip()
+    if not asked.endswith("?") or _SOMEONE_ELSE.search(asked):
+        return None  # every turn asks: news and others' questions read nothing
     try:
         facts = mnemo.knowledge.history(USER)
     except NotFoundError:  # nothing known of the person yet
-        return None
-    asked = question.strip()
-    if not asked.endswith("?") or _SOMEONE_ELSE.search(asked):
         return None
     for relation in RELATIONS:
         spans = timeline(facts, relation.predicates)

@@ -149,11 +149,7 @@ def cmd_tidy(mnemo: Mnemo, args: argparse.Namespace) -> int:
         return 0
     tidying = plan(mnemo)
     print(
-        tidying.summary()
-        if not args.dry_run
-        else tidying.summary().replace(
-            "Mnemo tidied your memory", "Tidying would change your memory"
-        )
+        tidying.summary("Tidying would change your memory") if args.dry_run else tidying.summary()
     )
     if args.dry_run or not tidying:
         return 0
