@@ -161,6 +161,8 @@ def test_the_human_block_keeps_current_values_and_drops_what_ended():
     assert tidy_block(block, facts) == "You live in Krakow.\nYou like the sea."
     ended = [fact(1, "Porto", "superseded", 2), fact(2, "Krakow", "retracted", None)]
     assert tidy_block(block, ended) == "You like the sea."
+    fresh = "Nothing is known about the user yet."  # a new profile: nothing to tidy
+    assert tidy_block(fresh, []) == fresh
 
 
 def test_mnemo_tidy_proposes_approves_and_undoes_from_the_command_line(months: Mnemo, capsys):

@@ -302,7 +302,11 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
         if named <= held and (named or any(names(line, fact.object) for fact in facts)):
             continue  # its fact's line says it, or it held once
         kept.append(" ".join(line.split()))
-    return "\n".join(_without_repeats([*lines, *kept]))
+    tidied = "\n".join(_without_repeats([*lines, *kept]))
+    said = [line.strip() for line in block.splitlines() if line.strip()]
+    if not tidied and all(line in EMPTY_TEXTS for line in said):
+        return block  # nothing known yet: the block's own placeholder stays
+    return tidied
 
 
 def _without_repeats(lines: list[str]) -> list[str]:
