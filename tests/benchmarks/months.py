@@ -23,7 +23,9 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
   and their ratio; ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and
   ``tidied``: what it said it changed.
 
-    uv run python tests/benchmarks/months.py [--seeds 1,2] [--model PATH.gguf] [--show]
+    uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool held_out] [--model PATH.gguf]
+
+``--pool held_out`` says the life in the second pool of wordings, never tuned on.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 from _common import emit, use_model
 from conversation import FRAME, UNKNOWN, answers, as_answer, invented, known_words, runaway
-from months_life import DREAM_TOWNS, WITHIN_DAYS, Life, Question, write_life
+from months_life import DREAM_TOWNS, POOLS, WITHIN_DAYS, Life, Question, write_life
 
 from engine import Mnemo, clock
 from engine.agent import Agent
@@ -95,7 +97,7 @@ def right(question: Question, reply: str, known: set[str]) -> bool:
 def play(
     life: Life, root: Path, model_spec: str, show: bool, approve: bool, tidy_daily: bool
 ) -> dict[str, Any]:
-    profile = root / f"seed-{life.seed}"
+    profile = root / f"seed-{life.seed}-{life.pool}"
     mnemo = Mnemo.open(profile, embedder=default_embedder())
     use_model(mnemo.settings, model_spec)
     model = load_model(mnemo.settings)
@@ -106,7 +108,7 @@ def play(
         day = lines[0].day
         with clock.travel(datetime(day.year, day.month, day.day, 19)):
             for dropped in (d for d in life.documents if d.day == day):
-                path = root / f"seed-{life.seed}-files" / dropped.name
+                path = profile.with_name(f"{profile.name}-files") / dropped.name
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(dropped.text, encoding="utf-8")
                 Ingestor(mnemo).ingest_file(path)
@@ -144,6 +146,7 @@ def play(
     return {
         "benchmark": "months",
         "seed": life.seed,
+        "pool": life.pool,
         "conversations": len(life.conversations),
         "messages": life.messages,
         "questions": len(life.questions),
@@ -270,6 +273,9 @@ def _share(part: int, whole: int) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1,2", help="the generator's seeds: tune on one")
+    parser.add_argument(
+        "--pool", default="tuned", choices=sorted(POOLS), help="the wordings the life is said in"
+    )
     parser.add_argument("--model", default="", help="PATH.gguf, openai:NAME or anthropic:NAME")
     parser.add_argument("--conversations", type=int, default=0, help="only the first N (a try)")
     parser.add_argument("--questions", type=int, default=0, help="only the first N (a try)")
@@ -285,7 +291,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         for seed in (int(s) for s in args.seeds.split(",")):
-            life = write_life(seed)
+            life = write_life(seed, args.pool)
             if args.conversations:
                 life.conversations = life.conversations[: args.conversations]
             if args.questions:

@@ -8,7 +8,9 @@ Berlin…"), other people's facts, small talk, and documents dropped in on given
 come the questions, each with what a strict reply must hold and must not.
 
 Nothing here is tuned to Mnemo's rules: the phrasings are drawn from ``PHRASINGS`` by the seed,
-and a second seed gives another person with other words on other days.
+and a second seed gives another person with other words on other days. ``HELD_OUT_PHRASINGS``
+is a second pool of wordings, written apart and never tuned on (``write_life(seed,
+pool="held_out")``).
 """
 
 from __future__ import annotations
@@ -125,6 +127,94 @@ PHRASINGS: dict[str, list[str]] = {
         "Any tips for sleeping better?",
     ],
 }
+# A second pool of wordings, written apart from the first and never tuned on: a life drawn with
+# ``pool="held_out"`` says the same things in these words, to see that gains carry over.
+HELD_OUT_PHRASINGS: dict[str, list[str]] = {
+    "home": [
+        "I've been living in {town} for a while now.",
+        "Our place in {town} is tiny but cosy.",
+        "The trams in {town} are always late, where I live.",
+        "I call {town} home.",
+    ],
+    "moved": [
+        "We finally made the move to {town}.",
+        "New chapter: I relocated to {town} last weekend.",
+        "Just got the keys to my new place in {town}!",
+    ],
+    "job": [
+        "I'm employed by {employer}, working as {article} {job}.",
+        "Work at {employer} was hectic; such is life as {article} {job}.",
+        "I've been {article} {job} at {employer} for some time.",
+        "{employer} pays my bills; I'm their {job}.",
+    ],
+    "new_job": [
+        "Today I joined {employer} as {article} {job}.",
+        "Goodbye old office: I now work for {employer}.",
+        "Signed the contract, I'm with {employer} from today.",
+    ],
+    "pet": [
+        "My {species} {pet} is asleep on my feet.",
+        "{pet} chewed my slippers, silly {species}.",
+        "I'm taking {pet}, my {species}, to the park.",
+        "Our {species} is called {pet}.",
+    ],
+    "pet_died": [
+        "{pet} passed away last night; I miss my {species} already.",
+        "I had to say goodbye to {pet} today, my {species}.",
+    ],
+    "new_pet": [
+        "There's a new {species} in the house: {pet}!",
+        "We brought home a {species} named {pet}.",
+        "Say hello to {pet}, the {species} I just adopted.",
+    ],
+    "taste": [
+        "Give me {liked} over {other} any day.",
+        "I'm more into {liked} than {other}.",
+        "{liked_cap} beats {other}, for me.",
+    ],
+    "taste_flip": [
+        "I changed my mind: I like {liked} more than {other} now.",
+        "Turns out I'm a {liked} person now, not {other}.",
+    ],
+    "sister": [
+        "My sister {sister} is settled in {town}.",
+        "{sister}, my little sister, has a flat in {town}.",
+        "Calling my sister {sister} in {town} tonight.",
+    ],
+    "partner_new": [
+        "I'm dating {partner} now, it's official.",
+        "{partner} asked me out and we're a couple now.",
+    ],
+    "partner": [
+        "{partner}, my partner, is away this weekend.",
+        "Dinner with {partner} tonight, my partner is the best.",
+        "My partner {partner} bought me flowers.",
+    ],
+    "colleague": [
+        "{colleague}, a colleague of mine, lives in {town}.",
+        "My coworker {colleague} just moved to {town}.",
+    ],
+    "muse": [
+        "I sometimes picture a life in {dream}.",
+        "Wouldn't it be nice to live in {dream} some day?",
+        "If only I could move to {dream}.",
+    ],
+    "correction": [
+        "The dentist is on {wrong}.",
+        "Sorry, the dentist is {right}, not {wrong}.",
+    ],
+    "small_talk": [
+        "Hello there.",
+        "What should I cook with leftover rice?",
+        "Any ideas for a rainy Sunday?",
+        "Cheers.",
+        "How long should I steep green tea?",
+        "Morning.",
+        "Recommend a short podcast?",
+        "Nice, thank you.",
+    ],
+}
+POOLS = {"tuned": PHRASINGS, "held_out": HELD_OUT_PHRASINGS}
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 
 
@@ -170,6 +260,7 @@ WITHIN_DAYS = 7
 @dataclass
 class Life:
     seed: int
+    pool: str = "tuned"  # the wordings it is said in (a key of ``POOLS``)
     conversations: list[list[Line]] = field(default_factory=list)  # each on one day
     documents: list[Dropped] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
@@ -236,13 +327,14 @@ def choose(rng: random.Random, days: list[date]) -> Person:
     )
 
 
-def write_life(seed: int) -> Life:
-    """The person of ``seed``: their six months and the questions about them."""
+def write_life(seed: int, pool: str = "tuned") -> Life:
+    """The person of ``seed``: their six months, said in the wordings of ``pool`` (a key of
+    ``POOLS``), and the questions about them."""
     rng = random.Random(seed)
     offsets = sorted(rng.sample(range(1, DAYS), CONVERSATIONS - 1))
     days = [START, *(START + timedelta(days=offset) for offset in offsets)]
     person = choose(rng, days)
-    life = Life(seed)
+    life = Life(seed, pool)
     life.timeline = {
         "home": [(START, person.homes[0]), (person.moves[0], person.homes[1]),
                  (person.moves[1], person.homes[2])],
@@ -253,7 +345,7 @@ def write_life(seed: int) -> Life:
         "taste": [(START, person.tastes[0]), (person.taste_flip, person.tastes[1])],
         "partner": [(person.together, person.partner)],
     }  # fmt: skip
-    phrases = Phrases(rng)
+    phrases = Phrases(rng, POOLS[pool])
     again = restatements(life, person, days, rng)
     for number, day in enumerate(days):
         life.conversations.append(
@@ -302,12 +394,13 @@ class Phrases:
     """The seed's choice among a kind's phrasings, each used once for a fact before any
     repeats: a fact said again is said in other words."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, wordings: dict[str, list[str]]) -> None:
         self._rng = rng
+        self.wordings = wordings
         self._used: dict[str, set[int]] = {}
 
     def __call__(self, kind: str, **values: str) -> str:
-        options = PHRASINGS[kind]
+        options = self.wordings[kind]
         used = self._used.setdefault(f"{kind}:{sorted(values.items())}", set())
         free = [i for i in range(len(options)) if i not in used] or list(range(len(options)))
         index = self._rng.choice(free)
@@ -333,7 +426,7 @@ def _conversation(
                 current = held
         return current
 
-    lines = [Line(day, rng.choice(PHRASINGS["small_talk"]), "small_talk")]
+    lines = [Line(day, rng.choice(phrase.wordings["small_talk"]), "small_talk")]
 
     def say(kind: str, facts: tuple[tuple[str, str], ...] = (), **values: str) -> None:
         lines.append(Line(day, phrase(kind, **values), kind, facts))
@@ -378,17 +471,17 @@ def _conversation(
         say("muse", dream=person.dream)
     if number == 9:
         wrong, right = person.dentist
-        lines.append(Line(day, PHRASINGS["correction"][0].format(wrong=wrong), "correction"))
+        lines.append(Line(day, phrase.wordings["correction"][0].format(wrong=wrong), "correction"))
         lines.append(
             Line(
                 day,
-                PHRASINGS["correction"][1].format(wrong=wrong, right=right),
+                phrase.wordings["correction"][1].format(wrong=wrong, right=right),
                 "correction",
                 (("dentist", right),),
             )  # fmt: skip
         )
     while len(lines) < 5:  # a conversation is a few turns, not one line
-        lines.append(Line(day, rng.choice(PHRASINGS["small_talk"]), "small_talk"))
+        lines.append(Line(day, rng.choice(phrase.wordings["small_talk"]), "small_talk"))
     return lines
 
 
