@@ -66,7 +66,7 @@ def test_a_pass_proposes_one_batch_and_changes_nothing_until_approved(months: Mn
     assert [note.text for note, _ in tidying.history] == [
         'The user said: "Home for me is Porto, and it rains."'
     ]
-    assert tidying.history[0][1].object == "Krakow"
+    assert tidying.history[0][1] == "You live in Krakow"
     assert [note.text for note in tidying.musings] == [
         'The user said: "Sometimes I dream of living in Berlin."'
     ]

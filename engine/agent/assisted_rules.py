@@ -40,7 +40,7 @@ from engine.agent.grounding import values as stated_values
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 from engine.memory.archival import Passage
 from engine.memory.extract import MONTH, facts_in
-from engine.memory.knowledge import RELATIVES, USER, Fact, said_to_person
+from engine.memory.knowledge import PREFERS, RELATIVES, USER, Fact, said_to_person
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
@@ -845,7 +845,21 @@ def _sentences(text: str) -> list[str]:
     return sentences
 
 
-_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?=(?:I|I'm|I've|my|My|we|We|our|Our)\b)")
+_CLAUSE = re.compile(r"(,?\s+(?:and|but)\s+)(?=(?:I|I'm|I've|my|My|we|We|our|Our)\b)")
+
+
+def clauses(sentence: str) -> list[str]:
+    """A sentence's clauses, split before "and I", "but my"…; a piece too short to be a
+    clause is the subject of the next ("Alex and I are together now" is one clause, not
+    "Alex" and "I are together now")."""
+    pieces = _CLAUSE.split(sentence)  # text, joiner, text, …
+    found = [pieces[0]]
+    for joiner, text in zip(pieces[1::2], pieces[2::2], strict=True):
+        if len(found[-1].split()) < 3:
+            found[-1] += joiner + text
+        else:
+            found.append(text)
+    return found
 _FIRST_PERSON = re.compile(
     r"\b(?:I|I'm|I've|I'd|I'll|my|mine|me|myself|we|we're|we've|our|us)\b", re.IGNORECASE
 )
@@ -907,7 +921,7 @@ def user_statements(text: str, names: Callable[[str], bool] | None = None) -> li
     for sentence in _sentences(text):
         if sentence.rstrip().endswith("?"):
             continue
-        for clause in _CLAUSE.split(sentence):
+        for clause in clauses(sentence):
             clause = clause.strip().rstrip(".!;,").strip()
             words = clause.split()
             if not 3 <= len(words) <= 40 or clause in statements:
@@ -1007,8 +1021,12 @@ def lasting(statement: str) -> bool:
 def replaces(new: str, old: str, resolve: Callable[[str], object]) -> bool:
     """Whether the statement ``new`` replaces the older statement ``old`` (``Keeper``): both
     about the same person (a name ``resolve`` knows in both, or neither naming anyone and both
-    in the first person), on the same topic (a word besides names and values in both), and
-    each holding a value (a name or number) the other does not."""
+    in the first person), on the same topic (a relation of knowledge both state, or a word
+    besides names and values in both), and each holding a value (a name or number) the other
+    does not."""
+    relations = [{c.predicate for c in facts_in(text, clock.today())} for text in (new, old)]
+    if relations[0] and relations[1] and not relations[0] & relations[1]:
+        return False  # a move replaces no note of a pet ("news" and "new" are no topic)
     new_values, old_values = stated_values(new), stated_values(old)
     people = {v for v in new_values & old_values if resolve(v) is not None}
     if not people and not (
@@ -1119,6 +1137,8 @@ def correction_in(text: str) -> Correction | None:
     it's the 14th", "scratch that, training moved to Sunday"."""
     for sentence in _sentences(text):
         sentence = sentence.strip()
+        if any(c.predicate == PREFERS for c in facts_in(sentence, clock.today())):
+            continue  # a taste said in contrast ("Dogs is my thing, not cats") puts nothing right
         if match := _NEW_NOT_OLD.search(sentence):
             new, old = match["new"].strip(" .,"), match["old"].strip(" .,")
             if new.casefold() != old.casefold():

@@ -68,6 +68,7 @@ class Keeper:
         The trust rules are those of any write: typed text is kept at once; text the user
         pasted (``pasted_reason``) becomes proposals that wait for them."""
         today = user.created_at.astimezone().date()
+        lost = assisted.ended_names(user.text)  # "my dog Biscuit died" states no dog now
         if pasted_reason(user.text) is None:  # a pasted text's "we lost Tofu" ends nothing
             self._end_lost(user.text)
         known = self._known_facts()
@@ -81,6 +82,15 @@ class Keeper:
         learned: dict[str, list[Candidate]] = {}  # statements that state a knowledge fact
         notes: list[str] = []
         core_lines: list[str] = []  # how each kept statement reads in the human block
+
+        def fresh(candidate: Candidate) -> bool:
+            """A fact not held yet, not waiting, and not of someone the message says is lost."""
+            return (
+                not self.mnemo.knowledge.holds(*candidate.triple)
+                and candidate.sentence().casefold() not in known  # said again before approval
+                and not any(same_word(candidate.object, name) for name in lost)
+            )
+
         for statement in assisted.user_statements(user.text, names):
             if not assisted.lasting(statement):
                 continue
@@ -88,12 +98,7 @@ class Keeper:
                 statement, last_named
             )
             found = facts_in(assisted.without_opener(spoken) or spoken, today)
-            new = [
-                c
-                for c in found
-                if not self.mnemo.knowledge.holds(*c.triple)
-                and c.sentence().casefold() not in known  # said again before approval
-            ]
+            new = [c for c in found if fresh(c)]
             if new:
                 learned[statement] = new
             sentences = [candidate.sentence() for candidate in found]
@@ -108,8 +113,7 @@ class Keeper:
             if (
                 candidate.predicate in RELATIVES
                 and candidate not in [c for found in learned.values() for c in found]
-                and not self.mnemo.knowledge.holds(*candidate.triple)
-                and candidate.sentence().casefold() not in known
+                and fresh(candidate)
             ):
                 learned.setdefault(user.text, []).append(candidate)
                 core_lines.append(said_to_person(candidate.sentence()) + ".")
@@ -195,17 +199,21 @@ class Keeper:
                 )
             change = untrusted is None and assisted.states_a_change(user.text)
             replaced: dict[str, str] = {}  # an old value, and the value that replaced it
+            ended_facts: list[str] = []  # the sentences of the facts replaced
             for candidate in knowledge:
                 outcome, waiting, ended = self._learn(
                     transaction, user, candidate, untrusted, supersede=change
                 )
                 outcomes.append(outcome)
                 replaced |= {fact.object: candidate.object for fact in ended}
+                ended_facts += [fact.sentence() for fact in ended]
                 if waiting is not None:
                     proposals.append(waiting)
             if untrusted is None and self.agent.mode.mode == "assisted":
                 # A model that manages its memory writes core memory itself (MemGPT).
-                proposals += self._propose_for_core(transaction, user, core_lines, replaced)
+                proposals += self._propose_for_core(
+                    transaction, user, core_lines, replaced, ended_facts
+                )
             result = "; ".join(outcomes) or "nothing new"
             transaction.add(
                 "function_result",
@@ -224,12 +232,15 @@ class Keeper:
         user: MessageHit,
         lines: list[str],
         replaced: dict[str, str],
+        ended_facts: list[str],
     ) -> list[Proposal]:
         """The person's statements for the ``human`` block, one short line each ("Your sister
         Ines lives in Ghent."), so that its card shows what Mnemo knows of them: appended, or
         in place of the line that held what a change replaced (``replaced``: old value -> new),
         that line with the new value ("Your sister Ines lives in Antwerp.", not the news as it
-        was said: "Ines moved to Antwerp last month."). A line the block or a waiting proposal
+        was said: "Ines moved to Antwerp last month."), unless that line says more than the
+        replaced facts (``ended_facts``): "You work at Tailspin as a data analyst" is not true
+        of Wingtip, so the news takes its place. A line the block or a waiting proposal
         already holds is not proposed again; a full block takes no more. They wait for the
         person, or apply at once under the ``auto`` write policy. A waiting line that holds
         what the change replaced is withdrawn (approved, it would write a stale line)."""
@@ -259,7 +270,7 @@ class Keeper:
                 _value(old).search(stale) and _value(new).search(line)
                 for old, new in replaced.items()
             )
-            if replacing and stale is not None:
+            if replacing and stale is not None and not assisted.said_beyond(stale, ended_facts):
                 line = _with_new_values(stale, replaced)
             if line.casefold() in held:
                 continue

@@ -37,7 +37,14 @@ from engine.errors import NotFoundError
 from engine.memory.archival import Passage, duplicate_key
 from engine.memory.core import EMPTY_TEXTS
 from engine.memory.extract import facts_in
-from engine.memory.knowledge import SINGLE_VALUED, USER, Fact, name_key, said_to_person
+from engine.memory.knowledge import (
+    USER,
+    Fact,
+    contradicts,
+    fact_values,
+    name_key,
+    said_to_person,
+)
 from engine.memory.proposals import Proposal
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 
@@ -52,7 +59,7 @@ class Tidying:
     """What a tidy pass would change, read and not yet proposed (``plan``)."""
 
     merges: list[tuple[Passage, list[Passage]]] = field(default_factory=list)  # kept, merged
-    history: list[tuple[Passage, Fact]] = field(default_factory=list)  # note, what replaced it
+    history: list[tuple[Passage, str]] = field(default_factory=list)  # note, what holds now
     musings: list[Passage] = field(default_factory=list)
     musing_facts: list[Fact] = field(default_factory=list)
     stale: list[Proposal] = field(default_factory=list)  # waiting, and made wrong since
@@ -154,13 +161,12 @@ def plan(mnemo: Mnemo) -> Tidying:
     musing_ids = {note.id for note in tidying.musings}
     lasting = [note for note in kept if note.id not in musing_ids]
     replaced = {
-        note.id: fact
+        note.id: because
         for note in lasting
-        if not _is_history(note) and (fact := _replaced_by(note, current))
+        if not _is_history(note) and (because := _replaced_by(note, current, facts))
     }
     tidying.history = [(note, replaced[note.id]) for note in lasting if note.id in replaced]
-    held = {name_key(fact.object) for fact in facts}
-    tidying.merges = _duplicates(lasting, {*replaced, *_history_ids(lasting)}, held)
+    tidying.merges = _duplicates(lasting, {*replaced, *_history_ids(lasting)}, facts)
     tidying.musing_facts = _facts_from_musings(mnemo, current)
     tidying.stale, tidying.restated = _waiting(mnemo, current)
     human = mnemo.core.get("human")
@@ -185,44 +191,117 @@ def _user_history(mnemo: Mnemo) -> list[Fact]:
         return []
 
 
-def _replaced_by(note: Passage, current: list[Fact]) -> Fact | None:
-    """The current fact, learned after the note, that holds another value of a single-valued
-    relation the note states ("lives in Krakow" for "I live in Porto")."""
+def _replaced_by(note: Passage, current: list[Fact], facts: list[Fact]) -> str | None:
+    """What holds now in place of what the note says, said to the person: the current fact,
+    learned after the note, that contradicts a fact the note states ("you live in Krakow" for
+    "I live in Porto"), or the end of what it names ("Tofu is no longer with you" for "Walking
+    Tofu is the best part of my day"). None when the note is still true."""
     for subject, predicate, value in stated(note):
-        if predicate not in SINGLE_VALUED:
-            continue
         for fact in current:
             if (
                 fact.predicate == predicate
                 and name_key(fact.subject) == subject
-                and name_key(fact.object) != value
+                and contradicts(predicate, value, fact.object)
                 and fact.learned_at > note.created_at
             ):
-                return fact
+                return said_to_person(fact.sentence())
+    words = said(note)
+    if assisted.ended_names(words):
+        return None  # the loss itself is no history: it is what ended it
+    named = [f for f in facts if any(names(words, v) for v in fact_values(f.predicate, f.object))]
+    gone = [
+        f
+        for f in named
+        if f.status == "ended" and f.valid_to is not None and f.valid_to > note.created_at
+    ]
+    if gone and all(f.status != "current" for f in named):
+        return f"{gone[0].object} is no longer with you"
     return None
 
 
+def topics(facts: Iterable[Fact]) -> dict[str, str]:
+    """What each thing the person's facts name is about: the thing itself ("Olive",
+    "Tailspin"), or for a side of a taste the pair ("cats" and "dogs" are both "cats|dogs"),
+    so that "Dogs is my thing, not cats" and "I've gone off cats" are about one taste."""
+    about: dict[str, str] = {}
+    for fact in facts:
+        values = [name_key(v) for v in fact_values(fact.predicate, fact.object)]
+        topic = "|".join(sorted(values))
+        for value in values:  # "dogs" alone is about "cats|dogs" once the pair is known
+            about[value] = max(about.get(value, topic), topic, key=len)
+    return about
+
+
 def _duplicates(
-    kept: list[Passage], history: set[str], held: set[str]
+    kept: list[Passage], history: set[str], facts: list[Fact]
 ) -> list[tuple[Passage, list[Passage]]]:
     """Notes that say the same lasting fact: they name the same things of the person's life
-    that their facts hold (``held``: "Olive", "Tailspin") and no other name ("Walking Olive is
-    the best part of my day" and "My cat Olive woke me up"); or, naming none, they state the
-    same facts, or say the same words. History (the ids in ``history``) merges with history
-    only, and a note that tells of a change or a loss ("We lost Tofu today") merges with none.
-    The oldest of each group stays (it holds the day the fact was first said)."""
-    groups: dict[object, list[Passage]] = {}
+    that their facts hold (``topics``: "Olive", "Tailspin", a taste) and no other name
+    ("Walking Olive is the best part of my day" and "My cat Olive woke me up"); or, naming
+    none, they state the same facts, or say the same words. History (the ids in ``history``)
+    merges with history only. A note that tells of a change or a loss ("We lost Tofu today",
+    "I've just moved to Aarhus") is a point of the timeline: it is not merged away unless it
+    states just what the first point did ("Home for me is Aarhus these days" after the move),
+    and the group's others merge into the first such note; else into the oldest, which holds
+    the day the fact was first said. A note that names part of what another names ("being an
+    architect is busy", "I'm an architect at Adatum") joins that note's group, whose note
+    naming it all is the one kept."""
+    about = topics(facts)
+    groups: dict[tuple[bool, object], list[Passage]] = {}
+    note_keys: dict[str, object] = {}
     for note in kept:
         words = said(note)
         named = frozenset(name_key(v) for v in assisted.stated_values(words)) | {
-            value for value in held if names(words, value)
+            value for value in about if names(words, value)
         }
-        key: object = named if named and named <= held else stated(note) or duplicate_key(words)
-        if assisted.states_a_change(words) or assisted.ended_names(words):
-            key = note.id  # a move, a new job, a loss: a point of the timeline, its own note
+        key: object = (
+            frozenset(about[v] for v in named)
+            if named and named <= about.keys()
+            else stated(note) or duplicate_key(words)
+        )
         if key:
+            note_keys[note.id] = key
             groups.setdefault((note.id in history, key), []).append(note)
-    return [(group[0], group[1:]) for group in groups.values() if len(group) > 1]
+    for history_key, key in sorted(groups, key=lambda k: -len(_as_set(k[1]))):
+        wider = [
+            other
+            for other in groups
+            if other[0] == history_key and _as_set(key) and _as_set(key) < _as_set(other[1])
+        ]
+        if wider:  # "being an architect is busy" says part of "I'm an architect at Adatum"
+            widest = max(wider, key=lambda other: len(_as_set(other[1])))
+            groups[widest] = sorted(
+                [*groups[widest], *groups.pop((history_key, key))], key=lambda n: n.created_at
+            )
+    merges: list[tuple[Passage, list[Passage]]] = []
+    for key, group in groups.items():
+        points = [note for note in group if _is_point(note)]
+        whole = [note for note in group if note_keys[note.id] == key[1]]
+        kept_note = next((note for note in whole if note in points), whole[0])
+        first = stated(kept_note)
+        gone = [
+            note
+            for note in group
+            if note is not kept_note
+            and (note not in points or (first and stated(note) == first))  # said again
+        ]
+        if gone:
+            merges.append((kept_note, gone))
+    return merges
+
+
+def _as_set(key: object) -> frozenset[object]:
+    """A group's key as the set of what its notes name (a key of words or of stated facts is
+    no set of names: it is part of no other)."""
+    return (
+        key if isinstance(key, frozenset) and all(isinstance(k, str) for k in key) else frozenset()
+    )
+
+
+def _is_point(note: Passage) -> bool:
+    """A note of a change or a loss: a point of the timeline, never merged away."""
+    words = said(note)
+    return assisted.states_a_change(words) or bool(assisted.ended_names(words))
 
 
 def _fact_sentence(note: Passage) -> str | None:
@@ -262,8 +341,7 @@ def _waiting(mnemo: Mnemo, current: list[Fact]) -> tuple[list[Proposal], list[Pr
             and fact.predicate == predicate
             and fact.learned_at > proposal.created_at
         ]
-        value = name_key(proposal.new_content)
-        if predicate in SINGLE_VALUED and any(name_key(f.object) != value for f in later):
+        if any(contradicts(predicate, f.object, proposal.new_content) for f in later):
             stale.append(proposal)
         elif _said_since(mnemo, proposal):
             restated.append(proposal)
@@ -292,14 +370,14 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
     later stays) go."""
     facts = [fact for fact in facts if fact.subject_is(USER)]
     current = sorted((f for f in facts if f.status == "current"), key=lambda f: f.learned_at)
-    held = {name_key(fact.object) for fact in facts}
+    held = topics(facts)
     lines = [assisted.as_sentence(said_to_person(fact.sentence())) for fact in current]
     kept: list[str] = []
     for line in block.splitlines():
         named = {name_key(value) for value in assisted.stated_values(line)}
         if not line.strip() or line.strip() in EMPTY_TEXTS or not assisted.lasting(line):
             continue
-        if named <= held and (named or any(names(line, fact.object) for fact in facts)):
+        if named <= held.keys() and (named or any(names(line, value) for value in held)):
             continue  # its fact's line says it, or it held once
         kept.append(" ".join(line.split()))
     tidied = "\n".join(_without_repeats([*lines, *kept]))
@@ -348,14 +426,9 @@ def propose(mnemo: Mnemo, tidying: Tidying) -> str | None:
                     into=kept.id,
                     again=_fact_sentence(note),
                 )
-        for note, fact in tidying.history:
+        for note, because in tidying.history:
             store.create_tidy_in(
-                session,
-                batch,
-                "history",
-                note,
-                tag=assisted.REPLACED_TAG,
-                again=said_to_person(fact.sentence()),
+                session, batch, "history", note, tag=assisted.REPLACED_TAG, again=because
             )
         for note in tidying.musings:
             store.create_tidy_in(session, batch, "musing", note)

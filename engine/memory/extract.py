@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from engine.memory.knowledge import RELATIVES, USER, fact_sentence
+from engine.memory.knowledge import PREFERS, RELATIVES, USER, fact_sentence
 
 _MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
@@ -69,9 +69,16 @@ _JOB_WORD = rf"(?!{_NOT_JOBS}\b)(?:{_JOB_NAMES}|[a-z]+{_JOB_ENDINGS})"
 _JUDGED = r"(?:better|worse|good|bad|great|terrible|awful|decent|huge|big|keen|total|complete)"
 _OCCUPATION = (
     rf"(?!{_JUDGED}\b)(?:[a-z]+\s+){{0,2}}?{_JOB_WORD}"
-    r"(?=\s*(?:$|[,.;:!?)]|(?:in|at|for|with|and|but|from|since|on|by|who|so|now)\b))"
+    r"(?=\s*(?:$|[,.;:!?)]|(?:in|at|for|with|and|but|from|since|on|by|who|so|now|is|was)\b))"
 )
 
+# One side of a taste: a thing or two words ("tea", "green tea", "Dogs"), not a clause ("to
+# walk", "it", "my own company"); it ends the clause.
+_TASTE = (
+    r"(?!(?:to|not|it|that|this|them|him|her|the|a|an|my|your|our|being|having|when|if)\b)"
+    r"[A-Za-z]+(?:\s+(?!(?:over|to|than|now|these|any|for)\b)[a-z]+)?"
+)
+_TASTE_END = r"(?=\s*(?:$|[,.;:!?)]|(?:now|these days|any day|anyway|by far)\b))"
 _DIETS = r"vegan|vegetarian|pescatarian|pescetarian|flexitarian|keto|paleo|halal|kosher"
 
 # (predicate, pattern): ``subject`` is "I" in the first person, a name in the third; ``object``
@@ -120,12 +127,12 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
         r"(?P<object>[a-z]+(?:\s+(?!(?:in|at|for|with|and|but|since)\b)[a-z]+)?)",
     ),
-    # "I'm a radiographer", "being a vet in Galway", "I'm a graphic designer, freelance": a
-    # word shaped like an occupation (``_OCCUPATION``), not "I'm a big fan" or "a bit tired".
+    # "I'm a radiographer", "being a vet in Galway is never boring", "I'm their new nurse":
+    # a word shaped like an occupation (``_OCCUPATION``), not "I'm a big fan" or "a bit tired".
     (
         "job_title",
-        rf"(?:\b(?P<subject>I)(?:'m|\s+am)|\b[Bb]eing)\s+(?:now\s+|still\s+|also\s+)?an?\s+"
-        rf"(?P<object>{_OCCUPATION})",
+        rf"(?:\b(?P<subject>I)(?:'m|\s+am)|\b[Bb]eing)\s+(?:now\s+|still\s+|also\s+)?"
+        rf"(?:an?|(?:the|their)\s+new)\s+(?P<object>{_OCCUPATION})",
     ),
     (
         "job_title",
@@ -136,6 +143,28 @@ _PATTERNS: list[tuple[str, str]] = [
         "diet",
         r"(?:\b(?P<subject>I)(?:'m|\s+am|'ve\s+been|\s+have\s+been)|^(?:[Bb]een|[Gg]one))\s+"
         rf"(?:(?:now|still|also|strictly|fully|mostly)\s+)?(?:an?\s+)?(?P<object>{_DIETS})\b",
+    ),
+    # Tastes: "I prefer tea over coffee", "I'll always pick dogs over cats", "Jazz is my thing,
+    # not techno", "I've switched: techno over jazz now", "these days I prefer dogs".
+    (
+        "prefers",
+        rf"{_I}\s+(?:still\s+|now\s+|really\s+|much\s+)?prefer\s+(?P<object>{_TASTE})"
+        rf"(?:\s+(?:over|to)\s+(?P<other>{_TASTE}))?{_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"{_I}(?:'ll|\s+will|'d|\s+would)?\s+always\s+(?:pick|choose|take)\s+"
+        rf"(?P<object>{_TASTE})\s+over\s+(?P<other>{_TASTE}){_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"(?:^|(?<=[.!?;:]\s))(?P<object>{_TASTE})\s+(?:is|are)\s+my\s+thing,?\s+not\s+"
+        rf"(?P<other>{_TASTE}){_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"{_I}\s+switched:?\s+(?:to\s+)?(?P<object>{_TASTE})\s+over\s+(?P<other>{_TASTE})"
+        rf"{_TASTE_END}",
     ),
     # "I'm allergic to peanuts", "I am also allergic to bee stings": one fact per allergy.
     (
@@ -174,6 +203,11 @@ _PATTERNS: list[tuple[str, str]] = [
         "relative",
         rf"(?:^|(?<=[.!?]\s))(?!{_GREETING}\b)(?P<object>{_PERSON}),\s+my\s+"
         rf"(?P<relation>{_RELATIVE}),",
+    ),
+    # "Meet Miso, my new cat."
+    (
+        "relative",
+        rf"\b[Mm]eet\s+(?P<object>{_PERSON}),\s+my\s+(?:new\s+)?(?P<relation>{_RELATIVE})\b",
     ),
     # The third person, as documents say it.
     (
@@ -227,7 +261,10 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
                 continue
             obj = _TRAILING.sub("", match["object"].strip(" .,;"))
             obj = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", obj)  # "the Bank of Portugal"
-            if obj.split()[0] in _NOT_NAMES and predicate not in ("job_title",):
+            if predicate == PREFERS:
+                other = match["other"]
+                obj = f"{obj} over {other}".casefold() if other else obj.casefold()
+            elif obj.split()[0] in _NOT_NAMES and predicate != "job_title":
                 continue
             if predicate == "relative":
                 predicate_name = match["relation"]

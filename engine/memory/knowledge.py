@@ -50,10 +50,18 @@ SINGLE_VALUED = frozenset(
     """lives_in works_at birthday born_on born_in died_on age job job_title employer email phone
     married_to partner spouse nationality name full_name diet""".split()
 )
+# A relation told in the same breath as another is bound to it: the title said with an employer
+# ("I'm a data analyst with Tailspin") is the role there, and ends when the employer changes
+# unless it is told again.
+BOUND = {"works_at": "job_title"}
 # Relations whose object is a value, not an entity (a date, a number, an address).
 LITERAL_VALUED = frozenset(
-    "birthday born_on died_on age email phone job_title allergic_to name full_name diet".split()
+    "birthday born_on died_on age email phone job_title allergic_to name full_name diet "
+    "prefers".split()
 )
+# A taste between two things, "dogs over cats" (or one thing, "dogs"): held one way at a time
+# for each pair, so "cats over dogs" contradicts it and "tea over coffee" does not.
+PREFERS = "prefers"
 # A name is the subject's own: "My name is Priya" makes Priya another word for the user, not a
 # second person beside them.
 NAMES = frozenset({"name", "full_name"})
@@ -105,6 +113,37 @@ def said_to_person(sentence: str) -> str:
     verb, _, rest = rest.partition(" ")
     verb = {"is": "are", "has": "have", "was": "were"}.get(verb, verb.removesuffix("s"))
     return " ".join(part for part in ("You", verb, rest) if part)
+
+
+def taste(value: str) -> tuple[str, str]:
+    """ "dogs over cats" -> ("dogs", "cats"); "dogs" -> ("dogs", "")."""
+    liked, _, other = value.casefold().partition(" over ")
+    return " ".join(liked.split()), " ".join(other.split())
+
+
+def fact_values(predicate: str, obj: str) -> list[str]:
+    """The things a fact's value names: both sides of a taste, else the value."""
+    if predicate == PREFERS:
+        return [side for side in taste(obj) if side]
+    return [obj]
+
+
+def restates(predicate: str, held: str, new: str) -> bool:
+    """Whether ``new`` says the value ``held`` says ("dogs" after "dogs over cats")."""
+    if predicate == PREFERS:
+        (liked, other), (new_liked, new_other) = taste(held), taste(new)
+        return liked == new_liked and (not other or not new_other or other == new_other)
+    return name_key(held) == name_key(new)
+
+
+def contradicts(predicate: str, held: str, new: str) -> bool:
+    """Whether ``new`` is another value than ``held`` of a relation held one way at a time: a
+    single-valued one, or the same pair of a taste turned round ("dogs" after "cats over
+    dogs")."""
+    if predicate == PREFERS:
+        (liked, other), (new_liked, new_other) = taste(held), taste(new)
+        return liked != new_liked and (new_liked == other or liked == new_other)
+    return predicate in SINGLE_VALUED and name_key(held) != name_key(new)
 
 
 def predicate_key(predicate: str) -> str:
@@ -206,11 +245,13 @@ class KnowledgeStore(EntityNames):
             same_object = (
                 row.object_id == object_row.id
                 if object_row is not None
-                else row.object_id is None and name_key(row.value or "") == name_key(value)
+                else row.object_id is None and restates(relation, row.value or "", value)
             )
             if same_object and (is_literal or object_row is not None):
                 return self._fact(session, row)
-        contradicted = current if relation in SINGLE_VALUED else []
+        contradicted = [
+            row for row in current if contradicts(relation, self._fact(session, row).object, value)
+        ]
         if contradicted and not supersede:
             assert subject_row is not None
             return Conflict(
@@ -239,6 +280,7 @@ class KnowledgeStore(EntityNames):
         session.flush()
         for row in contradicted:
             self._supersede(session, row, new, started if started is not None else now)
+            self._end_bound(session, row, new)
         if relation in NAMES:
             other = self._resolve_row(session, value)
             if other is None:
@@ -436,17 +478,17 @@ class KnowledgeStore(EntityNames):
     def contradicted(self, subject: str, predicate: str, obj: str) -> tuple[Fact, ...]:
         """The current facts that ``obj`` would supersede: those of a single-valued relation
         with another value (what a proposal shows beside the new fact)."""
-        relation, key = predicate_key(predicate), name_key(obj)
-        if relation not in SINGLE_VALUED:
-            return ()
+        relation = predicate_key(predicate)
         current = self.facts(subject, relation, 50)
-        return tuple(f for f in current if f.subject_is(subject) and name_key(f.object) != key)
+        return tuple(
+            f for f in current if f.subject_is(subject) and contradicts(relation, f.object, obj)
+        )
 
     def holds(self, subject: str, predicate: str, obj: str) -> bool:
         """Whether this fact is already current (so there is nothing to learn)."""
-        key = name_key(obj)
+        relation = predicate_key(predicate)
         return any(
-            fact.subject_is(subject) and name_key(fact.object) == key
+            fact.subject_is(subject) and restates(relation, fact.object, obj)
             for fact in self.facts(subject, predicate, 50)
         )
 
@@ -477,6 +519,19 @@ class KnowledgeStore(EntityNames):
         old.superseded_by = new.id
         old.valid_to = ended
         session.add(old)
+
+    def _end_bound(self, session: Session, old: RelationRow, new: RelationRow) -> None:
+        """End the facts ``BOUND`` to a superseded one: told in the same message, and not
+        told again with the new one ("a data analyst with Tailspin" ends with Tailspin)."""
+        bound = BOUND.get(old.predicate)
+        if bound is None or old.source_ref is None:
+            return
+        for row in self._current(session, old.subject_id, bound):
+            if (row.source_kind, row.source_ref) == (old.source_kind, old.source_ref) and (
+                row.source_ref != new.source_ref
+            ):
+                row.status, row.valid_to = "ended", new.valid_from or new.learned_at
+                session.add(row)
 
     def _current(self, session: Session, subject_id: int, predicate: str) -> list[RelationRow]:
         return list(
