@@ -657,3 +657,13 @@ def _letters(number: int) -> str:
     """A distinct word for ``number``, without digits."""
     digest = hashlib.sha256(bytes([number])).hexdigest()
     return digest.translate(str.maketrans("0123456789", "ghijklmnop"))
+
+
+def test_a_question_of_their_own_thing_called_the_is_answered_from_memory(mnemo):
+    """ "What day is the dentist?" after "My dentist appointment is on Tuesday": no "my" in it,
+    yet it asks of theirs; the bundled model answered with today's date from its prompt."""
+    model = ScriptedModel(parameter_count=SMALL, default="Today is Sunday 28 June 2026.")
+    agent = Agent(mnemo, model)
+    agent.send("My dentist appointment is on Tuesday.")
+    reply = agent.send("What day is the dentist?").reply or ""
+    assert "Tuesday" in reply and "Sunday" not in reply

@@ -507,6 +507,14 @@ def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):
         ("Ines, my sister, is in Bologna.", ("User", "sister", "Ines")),
         ("Dara and I are together now.", ("User", "partner", "Dara")),
         ("I've started seeing someone, Alex.", ("User", "partner", "Alex")),
+        ("Meet Olive, my new cat.", ("User", "cat", "Olive")),
+        ("At Wingtip it was busy today; being a nurse is busy.", ("User", "job_title", "nurse")),
+        ("I prefer cats over dogs.", ("User", "prefers", "cats over dogs")),
+        ("Dogs is my thing, not cats.", ("User", "prefers", "dogs over cats")),
+        ("Honestly I'll always pick jazz over techno.", ("User", "prefers", "jazz over techno")),
+        ("Funny, I've gone off cats; these days I prefer dogs.", ("User", "prefers", "dogs")),
+        ("I prefer to walk to work.", None),  # no taste: a way of doing
+        ("I prefer it when you are brief.", None),
         ("Sam and I went to the cinema.", None),
         ("Thanks, my friend, that helps.", None),  # a greeting, not a friend's name
         ("My house is in need of repair.", None),
@@ -522,3 +530,39 @@ def test_everyday_ways_of_saying_home_and_the_people_and_pets_of_a_life(said, fa
 
     found = [c.triple for c in facts_in(said, date(2026, 1, 5))]
     assert found == ([fact] if fact else [])
+
+
+def test_a_taste_turned_round_replaces_the_old_one_and_another_taste_stands_beside_it(mnemo):
+    knowledge = mnemo.knowledge
+    knowledge.add("user", "prefers", "cats over dogs")
+    knowledge.add("user", "prefers", "tea over coffee")
+    assert isinstance(knowledge.add("user", "prefers", "dogs"), Conflict)  # the pair turned
+    knowledge.add("user", "prefers", "dogs", supersede=True)
+    assert sorted(f.object for f in knowledge.facts("user", "prefers")) == [
+        "dogs",
+        "tea over coffee",
+    ]
+    assert knowledge.holds("user", "prefers", "dogs over cats")  # the same taste, said fuller
+    assert not isinstance(knowledge.add("user", "prefers", "jazz over techno"), Conflict)
+    (old,) = [f for f in knowledge.history("user") if f.status == "superseded"]
+    assert old.object == "cats over dogs" and old.to_person() == "You prefer cats over dogs"
+
+
+def test_a_title_told_with_an_employer_ends_when_the_employer_changes(mnemo):
+    """ "I'm a data analyst with Tailspin": the title is the role at Tailspin, so a new job at
+    Wingtip ends it (kept in the history); a title told on its own outlives the change."""
+    knowledge = mnemo.knowledge
+    told = {"source_kind": "message", "source_ref": "1"}
+    knowledge.add("user", "works_at", "Tailspin", **told)
+    knowledge.add("user", "job_title", "data analyst", **told)
+    knowledge.add(
+        "user", "works_at", "Wingtip", supersede=True, source_kind="message", source_ref="2"
+    )
+    assert not list(knowledge.facts("user", "job_title"))
+    (ended,) = [f for f in knowledge.history("user") if f.predicate == "job_title"]
+    assert ended.status == "ended" and ended.object == "data analyst"
+    knowledge.add("user", "job_title", "nurse", source_kind="message", source_ref="3")
+    knowledge.add(
+        "user", "works_at", "Contoso", supersede=True, source_kind="message", source_ref="4"
+    )
+    assert [f.object for f in knowledge.facts("user", "job_title")] == ["nurse"]

@@ -242,3 +242,64 @@ def test_notes_naming_the_same_pet_merge_but_the_one_that_tells_of_its_death_sta
     ]
     assert not others  # "We lost Tofu today" is a point of the timeline: never merged away
     assert any("We lost Tofu" in text for text in notes(mnemo).values())
+
+
+def approve_all(mnemo: Mnemo) -> None:
+    for proposal in mnemo.proposals.pending():
+        mnemo.proposals.approve(proposal.id)
+
+
+def test_months_of_news_keep_knowledge_and_the_block_true(mnemo):
+    """What six months of a life showed going wrong (tests/benchmarks/months.py), each with
+    the person approving what waits each evening: a title rewritten onto a new employer, a
+    pet that died learned again from the news of it, a taste in contrast read as a
+    correction of a note, "Alex and I" cut to "I are together"."""
+    live(
+        mnemo,
+        date(2026, 1, 5),
+        ["I'm a data analyst with Tailspin.", "I have a dog called Biscuit."],
+    )
+    live(mnemo, date(2026, 1, 9), ["Honestly I'll always pick dogs over cats."])
+    approve_all(mnemo)
+    live(mnemo, date(2026, 2, 1), ["I started a new job at Wingtip today!"])
+    live(mnemo, date(2026, 3, 1), ["Sad day: my dog Biscuit died this morning."])
+    live(mnemo, date(2026, 3, 2), ["Dogs is my thing, not cats.", "Alex and I are together now."])
+    approve_all(mnemo)
+    human = mnemo.core.get("human")
+    assert "Tailspin" not in human and "Wingtip as a data analyst" not in human
+    assert not list(mnemo.knowledge.facts(USER, "job_title"))  # the title was Tailspin's
+    assert not list(mnemo.knowledge.facts(USER, "dog"))  # ended, and not learned again
+    assert [f.object for f in mnemo.knowledge.facts(USER, "partner")] == ["Alex"]
+    texts = list(notes(mnemo).values())
+    assert 'The user said: "Honestly I\'ll always pick dogs over cats."' in texts
+    assert not any("I are together" in text for text in texts)
+
+
+def test_a_flipped_taste_and_a_move_said_again_are_tidied_into_one_note_each(mnemo):
+    live(mnemo, date(2026, 1, 5), ["Honestly I'll always pick cats over dogs.", "I live in Porto."])
+    live(mnemo, date(2026, 2, 1), ["Big news: I've just moved to Aarhus."])
+    approve_all(mnemo)
+    live(mnemo, date(2026, 3, 1), ["Funny, I've gone off cats; these days I prefer dogs."])
+    approve_all(mnemo)
+    live(
+        mnemo,
+        date(2026, 4, 1),
+        ["Dogs is my thing, not cats.", "Home for me is Aarhus these days."],
+    )
+    approve_all(mnemo)
+    tidying = plan(mnemo)
+    merged = {kept.text: [note.text for note in gone] for kept, gone in tidying.merges}
+    assert merged['The user said: "these days I prefer dogs."'] == [
+        'The user said: "Funny, I\'ve gone off cats."',
+        'The user said: "Dogs is my thing, not cats."',
+    ]  # one taste; the flip is the note kept
+    assert merged['The user said: "Big news: I\'ve just moved to Aarhus."'] == [
+        'The user said: "Home for me is Aarhus these days."'
+    ]  # the move said again is no second move
+    assert [(note.text, now) for note, now in tidying.history] == [
+        ('The user said: "Honestly I\'ll always pick cats over dogs."', "You prefer dogs")
+    ]
+    assert tidy_block(mnemo.core.get("human"), mnemo.knowledge.history(USER)).splitlines()[:2] == [
+        "You live in Aarhus.",
+        "You prefer dogs.",
+    ]

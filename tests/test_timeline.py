@@ -61,7 +61,7 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("How many times have I moved this year?", "Two moves: you lived in Krakow at first"),
         ("How often did I move?", "Two moves"),
         ("How many jobs have I had this year?", "Two jobs that you told me of: Tailspin, then"),
-        ("Do I still live in Krakow?", "No: You lived in Krakow from 17 January until you moved"),
+        ("Do I still live in Krakow?", "No: you lived in Krakow from 17 January until you moved"),
         ("Am I still at Wingtip?", "Yes: you work at Wingtip (you told me on 28 February)."),
         (
             "Which came first, my move to Aarhus or my job at Wingtip?",
@@ -75,7 +75,7 @@ def lived(mnemo: Mnemo) -> Mnemo:
         ("What was the name of the pet I lost?", "You had Tofu from 11 January until 15"),
         ("How many pets have I had?", "Two pets that you told me of: Tofu, then Olive."),
         ("When did I get Olive?", "You got Olive on 30 April (you told me on 30 April)"),
-        ("Is Tofu still with me?", "No: You had Tofu from 11 January until 15 March."),
+        ("Is Tofu still with me?", "No: you had Tofu from 11 January until 15 March."),
         ("Do I still have Olive?", "Yes: you have Olive (you told me on 30 April)."),
         ("What's my pet called now?", "Your cat is Olive (since 30 April; you told me on 30"),
         ("Do I live in Marrakesh?", "No: you live in Lisbon (you told me on 24 May); you never"),
@@ -176,3 +176,29 @@ def test_a_loss_in_a_pasted_text_ends_no_fact(mnemo):
         "Here is a story I read. " + "It was a long and quiet winter. " * 80 + "We lost Tofu."
     )
     assert [f.object for f in mnemo.knowledge.facts(USER, "cat")] == ["Tofu"]
+
+
+def test_a_title_is_a_timeline_and_one_told_with_its_employer_ends_with_it(mnemo: Mnemo):
+    """ "I work at Tailspin as a data analyst", then a new job at Wingtip, then "being a nurse
+    is busy": the title is asked as the job ("What is my job?"), the employer as where."""
+
+    def told(day: date, predicate: str, value: str, message: str) -> None:
+        with clock.travel(day):
+            mnemo.knowledge.add(
+                USER, predicate, value, supersede=True, source_kind="message", source_ref=message
+            )
+
+    told(date(2026, 1, 22), "works_at", "Tailspin", "1")
+    told(date(2026, 1, 22), "job_title", "data analyst", "1")
+    told(date(2026, 2, 28), "works_at", "Wingtip", "2")
+    told(date(2026, 5, 31), "job_title", "nurse", "3")
+    assert (timeline.answer(mnemo, "What is my job?") or "").startswith(
+        "You work as a nurse (since 31 May;"
+    )
+    assert (timeline.answer(mnemo, "What do I do for a living now?") or "").startswith(
+        "You work as a nurse"
+    )
+    assert (timeline.answer(mnemo, "Where do I work?") or "").startswith("You work at Wingtip")
+    assert timeline.answer(mnemo, "Am I still a data analyst?") == (
+        "No: you worked as a data analyst from 22 January until 28 February."
+    )

@@ -38,9 +38,9 @@ from engine.agent.grounding import (
 )
 from engine.agent.grounding import values as stated_values
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
-from engine.memory.archival import Passage
+from engine.memory.archival import Passage, duplicate_key
 from engine.memory.extract import MONTH, facts_in
-from engine.memory.knowledge import PREFERS, RELATIVES, USER, Fact, said_to_person
+from engine.memory.knowledge import PREFERS, RELATIVES, USER, Fact, name_key, said_to_person
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
@@ -498,6 +498,25 @@ def asks_about_the_user(message: str) -> bool:
     return text.endswith("?") and bool(_ABOUT_THE_USER.search(text))
 
 
+_THE_THING = re.compile(r"\bthe\s+([a-z]+)\b", re.IGNORECASE)
+
+
+def asks_of_theirs(message: str, recalled: Recalled) -> bool:
+    """Whether a question asks of a thing of the person's own that it calls "the": "What day
+    is the dentist?" when they told of "my dentist appointment". Asked so, it is a question
+    about them, whose answer memory holds (the bundled model gave today's date)."""
+    if not message.rstrip().endswith("?") or not _WH.match(message.strip()):
+        return False
+    things = {word.casefold() for word in _THE_THING.findall(message)}
+    said = [own_words(p.text) or "" for p in recalled.passages]
+    return any(
+        re.search(rf"\bmy\s+{re.escape(thing)}\b", text, re.I) for thing in things for text in said
+    )
+
+
+_WH = re.compile(r"^(?:what|where|when|who|which|whose|how)\b", re.IGNORECASE)
+
+
 def recall_for(
     mnemo: Mnemo,
     message: str,
@@ -860,6 +879,8 @@ def clauses(sentence: str) -> list[str]:
         else:
             found.append(text)
     return found
+
+
 _FIRST_PERSON = re.compile(
     r"\b(?:I|I'm|I've|I'd|I'll|my|mine|me|myself|we|we're|we've|our|us)\b", re.IGNORECASE
 )
@@ -1214,6 +1235,28 @@ def for_core(statement: str, states_a_fact: bool) -> bool:
     """Whether a kept statement is a lasting fact about the person for the ``human`` block: a
     fact knowledge memory holds, or one that is neither an event nor dated."""
     return states_a_fact or not (_EVENT.search(statement) or _DATED.search(statement))
+
+
+def says_again(
+    line: str, lines: Sequence[str], named_by: Callable[[str], frozenset[str]] | None = None
+) -> bool:
+    """Whether a line of the human block says what one of ``lines`` says: the same names
+    (``named_by``, by default ``names_held``: "Ines, your sister, is in Bologna" and "Your
+    sister Ines lives in Bologna"), or the same words in any order. Such a line only makes
+    the block, and every prompt, longer."""
+    named_by = named_by or names_held
+    named = named_by(line)
+    words = set(duplicate_key(line).split())
+    return any(
+        (named and named_by(other) == named)
+        or (words and set(duplicate_key(other).split()) == words)
+        for other in lines
+    )
+
+
+def names_held(line: str) -> frozenset[str]:
+    """The names and values a line holds, as compared ("Ines", "Bologna", "12 May")."""
+    return frozenset(name_key(value) for value in stated_values(line))
 
 
 def core_line(statement: str) -> str:

@@ -117,6 +117,7 @@ class AssistedTurn:
                     warm.join()
             turn.timed("recall", started)
             turn.passages = found.passages
+            about_user = about_user or assisted.asks_of_theirs(question, found)
             if found or about_user:  # a note was stored: the window has changed
                 built = None
         started = time.perf_counter()

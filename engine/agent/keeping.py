@@ -26,7 +26,7 @@ from engine.functions import (
 )
 from engine.memory.archival import NewPassage
 from engine.memory.extract import Candidate, facts_in
-from engine.memory.knowledge import RELATIVES, USER, Fact, said_to_person
+from engine.memory.knowledge import RELATIVES, USER, Fact, name_key, said_to_person
 from engine.memory.proposals import Proposal
 from engine.memory.recall import (
     MessageHit,
@@ -243,13 +243,18 @@ class Keeper:
         of Wingtip, so the news takes its place. A line the block or a waiting proposal
         already holds is not proposed again; a full block takes no more. They wait for the
         person, or apply at once under the ``auto`` write policy. A waiting line that holds
-        what the change replaced is withdrawn (approved, it would write a stale line)."""
+        what the change replaced is withdrawn (approved, it would write a stale line). A line
+        that says again what the block or a waiting line says (``says_again``: "You have a
+        cat called Olive" beside "Olive, your cat, needs a vet") is not proposed: the note keeps
+        it, and the block, in every prompt, stays short."""
         held_lines = self.mnemo.core.block("human").value.splitlines()
-        held = [line.casefold() for line in held_lines]
-        held += [
-            p.new_content.casefold()
-            for p in self.mnemo.proposals.pending(None)
-            if p.kind == "core" and p.label == "human"
+        held = [
+            *held_lines,
+            *(
+                p.new_content
+                for p in self.mnemo.proposals.pending(None)
+                if p.kind == "core" and p.label == "human"
+            ),
         ]
         proposals: list[Proposal] = []
         stale: str | None = None  # the line whose value changed, written again with the new one
@@ -260,7 +265,7 @@ class Keeper:
                 and _holds_any(waiting.new_content, replaced)
             ):
                 self.mnemo.proposals.withdraw_in(transaction.session, waiting.id)
-                held.remove(waiting.new_content.casefold())
+                held.remove(waiting.new_content)
                 stale = waiting.new_content
         old_line = next((said for said in held_lines if _holds_any(said, replaced)), None)
         stale = old_line or stale
@@ -272,15 +277,23 @@ class Keeper:
             )
             if replacing and stale is not None and not assisted.said_beyond(stale, ended_facts):
                 line = _with_new_values(stale, replaced)
-            if line.casefold() in held:
+            if line.casefold() in {said.casefold() for said in held} or (
+                not replacing and assisted.says_again(line, held, self._names_in)
+            ):
                 continue
             proposal = self._propose_line(transaction, user, line, old_line if replacing else None)
             if replacing:
                 stale = old_line = None
             if proposal is not None:
-                held.append(line.casefold())
+                held.append(line)
                 proposals.append(proposal)
         return proposals
+
+    def _names_in(self, line: str) -> frozenset[str]:
+        """The names a line holds: its values, and the people, pets and places memory knows
+        by name even where the line opens with them ("Olive, your cat, needs a vet")."""
+        known = {name_key(e.name) for e in self.mnemo.knowledge.mentioned(line) if e.name != USER}
+        return assisted.names_held(line) | known
 
     def _propose_line(
         self,
@@ -415,8 +428,10 @@ class Keeper:
         supersede: bool = False,
     ) -> tuple[str, Proposal | None, list[Fact]]:
         """One fact from the user's message into knowledge memory: what happened, in words,
-        the proposal when it waits for the user, and the facts it replaced (``supersede``:
-        the user said that it changed, so the new fact replaces the old one at once)."""
+        the proposal when it waits for the user, and the facts it replaces (``supersede``:
+        the user said that it changed, so the new fact replaces the old one at once), or will
+        once they approve it (so the block's line of the old value is proposed anew beside
+        it: "You're based in Aarhus" does not stay beside "Your flat is in Lisbon")."""
         source = {"source_kind": "message", "source_ref": str(user.id)}
         session = transaction.session
         savepoint = session.begin_nested()
@@ -455,7 +470,7 @@ class Keeper:
             log.info("a fact from the message was not kept: %s", error)
             return f"not kept: {candidate.sentence()} ({error})", None, []
         savepoint.commit()
-        return result.text, result.proposal, []
+        return result.text, result.proposal, list(current) if untrusted is None else []
 
 
 def _value(value: str) -> re.Pattern[str]:

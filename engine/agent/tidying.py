@@ -251,9 +251,7 @@ def _duplicates(
     note_keys: dict[str, object] = {}
     for note in kept:
         words = said(note)
-        named = frozenset(name_key(v) for v in assisted.stated_values(words)) | {
-            value for value in about if names(words, value)
-        }
+        named = assisted.names_held(words) | {value for value in about if names(words, value)}
         key: object = (
             frozenset(about[v] for v in named)
             if named and named <= about.keys()
@@ -311,7 +309,9 @@ def _fact_sentence(note: Passage) -> str | None:
 
 
 def _facts_from_musings(mnemo: Mnemo, current: list[Fact]) -> list[Fact]:
-    """Current facts learned from a message that was a musing or a question."""
+    """Current facts learned from a message that was a musing or a question: no statement
+    of it that tells the fact is lasting ("being a nurse is busy" is, beside "we had a long
+    meeting today")."""
     found: list[Fact] = []
     for fact in current:
         if fact.source_kind != "message" or not (fact.source_ref or "").isdigit():
@@ -320,7 +320,12 @@ def _facts_from_musings(mnemo: Mnemo, current: list[Fact]) -> list[Fact]:
             message = mnemo.recall.get(int(fact.source_ref or 0))
         except NotFoundError:  # forgotten since
             continue
-        if message.text.rstrip().endswith("?") or not assisted.lasting(message.text):
+        telling = [
+            statement
+            for statement in assisted.user_statements(message.text)
+            if any(names(statement, value) for value in fact_values(fact.predicate, fact.object))
+        ]
+        if not any(assisted.lasting(statement) for statement in telling):
             found.append(fact)
     return found
 
@@ -374,7 +379,7 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
     lines = [assisted.as_sentence(said_to_person(fact.sentence())) for fact in current]
     kept: list[str] = []
     for line in block.splitlines():
-        named = {name_key(value) for value in assisted.stated_values(line)}
+        named = assisted.names_held(line)
         if not line.strip() or line.strip() in EMPTY_TEXTS or not assisted.lasting(line):
             continue
         if named <= held.keys() and (named or any(names(line, value) for value in held)):
@@ -393,7 +398,7 @@ def _without_repeats(lines: list[str]) -> list[str]:
     by_names: set[frozenset[str]] = set()
     first: list[str] = []
     for line in lines:
-        named = frozenset(name_key(v) for v in assisted.stated_values(line))
+        named = assisted.names_held(line)
         if named and named in by_names:
             continue
         by_names.add(named)

@@ -44,6 +44,13 @@ class Relation:
     many: str  # "times you moved": what is counted
     began_by: re.Pattern[str]  # "when did I …" asks the start by these ("move", "get")
     alone: bool = False  # a value ends by itself (a pet that died), not by the next one
+    titled: bool = False  # a value said with its article ("work as a nurse")
+
+    def say(self, template: str, value: str) -> str:
+        """``template`` ("live in {}") with ``value`` in it."""
+        if self.titled:
+            value = f"{'an' if value[:1].casefold() in 'aeiou' else 'a'} {value}"
+        return template.format(value)
 
 
 RELATIONS = (
@@ -80,6 +87,17 @@ RELATIONS = (
         "pets",
         re.compile(r"\b(?:get|got|adopt(?:ed)?|bring|brought|have|had)\b", re.I),
         alone=True,
+    ),
+    Relation(
+        ("job_title",),
+        re.compile(r"\b(?:jobs?|for a living|professions?|occupations?|roles?|titles?)\b", re.I),
+        "work as {}",
+        "worked as {}",
+        "started as {}",
+        "change of role",
+        "roles",
+        re.compile(r"\b(?:start(?:ed)?|bec[oa]me|change[ds]?|switch(?:ed)?)\b", re.I),
+        titled=True,
     ),
     Relation(
         ("partner",),
@@ -242,11 +260,13 @@ def _answer(
     if _STILL.search(asked) and named:
         span = spans[named[0]]
         if span.until is None and named[0] == len(spans) - 1:
-            return f"Yes: you {relation.now.format(span.value)} (you told me on {_day(span.told)})."
+            now = relation.say(relation.now, span.value)
+            return f"Yes: you {now} (you told me on {_day(span.told)})."
         later = spans[named[0] + 1] if named[0] + 1 < len(spans) else None
         if later is None and not (relation.alone and span.until):
             return None
-        return f"No: {_lived(relation, span, later or span)}."
+        lived = _lived(relation, span, later or span)
+        return f"No: {lived[0].lower()}{lived[1:]}."
     if (no := _not_held(relation, spans, asked)) is not None:
         return no
     if _WHEN.match(asked):
@@ -289,8 +309,8 @@ def _not_held(relation: Relation, spans: list[Span], asked: str) -> str | None:
     if span.until is not None:
         return None
     return (
-        f"No: you {relation.now.format(span.value)} (you told me on {_day(span.told)}); you "
-        f"never told me you {relation.now.format(asked_of[0])}."
+        f"No: you {relation.say(relation.now, span.value)} (you told me on {_day(span.told)}); you "
+        f"never told me you {relation.say(relation.now, asked_of[0])}."
     )
 
 
@@ -308,7 +328,7 @@ def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
     said = (
         f"Your {span.kind} is {span.value}"
         if relation.alone
-        else (f"You {relation.now.format(span.value)}")
+        else (f"You {relation.say(relation.now, span.value)}")
     )
     return f"{said} ({since}you told me on {_day(span.told)})."
 
@@ -316,13 +336,14 @@ def _now(relation: Relation, spans: list[Span], asked: str) -> str | None:
 def _lived(relation: Relation, span: Span, after: Span) -> str:
     """ "You lived in Lisbon from 3 March until you moved to Madrid on 14 June (you told me
     on 14 June)"; of a value that ended by itself, "You had Tofu from 11 January until 15
-    March"."""
-    if relation.alone and span.until is not None:
-        held = relation.was.format(span.value)
+    March" (so too of one that ended before the next began: a role that ended with its
+    employer)."""
+    if span.until is not None and (relation.alone or span.until < after.since):
+        held = relation.say(relation.was, span.value)
         return f"You {held} from {_day(span.since)} until {_day(span.until)}"
     return (
-        f"You {relation.was.format(span.value)} from {_day(span.since)} until you "
-        f"{relation.began.format(after.value)} on {_day(after.since)} (you told me on "
+        f"You {relation.say(relation.was, span.value)} from {_day(span.since)} until you "
+        f"{relation.say(relation.began, after.value)} on {_day(after.since)} (you told me on "
         f"{_day(after.told)})"
     )
 
@@ -331,12 +352,12 @@ def _when(relation: Relation, spans: list[Span], index: int) -> str:
     span = spans[index]
     if index == 0:
         return (
-            f"You told me on {_day(span.told)} that you {relation.now.format(span.value)}; "
+            f"You told me on {_day(span.told)} that you {relation.say(relation.now, span.value)}; "
             "you did not say since when."
         )
     return (
-        f"You {relation.began.format(span.value)} on {_day(span.since)} (you told me on "
-        f"{_day(span.told)}); before that you {relation.was.format(spans[index - 1].value)}."
+        f"You {relation.say(relation.began, span.value)} on {_day(span.since)} (you told me on "
+        f"{_day(span.told)}); before that you {relation.say(relation.was, spans[index - 1].value)}."
     )
 
 
@@ -349,7 +370,7 @@ def _held_in(relation: Relation, spans: list[Span], month: int) -> str | None:
     for index, span in enumerate(spans):
         if span.since < last_day and (span.until is None or span.until > first_day):
             if span.until is None or index + 1 == len(spans):
-                return f"You {relation.now.format(span.value)}, since {_day(span.since)}."
+                return f"You {relation.say(relation.now, span.value)}, since {_day(span.since)}."
             return _lived(relation, span, spans[index + 1]) + "."
     return None
 
@@ -367,7 +388,7 @@ def _order(
     if not mine or not theirs:
         return None
     a, b = mine[0], theirs[0]
-    said_a, said_b = relation.began.format(a.value), other.began.format(b.value)
+    said_a, said_b = relation.say(relation.began, a.value), other.say(other.began, b.value)
     told = f"you {said_a} on {_day(a.since)}, and {said_b} on {_day(b.since)}"
     if re.search(r"\bbefore or after\b", asked, re.I):
         # "Did I move to A before or after I started at B?": said of what is asked first.
@@ -385,9 +406,11 @@ def _position(text: str, value: str) -> int:
 
 
 def _story(relation: Relation, spans: list[Span]) -> str:
-    moves = [f"{relation.began.format(s.value)} on {_day(s.since)}" for s in spans[1:]]
+    moves = [f"{relation.say(relation.began, s.value)} on {_day(s.since)}" for s in spans[1:]]
     return (
-        f"you {relation.was.format(spans[0].value)} at first, then " + ", then ".join(moves) + "."
+        f"you {relation.say(relation.was, spans[0].value)} at first, then "
+        + ", then ".join(moves)
+        + "."
     )
 
 
