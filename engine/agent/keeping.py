@@ -4,6 +4,7 @@ knowledge memory, and "it's X, not Y" as a correction. Pasted text only proposes
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -257,6 +258,7 @@ class Keeper:
             ),
         ]
         proposals: list[Proposal] = []
+        names_in = functools.cache(self._names_in)  # each held line is read once a message
         stale: str | None = None  # the line whose value changed, written again with the new one
         for waiting in self.mnemo.proposals.pending(None):
             if (
@@ -278,7 +280,7 @@ class Keeper:
             if replacing and stale is not None and not assisted.said_beyond(stale, ended_facts):
                 line = _with_new_values(stale, replaced)
             if line.casefold() in {said.casefold() for said in held} or (
-                not replacing and assisted.says_again(line, held, self._names_in)
+                not replacing and assisted.says_again(line, held, names_in)
             ):
                 continue
             proposal = self._propose_line(transaction, user, line, old_line if replacing else None)
