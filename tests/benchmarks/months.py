@@ -20,8 +20,10 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
 - ``human_block_chars`` and ``human_lines_true``: the share of the human block's lines that name
   no superseded value; ``proposals_waiting``;
 - ``turn_s_start`` and ``turn_s_end``: median turn time of the first and last conversations,
-  and their ratio; ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and
-  ``tidied``: what it said it changed.
+  and their ratio; ``phases_start`` and ``phases_end``: where those turns' time went (the
+  median of each phase: recall, window, model, memory step, drafts, tokens evaluated);
+  ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and ``tidied``: what
+  it said it changed.
 
     uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool held_out] [--model PATH.gguf]
 
@@ -103,6 +105,7 @@ def play(
     model = load_model(mnemo.settings)
     said: list[str] = []
     turn_s: list[list[float]] = []
+    phases: list[list[dict[str, float]]] = []  # where each turn's time went
     approved = 0
     for lines in life.conversations:
         day = lines[0].day
@@ -114,15 +117,18 @@ def play(
                 Ingestor(mnemo).ingest_file(path)
                 said.append(dropped.text)
             agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
-            times = []
+            times, spent = [], []
             for line in lines:
                 started = time.perf_counter()
-                reply = agent.send(line.text).reply or ""
+                finished = agent.send(line.text)
                 times.append(time.perf_counter() - started)
+                spent.append(finished.phases)
+                reply = finished.reply or ""
                 said.append(line.text)
                 if show:
                     print(f"{day} > {line.text}\n           < {reply[:200]}", file=sys.stderr)
             turn_s.append(times)
+            phases.append(spent)
             mnemo.wait_for_background_work()
             if approve:
                 approved += approve_waiting(mnemo)
@@ -160,6 +166,8 @@ def play(
         "turn_s_start": round(start, 2),
         "turn_s_end": round(finish, 2),
         "turn_ratio": round(finish / start, 2) if start else None,
+        "phases_start": _median_phases(phases[:3]),
+        "phases_end": _median_phases(phases[-3:]),
         "profile_mb": round(size / 2**20, 1),
     }
 
@@ -260,6 +268,14 @@ def stale(line: str, life: Life) -> bool:
             if old is not None and (now is None or old < now):
                 return True
     return False
+
+
+def _median_phases(conversations: list[list[dict[str, float]]]) -> dict[str, float]:
+    """The median of each phase of the turns (seconds; "drafts" and token counts as counted),
+    a turn without the phase counting as 0: what a slower turn at the end spends more on."""
+    turns = [phases for turns in conversations for phases in turns]
+    keys = sorted({key for phases in turns for key in phases})
+    return {key: round(statistics.median(p.get(key, 0.0) for p in turns), 3) for key in keys}
 
 
 def _all_days(life: Life, end: date) -> list[date]:
