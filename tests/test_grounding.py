@@ -119,10 +119,10 @@ def test_a_capped_reply_ends_where_a_sentence_did(mnemo, model):
 def test_an_answer_cut_off_before_a_sentence_ended_is_not_shown(mnemo, model):
     mnemo.settings.set("agent.reply_tokens", 20)
     agent = Agent(mnemo, model)
-    tell(agent, model, "I work as a radiographer.")
-    model.enqueue(["You work as a " + "very " * 30])
-    reply = agent.send("What is my job?").reply
-    assert reply.endswith("you work as a radiographer.")
+    tell(agent, model, "I'm allergic to peanuts.")
+    model.enqueue(["You are allergic to " + "very " * 30])
+    reply = agent.send("What am I allergic to?").reply
+    assert reply.startswith("You told me on") and reply.endswith(": you are allergic to peanuts.")
     assert not assisted.ends_a_sentence("Your landlord's name is Mr.")  # no end: cut off too
 
 

@@ -40,7 +40,15 @@ from engine.agent.grounding import values as stated_values
 from engine.functions import SEND_MESSAGE, search_archival, search_conversation, trace_lines
 from engine.memory.archival import Passage, duplicate_key
 from engine.memory.extract import MONTH, facts_in
-from engine.memory.knowledge import PREFERS, RELATIVES, USER, Fact, name_key, said_to_person
+from engine.memory.knowledge import (
+    PREFERS,
+    RELATIVES,
+    USER,
+    Fact,
+    name_key,
+    restates,
+    said_to_person,
+)
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
@@ -593,6 +601,7 @@ def recall_for(
                 recalled.messages.append(hit)
     recalled.replaced = replaced_facts(mnemo, recalled.facts)
     _leave_out_replaced(recalled)
+    _leave_out_restated(recalled)
     named = named_in(message)
     if named and not any(recalled.mentions(word) for word in (named, *SAME_THING.get(named, ()))):
         # "What is my sister's name?" is answered only by what mentions a sister: the dog's
@@ -621,14 +630,19 @@ _ASKS_A_NAME = re.compile(r"\b(?:name|names|called|named)\b|^\W*who\b", re.IGNOR
 
 
 def replaced_facts(mnemo: Mnemo, facts: list[Fact]) -> dict[int, list[Fact]]:
-    """What each of ``facts`` replaced, oldest first (Ines lived in Ghent before Antwerp)."""
+    """What each of ``facts`` replaced, oldest first, the whole chain (Ines lived in Ghent, then
+    Bruges, before Antwerp)."""
     replaced: dict[int, list[Fact]] = {}
     for fact in facts:
-        earlier = [
-            old
-            for old in mnemo.knowledge.history(fact.subject)
-            if old.superseded_by == fact.id and old.predicate == fact.predicate
-        ]
+        history = [old for old in mnemo.knowledge.history(fact.subject)]
+        earlier: list[Fact] = []
+        newer = {fact.id}  # Krakow, then Aarhus, then Lisbon: both came before Lisbon
+        while found := [
+            old for old in history if old.superseded_by in newer and old not in earlier
+        ]:
+            earlier = found + earlier
+            newer = {old.id for old in found}
+        earlier = [old for old in earlier if old.predicate == fact.predicate]
         if earlier:
             replaced[fact.id] = earlier
     return replaced
@@ -647,6 +661,43 @@ def _leave_out_replaced(recalled: Recalled) -> None:
 
     recalled.messages = [hit for hit in recalled.messages if not states_old(hit.text)]
     recalled.passages = [p for p in recalled.passages if not states_old(p.text)]
+
+
+def _leave_out_restated(recalled: Recalled) -> None:
+    """Messages that say again what the note already says: the same words as a note or an
+    earlier message, or only facts a recalled fact holds ("On 6 June you said: I prefer dogs
+    over cats" beside "You prefer dogs"). After months the same thing is said many times; each
+    line of it made every prompt longer (a turn at the end of six months evaluated seven times
+    the tokens of one at the start) and told the model nothing more."""
+    said = {duplicate_key(own_words(p.text) or p.text) for p in recalled.passages}
+    kept: list[MessageHit] = []
+    for hit in recalled.messages:
+        key = duplicate_key(hit.text)
+        if key in said or (hit.role == "user" and _holds_only(hit.text, recalled.facts)):
+            continue
+        said.add(key)
+        kept.append(hit)
+    recalled.messages = kept
+
+
+def _holds_only(text: str, facts: list[Fact]) -> bool:
+    """Whether ``text`` states facts, each held by one of ``facts``, and says nothing more."""
+    found = facts_in(text, clock.today())
+    held = [
+        c
+        for c in found
+        if any(
+            f.subject_is(c.subject)
+            and f.predicate == c.predicate
+            and restates(c.predicate, f.object, c.object)
+            for f in facts
+        )
+    ]
+    return (
+        bool(found)
+        and len(held) == len(found)
+        and not said_beyond(text, [c.sentence() for c in found])
+    )
 
 
 def name_words(text: str) -> frozenset[str]:
@@ -1059,7 +1110,8 @@ def replaces(new: str, old: str, resolve: Callable[[str], object]) -> bool:
     ignored = new_values | old_values
 
     def topic(text: str) -> list[str]:  # its words, without names, values and words of change
-        return [w for w in query_terms(text, 10**6) if w not in ignored and not _CHANGE.match(w)]
+        words = query_terms(_CHANGE.sub(" ", text), 10**6)  # "these days" is no topic of "day"
+        return [w for w in words if w not in ignored]
 
     topic_new, topic_old = topic(new), topic(old)
     return any(same_word(a, b) for a in topic_new for b in topic_old)

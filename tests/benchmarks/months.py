@@ -126,7 +126,12 @@ def play(
                 reply = finished.reply or ""
                 said.append(line.text)
                 if show:
-                    print(f"{day} > {line.text}\n           < {reply[:200]}", file=sys.stderr)
+                    took = ", ".join(f"{k} {v:g}" for k, v in sorted(finished.phases.items()))
+                    print(
+                        f"{day} > {line.text}\n           < {reply[:200]}\n"
+                        f"           ({times[-1]:.2f} s: {took})",
+                        file=sys.stderr,
+                    )
             turn_s.append(times)
             phases.append(spent)
             mnemo.wait_for_background_work()
