@@ -19,9 +19,13 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
   ``musings_as_facts``: facts or notes that hold a dream town;
 - ``human_block_chars`` and ``human_lines_true``: the share of the human block's lines that name
   no superseded value; ``proposals_waiting``;
+- ``probe_s_start`` and ``probe_s_end``: the median turn of the same small talk (``probe``)
+  after the first day and on the last, and their ratio: what memory grown over months adds to
+  a turn;
 - ``turn_s_start`` and ``turn_s_end``: median turn time of the first and last conversations,
-  and their ratio; ``phases_start`` and ``phases_end``: where those turns' time went (the
-  median of each phase: recall, window, model, memory step, drafts, tokens evaluated);
+  and their ratio (of other messages: as much the mix as the memory); ``phases_start`` and
+  ``phases_end``: where those turns' time went (the median of each phase: recall, window,
+  model, memory step, drafts, tokens evaluated);
   ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and ``tidied``: what
   it said it changed.
 
@@ -107,8 +111,11 @@ def play(
     turn_s: list[list[float]] = []
     phases: list[list[dict[str, float]]] = []  # where each turn's time went
     approved = 0
-    for lines in life.conversations:
+    probe_start: list[float] = []
+    for number, lines in enumerate(life.conversations):
         day = lines[0].day
+        if number == 1:  # after the first day: what a turn costs with little in memory
+            probe_start = probe(mnemo, model, life, life.conversations[0][0].day)
         with clock.travel(datetime(day.year, day.month, day.day, 19)):
             for dropped in (d for d in life.documents if d.day == day):
                 path = profile.with_name(f"{profile.name}-files") / dropped.name
@@ -141,6 +148,7 @@ def play(
                 batch = propose(mnemo, plan(mnemo))
                 approved += approve_waiting(mnemo, batch) if batch else 0
     end = life.conversations[-1][0].day + timedelta(days=1)
+    probe_end = probe(mnemo, model, life, end)
     known = known_words([*said, *(f"{d:%-d %B %Y}" for d in _all_days(life, end))])
     before = {**ask(mnemo, model, life, end, known, show), **memory_figures(mnemo, life)}
     with clock.travel(datetime(end.year, end.month, end.day, 9)):
@@ -171,10 +179,30 @@ def play(
         "turn_s_start": round(start, 2),
         "turn_s_end": round(finish, 2),
         "turn_ratio": round(finish / start, 2) if start else None,
+        "probe_s_start": round(statistics.median(probe_start), 2),
+        "probe_s_end": round(statistics.median(probe_end), 2),
+        "probe_ratio": round(statistics.median(probe_end) / statistics.median(probe_start), 2),
         "phases_start": _median_phases(phases[:3]),
         "phases_end": _median_phases(phases[-3:]),
         "profile_mb": round(size / 2**20, 1),
     }
+
+
+def probe(mnemo: Mnemo, model: Any, life: Life, day: date) -> list[float]:
+    """The same small talk (the pool's own), in a conversation of its own late on ``day``,
+    each line timed: what a turn costs with the memory of that day. The life's own turns at
+    the start and the end are other messages (advice asked at the end ran to the reply cap,
+    greetings at the start did not), so their ratio is as much the mix as the memory."""
+    said = POOLS[life.pool]["small_talk"]
+    with clock.travel(datetime(day.year, day.month, day.day, 22)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        took = []
+        for text in [*said, *said]:  # twice: the replies are sampled
+            started = time.perf_counter()
+            agent.send(text)
+            took.append(time.perf_counter() - started)
+        mnemo.wait_for_background_work()
+    return took
 
 
 def approve_waiting(mnemo: Mnemo, batch: str | None = None) -> int:
