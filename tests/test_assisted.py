@@ -667,3 +667,18 @@ def test_a_question_of_their_own_thing_called_the_is_answered_from_memory(mnemo)
     agent.send("My dentist appointment is on Tuesday.")
     reply = agent.send("What day is the dentist?").reply or ""
     assert "Tuesday" in reply and "Sunday" not in reply
+
+
+def test_a_greeting_does_not_recall_the_last_greeting(mnemo):
+    """After months every "Hi!" found the one before ("On 30 April you said: Hi!"): no record,
+    a longer prompt each turn, and the bundled model lost ("I'm not sure how to answer that")."""
+    for text in [
+        "Hi!",
+        "Thanks, that helps.",
+        "I live in Porto.",
+        "How do I keep basil alive?",
+    ] * 3:
+        mnemo.recall.add("user", text)
+    for said in ["Hi!", "Thanks, that helps."]:
+        recalled = assisted.recall_for(mnemo, said, previous=None, visible=set())
+        assert said not in [hit.text for hit in recalled.messages]

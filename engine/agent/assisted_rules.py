@@ -595,7 +595,7 @@ def recall_for(
                 and not (hit.role == "assistant" and hit.name == SEND_MESSAGE)
                 and not hit.weak
                 and hit.id not in seen
-                and not _asks_nothing_more(hit, message)
+                and not _says_nothing_more(hit, message)
             ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
@@ -614,10 +614,12 @@ def recall_for(
     return recalled
 
 
-def _asks_nothing_more(hit: MessageHit, message: str) -> bool:
-    """Whether ``hit`` is the person asking what ``message`` asks, or less: no record, and a
-    reply recited it ("On 5 December you said: Where does Ines live?")."""
-    if hit.role != "user" or not hit.text.rstrip().endswith("?"):
+def _says_nothing_more(hit: MessageHit, message: str) -> bool:
+    """Whether ``hit`` is the person saying or asking what ``message`` does, or less: no
+    record. A reply recited it ("On 5 December you said: Where does Ines live?"), and after
+    months every greeting found the last one ("On 30 April you said: Hi!"), which made each
+    turn longer and the bundled model lost ("I'm not sure how to answer that")."""
+    if hit.role != "user":
         return False
     asked = query_terms(message, max_terms=10**6)
     return all(
