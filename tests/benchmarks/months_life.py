@@ -214,7 +214,94 @@ HELD_OUT_PHRASINGS: dict[str, list[str]] = {
         "Nice, thank you.",
     ],
 }
-POOLS = {"tuned": PHRASINGS, "held_out": HELD_OUT_PHRASINGS}
+# A third pool, written at the end of the session that found the first two's gap: sealed for
+# the session that works on the second's wordings, so that its gains are seen to carry over.
+SEALED_PHRASINGS: dict[str, list[str]] = {
+    "home": [
+        "These days I'm living in {town}.",
+        "My address is in {town} now.",
+        "Back home in {town} the bakery on my street closed.",
+        "I rent a small apartment in {town}.",
+    ],
+    "moved": [
+        "Moving day is over: I'm a resident of {town} now.",
+        "We packed everything and relocated to {town}.",
+        "I've settled into my new home in {town}.",
+    ],
+    "job": [
+        "I'm on the payroll at {employer} as {article} {job}.",
+        "My employer is {employer}; I work there as {article} {job}.",
+        "Long shift at {employer} today, the life of {article} {job}.",
+        "I do {job} work for {employer}.",
+    ],
+    "new_job": [
+        "I handed in my notice and I'm now at {employer}.",
+        "Started my new role as {article} {job} at {employer} this morning.",
+        "New employer: {employer}, as of today.",
+    ],
+    "pet": [
+        "{pet} the {species} knocked a cup off the table.",
+        "Our {species} {pet} loves the garden.",
+        "I bought a new bed for {pet}, my {species}.",
+        "Feeding {pet}, my {species}, before work.",
+    ],
+    "pet_died": [
+        "Heartbroken: {pet}, my {species}, is gone.",
+        "We buried {pet} in the garden today; my {species} was old.",
+    ],
+    "new_pet": [
+        "Welcome home, {pet}! A {species} from the rescue centre.",
+        "Our family grew: a {species} called {pet}.",
+        "I've taken in a {species}, {pet}.",
+    ],
+    "taste": [
+        "{liked_cap} over {other}, always.",
+        "I'd take {liked} over {other} any time.",
+        "I like {liked} better than {other}.",
+    ],
+    "taste_flip": [
+        "I used to love {other}, but now it's {liked} for me.",
+        "These days I'd rather have {liked} than {other}.",
+    ],
+    "sister": [
+        "My sister {sister} lives over in {town}.",
+        "{sister} (my sister) bought a house in {town}.",
+        "Flying to see my sister {sister} in {town} next month.",
+    ],
+    "partner_new": [
+        "{partner} is my girlfriend now!",
+        "I'm in a relationship with {partner}.",
+    ],
+    "partner": [
+        "{partner} and I cooked together tonight.",
+        "My other half, {partner}, is travelling.",
+        "Date night with {partner}, my partner.",
+    ],
+    "colleague": [
+        "{colleague} from my team lives in {town}.",
+        "My workmate {colleague} relocated to {town}.",
+    ],
+    "muse": [
+        "In another life I'd live in {dream}.",
+        "Daydreaming about a flat in {dream} again.",
+        "Maybe I'll retire to {dream}.",
+    ],
+    "correction": [
+        "Dentist appointment: {wrong}.",
+        "Correction, the dentist is on {right}, not {wrong}.",
+    ],
+    "small_talk": [
+        "Hey.",
+        "What's a simple lunch idea?",
+        "How can I relax after work?",
+        "Thank you!",
+        "Share a fun fact.",
+        "Evening!",
+        "Any book recommendations?",
+        "Great, thanks.",
+    ],
+}
+POOLS = {"tuned": PHRASINGS, "held_out": HELD_OUT_PHRASINGS, "sealed": SEALED_PHRASINGS}
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 
 
