@@ -38,6 +38,7 @@ from engine.memory.archival import Passage, duplicate_key
 from engine.memory.core import EMPTY_TEXTS
 from engine.memory.extract import facts_in
 from engine.memory.knowledge import (
+    RELATIVES,
     USER,
     Fact,
     contradicts,
@@ -212,7 +213,10 @@ def _replaced_by(note: Passage, current: list[Fact], facts: list[Fact]) -> str |
     gone = [
         f
         for f in named
-        if f.status == "ended" and f.valid_to is not None and f.valid_to > note.created_at
+        if f.status == "ended"
+        and f.predicate in RELATIVES  # a pet or person: the end has no fact of its own
+        and f.valid_to is not None
+        and f.valid_to > note.created_at
     ]
     if gone and all(f.status != "current" for f in named):
         return f"{gone[0].object} is no longer with you"
