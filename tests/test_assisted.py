@@ -682,3 +682,18 @@ def test_a_greeting_does_not_recall_the_last_greeting(mnemo):
     for said in ["Hi!", "Thanks, that helps."]:
         recalled = assisted.recall_for(mnemo, said, previous=None, visible=set())
         assert said not in [hit.text for hit in recalled.messages]
+
+
+def test_recall_leaves_out_a_message_that_only_says_a_recalled_fact_again(mnemo):
+    """After months the same taste is said many times: each said again made the prompt longer.
+    A message that ties a relative to their fact says more than the facts apart, and stays."""
+    for text in ["I prefer dogs over cats.", "My sister Ines lives in Bologna.", "Hi there."] * 3:
+        mnemo.recall.add("user", text)
+    mnemo.knowledge.add("user", "prefers", "dogs over cats")
+    mnemo.knowledge.add("user", "sister", "Ines")
+    mnemo.knowledge.add("Ines", "lives_in", "Bologna")
+    taste = assisted.recall_for(mnemo, "Do I prefer dogs or cats?", previous=None, visible=set())
+    assert [f.object for f in taste.facts] == ["dogs over cats"]
+    assert "I prefer dogs over cats." not in [hit.text for hit in taste.messages]
+    sister = assisted.recall_for(mnemo, "Where does my sister live?", previous=None, visible=set())
+    assert "My sister Ines lives in Bologna." in [hit.text for hit in sister.messages]

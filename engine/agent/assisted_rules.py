@@ -683,8 +683,12 @@ def _leave_out_restated(recalled: Recalled) -> None:
 
 
 def _holds_only(text: str, facts: list[Fact]) -> bool:
-    """Whether ``text`` states facts, each held by one of ``facts``, and says nothing more."""
+    """Whether ``text`` states facts of the person, each held by one of ``facts``, and says
+    nothing more. "My sister Ines lives in Bologna" says more than "Your sister is Ines" and
+    "Ines lives in Bologna" apart: it ties the sister to the home a question asks of."""
     found = facts_in(text, clock.today())
+    if any(c.subject != USER for c in found):
+        return False
     held = [
         c
         for c in found
