@@ -303,3 +303,18 @@ def test_a_flipped_taste_and_a_move_said_again_are_tidied_into_one_note_each(mne
         "You live in Aarhus.",
         "You prefer dogs.",
     ]
+
+
+def test_a_whole_batch_applies_when_approved(mnemo):
+    """A note both merged away and made history by a later fact was proposed twice; the second,
+    approved after the merge, had no note left and stayed in the panel ("no longer applies")."""
+    live(mnemo, date(2026, 1, 5), ["I have a cat called Tofu.", "Tofu, my cat, needs a vet."])
+    live(mnemo, date(2026, 2, 1), ["Walking Tofu is the best part of my day."])
+    live(mnemo, date(2026, 2, 2), ["My cat Tofu woke me up at six again."])
+    live(mnemo, date(2026, 3, 1), ["We lost Tofu today. I'll miss that cat so much."])
+    approve_all(mnemo)
+    batch = propose(mnemo, plan(mnemo))
+    assert batch is not None
+    for proposal in mnemo.proposals.batch(batch):
+        mnemo.proposals.approve(proposal.id)  # raises if it no longer applies
+    assert not mnemo.proposals.pending()

@@ -168,6 +168,9 @@ def plan(mnemo: Mnemo) -> Tidying:
     }
     tidying.history = [(note, replaced[note.id]) for note in lasting if note.id in replaced]
     tidying.merges = _duplicates(lasting, {*replaced, *_history_ids(lasting)}, facts)
+    merged = {note.id for _kept, gone in tidying.merges for note in gone}
+    # A note merged away is not also kept as history: approved after the merge, it had no note.
+    tidying.history = [(note, now) for note, now in tidying.history if note.id not in merged]
     tidying.musing_facts = _facts_from_musings(mnemo, current)
     tidying.stale, tidying.restated = _waiting(mnemo, current)
     human = mnemo.core.get("human")
