@@ -669,8 +669,8 @@ def _leave_out_restated(recalled: Recalled) -> None:
     """Messages that say again what the note already says: the same words as a note or an
     earlier message, or only facts a recalled fact holds ("On 6 June you said: I prefer dogs
     over cats" beside "You prefer dogs"). After months the same thing is said many times; each
-    line of it made every prompt longer (a turn at the end of six months evaluated seven times
-    the tokens of one at the start) and told the model nothing more."""
+    line of it made every prompt longer (the last days of six months evaluated about three times
+    the prompt tokens a turn of the first day did) and told the model nothing more."""
     said = {duplicate_key(own_words(p.text) or p.text) for p in recalled.passages}
     kept: list[MessageHit] = []
     for hit in recalled.messages:
