@@ -636,7 +636,7 @@ def replaced_facts(mnemo: Mnemo, facts: list[Fact]) -> dict[int, list[Fact]]:
     Bruges, before Antwerp)."""
     replaced: dict[int, list[Fact]] = {}
     for fact in facts:
-        history = [old for old in mnemo.knowledge.history(fact.subject)]
+        history = mnemo.knowledge.history(fact.subject)
         earlier: list[Fact] = []
         newer = {fact.id}  # Krakow, then Aarhus, then Lisbon: both came before Lisbon
         while found := [

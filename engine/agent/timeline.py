@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
 from engine.errors import NotFoundError
-from engine.memory.knowledge import RELATIVES, USER, Fact, name_key
+from engine.memory.knowledge import RELATIVES, USER, Fact, name_key, with_article
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -48,9 +48,7 @@ class Relation:
 
     def say(self, template: str, value: str) -> str:
         """``template`` ("live in {}") with ``value`` in it."""
-        if self.titled:
-            value = f"{'an' if value[:1].casefold() in 'aeiou' else 'a'} {value}"
-        return template.format(value)
+        return template.format(with_article(value) if self.titled else value)
 
 
 RELATIONS = (

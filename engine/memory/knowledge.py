@@ -85,11 +85,15 @@ def relation_words(predicate: str) -> str:
     return _PHRASES.get(predicate, predicate.replace("_", " "))
 
 
+def with_article(noun: str) -> str:
+    """ "nurse" -> "a nurse", "architect" -> "an architect"."""
+    return f"{'an' if noun[:1].casefold() in 'aeiou' else 'a'} {noun}"
+
+
 def fact_sentence(subject: str, predicate: str, obj: str) -> str:
     """ "User lives in Lyon", "Ana's birthday is 12 May"."""
     if predicate == "job_title":  # "User works as a nurse", not "User's job title is nurse"
-        article = "an" if obj[:1].casefold() in "aeiou" else "a"
-        return f"{subject} works as {article} {obj}"
+        return f"{subject} works as {with_article(obj)}"
     if predicate in _NOUN_RELATIONS:
         return f"{subject}'s {relation_words(predicate)} is {obj}"
     return f"{subject} {relation_words(predicate)} {obj}"
@@ -249,8 +253,12 @@ class KnowledgeStore(EntityNames):
             )
             if same_object and (is_literal or object_row is not None):
                 return self._fact(session, row)
+        # The same value returned above, so every other current value of a single-valued
+        # relation contradicts it; a taste is literal, compared by its row's text.
         contradicted = [
-            row for row in current if contradicts(relation, self._fact(session, row).object, value)
+            row
+            for row in current
+            if relation in SINGLE_VALUED or contradicts(relation, row.value or "", value)
         ]
         if contradicted and not supersede:
             assert subject_row is not None
