@@ -1044,7 +1044,8 @@ _PASSING = re.compile(
     r"ready|sorry|glad|happy to|curious|confused|not sure|wondering|looking for|trying to|"
     r"thinking|asking)\b"
     r"|i(?:'d| would) (?:like|love) (?:a|an|some|to know|to ask|help|you)\b"
-    r"|(?:can|could|would|will) you\b|let me\b|help me\b|tell me\b|give me\b|show me\b)",
+    r"|(?:can|could|would|will) you\b|let me\b|help me\b|tell me\b|show me\b"
+    r"|give me\b(?!\s+[\w ]{1,30}\s+over\b))",  # "Give me tea over coffee" is a taste
     re.IGNORECASE,
 )
 _OF_THE_MOMENT = re.compile(
@@ -1053,8 +1054,9 @@ _OF_THE_MOMENT = re.compile(
 )
 # News said on its day that lasts: "I started a new job at Wingtip today!", "We lost Tofu today".
 _LASTING_NEWS = re.compile(
-    r"\b(?:moved|started (?:a|my) (?:new )?job|new job|first day at|joined|adopted|got married|"
-    r"got engaged|died|passed away|we lost|i lost)\b",
+    r"\b(?:moved|relocated|started (?:a|my) (?:new )?job|new job|first day at|joined|adopted|"
+    r"got married|got engaged|died|passed away|we lost|i lost|had to say goodbye|"
+    r"(?:from|as of|starting) today)\b",
     re.IGNORECASE,
 )
 # A death or loss the person tells of: "my cat Tofu died", "We lost Tofu today", "Grandpa
@@ -1062,12 +1064,15 @@ _LASTING_NEWS = re.compile(
 _ENDED = re.compile(
     r"\b(?P<a>[A-Z][a-z]+)(?:,\s+my\s+\w+,)?\s+(?:has\s+)?(?:died|passed away)\b"
     r"|\b(?:[Ww]e|I)\s+(?:just\s+)?lost\s+(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<b>[A-Z][a-z]+)\b"
+    # "I had to say goodbye to Tofu today", not "… to Sam at the airport".
+    r"|\b(?:[Ww]e|I)\s+(?:just\s+)?had\s+to\s+(?:say\s+goodbye\s+to|put\s+down|let\s+go\s+of)\s+"
+    r"(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<c>[A-Z][a-z]+)\b(?!\s+(?:at|until|for|before|after|on)\b)"
 )
 
 
 def ended_names(text: str) -> list[str]:
     """Who or what the person says died or was lost ("Tofu" in "We lost Tofu today")."""
-    return [m["a"] or m["b"] for m in _ENDED.finditer(text)]
+    return [m["a"] or m["b"] or m["c"] for m in _ENDED.finditer(text)]
 
 
 # A wish or a hypothetical: "If I ever moved to Berlin I'd learn German" says nothing about where
@@ -1075,13 +1080,16 @@ def ended_names(text: str) -> list[str]:
 _MUSING = re.compile(
     r"^(?:if|suppose|imagine)\b|\b(?:if (?:i|we) (?:ever|had|could|were|won)|maybe (?:one day|"
     r"someday|some day)|one day (?:i|we)(?:'ll| will| might)|some ?day (?:i|we)|i wish|"
-    r"i'd love to|i would love to|i dream|dreaming of|(?:i|we) might|i could see myself)\b",
+    r"i'd love to|i would love to|i dream|dreaming of|(?:i|we) might|i could see myself|if only|"
+    r"(?:i|we) (?:sometimes |often )?(?:picture|imagine|fantasi[sz]e|daydream)|"
+    r"wouldn'?t it be (?:nice|great|lovely|amazing))\b",
     re.IGNORECASE,
 )
 # A change the person states about their own life: what it replaces is superseded at once.
 _CHANGE = re.compile(
-    r"\b(?:actually|moved|now|any ?more|no longer|switched|changed|instead|these days|joined|"
-    r"started|scratch that|no wait|i meant)\b",
+    r"\b(?:actually|moved|relocated|the move|now|any ?more|no longer|switched|changed|instead|"
+    r"these days|joined|started|scratch that|no wait|i meant|new (?:place|home|flat|house|job)|"
+    r"(?:from|as of) today)\b",
     re.IGNORECASE,
 )
 NOTE_TAG = "said by you"  # the tag of notes kept from the person's own words

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from engine.agent import assisted_rules as assisted
 from engine.errors import NotFoundError
-from engine.memory.knowledge import RELATIVES, USER, Fact, name_key, with_article
+from engine.memory.knowledge import PETS, RELATIVES, USER, Fact, name_key, with_article
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -76,8 +76,8 @@ RELATIONS = (
         re.compile(r"\b(?:start(?:ed)?|join(?:ed)?|change[ds]?|switch(?:ed)?|work(?:ed)?)\b", re.I),
     ),
     Relation(
-        ("cat", "dog", "pet"),
-        re.compile(r"\b(?:pets?|cat|dog)\b", re.I),  # "cats or dogs?" asks a taste
+        (*PETS, "pet"),
+        re.compile(rf"\b(?:pets?|{'|'.join(PETS)})\b", re.I),  # "cats or dogs?" asks a taste
         "have {}",
         "had {}",
         "got {}",
@@ -108,7 +108,7 @@ RELATIONS = (
         re.compile(r"\b(?:seeing|dating|together|meet|met|start(?:ed)?)\b", re.I),
     ),
 )
-_THEIRS = {"cat", "dog", "partner"}  # ties a timeline above is of the person's own
+_THEIRS = {*PETS, "partner"}  # ties a timeline above is of the person's own
 _MONTHS = "january february march april may june july august september october november december"
 _MONTH = re.compile(rf"\bin ({'|'.join(_MONTHS.split())})\b", re.I)
 _BEFORE = re.compile(r"\bbefore\b", re.I)

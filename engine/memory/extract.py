@@ -76,7 +76,8 @@ _OCCUPATION = (
 # walk", "it", "my own company"); it ends the clause.
 _TASTE = (
     r"(?!(?:to|not|it|that|this|them|him|her|the|a|an|my|your|our|being|having|when|if)\b)"
-    r"[A-Za-z]+(?:\s+(?!(?:over|to|than|now|these|any|for)\b)[a-z]+)?"
+    r"[A-Za-z]+(?:\s+(?!(?:over|to|than|more|better|much|way|far|person|beats|is|are|now|these|any|"
+    r"for)\b)[a-z]+)?"
 )
 _TASTE_END = r"(?=\s*(?:$|[,.;:!?)]|(?:now|these days|any day|anyway|by far)\b))"
 _DIETS = r"vegan|vegetarian|pescatarian|pescetarian|flexitarian|keto|paleo|halal|kosher"
@@ -86,19 +87,44 @@ _DIETS = r"vegan|vegetarian|pescatarian|pescetarian|flexitarian|keto|paleo|halal
 # Between a name and its verb: "Tunde actually moved to Bristol".
 _ADVERBS = r"(?:(?:now|still|actually|just|recently|finally|also)\s+)*"
 _I = r"\b(?P<subject>I)(?:'ve|'m| have| am| had)?"
+# Where the person lives, "we" is them too: "We finally made the move to Lyon".
+_WE = r"\b(?P<subject>I|[Ww]e)(?:'ve|'m|'re| have| am| are| had)?"
+_HOME = r"(?:home|flat|apartment|house|place)"
+# Said before a relative's or pet's word: "my little sister", "our new dog".
+_KIN_ADJECTIVE = r"(?:(?:new|little|big|older|younger|baby|eldest|youngest)\s+)?"
 _THEY = rf"(?P<subject>{_PERSON})"
 # Words that open a sentence before "my friend," without being a name ("Thanks, my friend,").
-_GREETING = "(?:Thanks|Thank|Hi|Hello|Hey|Sorry|Yes|No|Oh|Well|Okay|Ok|Please|Cheers|Bye|Goodbye)"
+_GREETING = (
+    "(?:Thanks|Thank|Hi|Hello|Hey|Sorry|Yes|No|Oh|Well|Okay|Ok|Please|Cheers|Bye|Goodbye|Meet|"
+    "Welcome|Introducing)"
+)
 _PATTERNS: list[tuple[str, str]] = [
     (
         "lives_in",
-        rf"{_I}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+|finally\s+|been\s+)?"
-        rf"(?:live|living|lived|moved|relocated|based)\s+(?:back\s+)?(?:in|to)\s+(?P<object>{_NAME})",
+        rf"{_WE}\s+(?:now\s+|still\s+|also\s+)?(?:just\s+|recently\s+|finally\s+|been\s+)?"
+        rf"(?:live|living|lived|moved|relocated|based|settled|reside|residing)\s+(?:back\s+)?"
+        rf"(?:in|to)\s+(?P<object>{_NAME})",
     ),
+    # "We finally made the move to Lyon", "I call Lyon home", "I have a flat in Lyon".
     (
         "lives_in",
-        rf"\b[Mm]y\s+(?:home|flat|apartment|house|place)\s+is\s+(?:now\s+)?in\s+"
-        rf"(?P<object>{_NAME})",
+        rf"{_WE}\s+(?:finally\s+|just\s+|recently\s+)?(?:made|did)\s+the\s+(?:big\s+)?move\s+"
+        rf"(?:back\s+)?to\s+(?P<object>{_NAME})",
+    ),
+    ("lives_in", rf"{_WE}\s+(?:now\s+)?call\s+(?P<object>{_NAME})\s+home\b"),
+    (
+        "lives_in",
+        rf"{_WE}\s+(?:now\s+)?(?:have|own|rent|'ve\s+got)\s+an?\s+{_HOME}\s+in\s+(?P<object>{_NAME})",
+    ),
+    # "My flat is in Lyon", "Our place in Lyon is tiny", "the keys to my new place in Lyon".
+    (
+        "lives_in",
+        rf"\b(?:[Mm]y|[Oo]ur)\s+(?:new\s+)?{_HOME}\s+(?:is\s+)?(?:now\s+)?in\s+(?P<object>{_NAME})",
+    ),
+    # "The trams in Lyon are always late, where I live."
+    (
+        "lives_in",
+        rf"\bin\s+(?P<object>{_NAME})\b[^.;!?]*?,?\s+where\s+(?P<subject>I|we)\s+live\b",
     ),
     ("lives_in", rf"\b[Hh]ome\s+for\s+(?:me|us)\s+is\s+(?:now\s+)?(?:in\s+)?(?P<object>{_NAME})"),
     (
@@ -112,6 +138,17 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"(?:\s+(?:a\s+)?(?:new\s+)?job)?\s+(?:at|with|for)\s+(?P<object>{_NAME})",
     ),
     ("works_at", rf"{_I}\s+(?:just\s+|recently\s+)?joined\s+(?P<object>{_NAME})"),
+    # "I'm employed by Contoso", "I was hired by Contoso", "I'm with Contoso from today".
+    (
+        "works_at",
+        rf"{_I}\s+(?:now\s+|still\s+|just\s+|been\s+)?(?:employed|hired|taken\s+on)\s+(?:by|at)\s+"
+        rf"(?P<object>{_NAME})",
+    ),
+    (
+        "works_at",
+        rf"\b(?P<subject>I)(?:'m|\s+am)\s+with\s+(?P<object>{_NAME})\s+(?:from|as\s+of|starting)\s+"
+        r"(?:today|now|this\s+week|monday|[A-Z][a-z]+day)\b",
+    ),
     # "My job is at Contoso", "First day at Fabrikam today".
     ("works_at", rf"\b[Mm]y\s+(?:new\s+)?job\s+is\s+(?:now\s+)?(?:at|with)\s+(?P<object>{_NAME})"),
     ("works_at", rf"\b[Ff]irst\s+day\s+(?:at|with)\s+(?P<object>{_NAME})"),
@@ -119,20 +156,29 @@ _PATTERNS: list[tuple[str, str]] = [
     # student at the University of Toronto".
     (
         "works_at",
-        rf"\b(?P<subject>I)(?:'m|\s+am|\s+work\s+as|\s+worked\s+as)\s+(?:now\s+)?an?\s+"
-        rf"(?:[a-zA-Z]+\s+){{0,3}}?(?:at|for|with)\s+(?P<object>{_NAME})",
+        rf"\b(?P<subject>I)(?:'m|\s+am|'ve\s+been|\s+have\s+been|\s+work\s+as|\s+worked\s+as)\s+"
+        rf"(?:now\s+)?an?\s+(?:[a-zA-Z]+\s+){{0,3}}?{_JOB_WORD}\s+(?:at|for|with)\s+"
+        rf"(?P<object>{_NAME})",
     ),
     (
         "job_title",
         rf"{_I}\s+(?:now\s+)?work\s+as\s+(?:an?\s+)"
         r"(?P<object>[a-z]+(?:\s+(?!(?:in|at|for|with|and|but|since)\b)[a-z]+)?)",
     ),
+    # A title after the work it names: "I joined Contoso as a nurse", "I'm employed by Contoso,
+    # working as a nurse", "such is life as a nurse".
+    (
+        "job_title",
+        rf"(?:{_I}\s+{_ADVERBS}(?:working|joined\s+{_NAME}|started(?:\s+(?:at|with)\s+{_NAME})?|"
+        rf"(?:been\s+)?(?:hired|employed)\s+(?:by|at)\s+{_NAME},?(?:\s+working)?)"
+        rf"|\b(?:[Ss]uch\s+is|[Mm]y)\s+life)\s+as\s+an?\s+(?P<object>{_OCCUPATION})",
+    ),
     # "I'm a radiographer", "being a vet in Galway is never boring", "I'm their new nurse":
     # a word shaped like an occupation (``_OCCUPATION``), not "I'm a big fan" or "a bit tired".
     (
         "job_title",
-        rf"(?:\b(?P<subject>I)(?:'m|\s+am)|\b[Bb]eing)\s+(?:now\s+|still\s+|also\s+)?"
-        rf"(?:an?|(?:the|their)\s+new)\s+(?P<object>{_OCCUPATION})",
+        rf"(?:\b(?P<subject>I)(?:'m|\s+am|'ve\s+been|\s+have\s+been)|\b[Bb]eing)\s+"
+        rf"(?:now\s+|still\s+|also\s+)?(?:an?|(?:the|their)(?:\s+new)?)\s+(?P<object>{_OCCUPATION})",
     ),
     (
         "job_title",
@@ -153,8 +199,31 @@ _PATTERNS: list[tuple[str, str]] = [
     ),
     (
         "prefers",
-        rf"{_I}(?:'ll|\s+will|'d|\s+would)?\s+always\s+(?:pick|choose|take)\s+"
+        rf"(?:{_I}(?:'ll|\s+will|'d|\s+would)?\s+(?:always\s+)?(?:pick|choose|take)|\b[Gg]ive\s+me)\s+"
         rf"(?P<object>{_TASTE})\s+over\s+(?P<other>{_TASTE}){_TASTE_END}",
+    ),
+    # "I'm more into tea than coffee", "I like tea more than coffee now", "Tea beats coffee",
+    # "I'm a tea person now, not coffee".
+    (
+        "prefers",
+        rf"{_I}\s+(?:now\s+|really\s+|much\s+|way\s+|far\s+|a\s+lot\s+)*more\s+into\s+"
+        rf"(?P<object>{_TASTE})\s+than\s+(?P<other>{_TASTE}){_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"{_I}\s+(?:now\s+|really\s+)?(?:like|love|enjoy)\s+(?P<object>{_TASTE})\s+"
+        rf"(?:much\s+|way\s+|far\s+|a\s+lot\s+)?(?:more|better)\s+than\s+(?P<other>{_TASTE})"
+        rf"{_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"(?:^|(?<=[.!?;:]\s))(?P<object>{_TASTE})\s+(?:beats|trumps)\s+(?P<other>{_TASTE})"
+        rf"{_TASTE_END}",
+    ),
+    (
+        "prefers",
+        rf"{_I}\s+(?:now\s+)?an?\s+(?P<object>{_TASTE})\s+person(?:\s+now)?"
+        rf"(?:,?\s+not\s+(?:an?\s+)?(?P<other>{_TASTE})(?:\s+person)?)?{_TASTE_END}",
     ),
     (
         "prefers",
@@ -180,7 +249,8 @@ _PATTERNS: list[tuple[str, str]] = [
     # Family and friends: "my sister Ana", "my sister's name is Ana", "my dog is called Rex".
     (
         "relative",
-        rf"\b[Mm]y\s+(?P<relation>{_RELATIVE})(?:'s\s+name\s+is|\s+is\s+called|\s+is\s+named"
+        rf"\b(?:[Mm]y|[Oo]ur)\s+{_KIN_ADJECTIVE}(?P<relation>{_RELATIVE})(?:'s\s+name\s+is|"
+        rf"\s+is\s+called|\s+is\s+named"
         rf"|,)?\s+(?P<object>{_PERSON})",
     ),
     # "Sam and I are together now", "I've started seeing someone, Alex".
@@ -190,30 +260,48 @@ _PATTERNS: list[tuple[str, str]] = [
     ),
     (
         "partner",
-        rf"{_I}\s+(?:just\s+)?(?:started|began)\s+(?:seeing|dating)\s+(?:someone,?\s+)?"
-        rf"(?P<object>{_PERSON})",
+        rf"{_I}\s+(?:now\s+|officially\s+)?(?:(?:been\s+)?dating|going\s+out\s+with|been\s+seeing|"
+        rf"(?:just\s+)?(?:started|began)\s+(?:seeing|dating)(?:\s+someone,?)?)\s+(?P<object>{_PERSON})",
+    ),
+    # "Sam asked me out and we're a couple now".
+    (
+        "partner",
+        rf"(?:^|(?<=[.!?]\s))(?!{_GREETING}\b)(?P<object>{_PERSON})\b[^.!?]*?\b[Ww]e(?:'re|\s+are)\s+"
+        r"(?:now\s+|officially\s+)?(?:together|a\s+couple|dating|an\s+item)\b",
     ),
     # "I have a cat called Miso", "we adopted a dog named Rex", "Miso, my cat, is…".
+    # "We brought home a rabbit named Clover", "I got a cat from the shelter, called Miso".
     (
         "relative",
-        rf"{_I}\s+(?:have|'ve\s+got|have\s+got|got|adopted)\s+an?\s+(?:new\s+)?"
-        rf"(?P<relation>{_RELATIVE})\s+(?:called|named)\s+(?P<object>{_PERSON})",
+        rf"{_WE}\s+(?:just\s+)?(?:have|'ve\s+got|have\s+got|got|adopted|rescued|brought\s+home|"
+        rf"took\s+in)\s+an?\s+{_KIN_ADJECTIVE}(?P<relation>{_RELATIVE})(?:\s+[a-z]+){{0,3}}?,?\s+"
+        rf"(?:called|named)\s+(?P<object>{_PERSON})",
+    ),
+    # "Miso, my cat, …", "Meet Miso, my new cat", "I'm taking Miso, my cat, to the vet".
+    (
+        "relative",
+        rf"(?:^|(?<=\s))(?!{_GREETING}\b)(?P<object>{_PERSON}),\s+(?:my|our)\s+{_KIN_ADJECTIVE}"
+        rf"(?P<relation>{_RELATIVE})\b(?!')",
+    ),
+    # "Say hello to Clover, the rabbit I just adopted", "a new rabbit in the house: Clover".
+    (
+        "relative",
+        rf"\b(?P<object>{_PERSON}),\s+the\s+(?P<relation>{_RELATIVE})\s+(?:I|we)\s+(?:just\s+)?"
+        r"(?:adopted|got|rescued|brought\s+home|took\s+in)\b",
     ),
     (
         "relative",
-        rf"(?:^|(?<=[.!?]\s))(?!{_GREETING}\b)(?P<object>{_PERSON}),\s+my\s+"
-        rf"(?P<relation>{_RELATIVE}),",
-    ),
-    # "Meet Miso, my new cat."
-    (
-        "relative",
-        rf"\b[Mm]eet\s+(?P<object>{_PERSON}),\s+my\s+(?:new\s+)?(?P<relation>{_RELATIVE})\b",
+        rf"\bnew\s+(?P<relation>{_RELATIVE})\b[^.!?:]{{0,30}}:\s+(?P<object>{_PERSON})\b",
     ),
     # The third person, as documents say it.
     (
         "lives_in",
-        rf"\b{_THEY}\s+{_ADVERBS}(?:lives|moved|relocated|is\s+based)\s+(?:back\s+)?(?:in|to)\s+"
-        rf"(?P<object>{_NAME})",
+        rf"\b{_THEY}\s+{_ADVERBS}(?:lives|moved|relocated|is\s+based|is\s+settled|has\s+settled|"
+        rf"settled)\s+(?:back\s+)?(?:in|to)\s+(?P<object>{_NAME})",
+    ),
+    (
+        "lives_in",
+        rf"\b{_THEY}\s+{_ADVERBS}(?:has|owns|rents)\s+an?\s+{_HOME}\s+in\s+(?P<object>{_NAME})",
     ),
     ("works_at", rf"\b{_THEY}\s+{_ADVERBS}works\s+(?:at|for)\s+(?P<object>{_NAME})"),
     ("birthday", rf"(?<!my\s)(?<!My\s)\b{_THEY}'s\s+birthday\s+is\s+(?:on\s+)?(?P<object>{_DATE})"),
@@ -226,6 +314,8 @@ _RELATIVE_BIRTHDAY = re.compile(
     rf"\b[Mm]y\s+(?:{_RELATIVE})\s+(?P<subject>{_PERSON})'s\s+birthday\s+is\s+(?:on\s+)?"
     rf"(?P<object>{_DATE})"
 )
+# A description set off by commas after a name: ", my little sister,", ", a colleague of mine,".
+_APPOSITIVE = re.compile(r"(?<=[a-z]),\s+(?:my|our|a|an|the)\s+[\w' -]{1,40}?,")
 _TRAILING = re.compile(rf"\s+(?:{_JOINER}|[Tt]he)$")
 
 
@@ -254,32 +344,41 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
     since = change_date(sentence, today)
     for match in _RELATIVE_BIRTHDAY.finditer(sentence):
         found.append(Candidate(match["subject"], "birthday", _clean_date(match["object"])))
-    for predicate, pattern in _COMPILED:
-        for match in pattern.finditer(sentence):
-            subject = (match["subject"] if "subject" in pattern.groupindex else None) or "I"
-            if subject in _NOT_NAMES:
-                continue
-            obj = _TRAILING.sub("", match["object"].strip(" .,;"))
-            obj = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", obj)  # "the Bank of Portugal"
-            if predicate == PREFERS:
-                other = match["other"]
-                obj = f"{obj} over {other}".casefold() if other else obj.casefold()
-            elif obj.split()[0] in _NOT_NAMES and predicate != "job_title":
-                continue
-            if predicate == "relative":
-                predicate_name = match["relation"]
-                subject = "I"
-            else:
-                predicate_name = predicate
-            if predicate_name in ("birthday", "born_on"):
-                obj = _clean_date(obj)
-            if subject == "I" and speaker is None:
-                continue
-            who = speaker if subject == "I" and speaker is not None else subject
-            valid_from = since if predicate_name in ("lives_in", "works_at", "job_title") else None
-            candidate = Candidate(who, predicate_name, obj, valid_from)
-            if candidate not in found:
-                found.append(candidate)
+    # "Ines, my little sister, has a flat in Lyon" says what "Ines has a flat in Lyon" does.
+    plain = _APPOSITIVE.sub("", sentence)
+    matches = [
+        (predicate, pattern, match)
+        for predicate, pattern in _COMPILED
+        for text in dict.fromkeys([sentence, plain])
+        for match in pattern.finditer(text)
+    ]
+    for predicate, pattern, match in matches:
+        subject = (match["subject"] if "subject" in pattern.groupindex else None) or "I"
+        if subject.casefold() == "we":  # "we moved to Lyon": the person did
+            subject = "I"
+        if subject in _NOT_NAMES:
+            continue
+        obj = _TRAILING.sub("", match["object"].strip(" .,;"))
+        obj = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", obj)  # "the Bank of Portugal"
+        if predicate == PREFERS:
+            other = match["other"]
+            obj = f"{obj} over {other}".casefold() if other else obj.casefold()
+        elif obj.split()[0] in _NOT_NAMES and predicate != "job_title":
+            continue
+        if predicate == "relative":
+            predicate_name = match["relation"]
+            subject = "I"
+        else:
+            predicate_name = predicate
+        if predicate_name in ("birthday", "born_on"):
+            obj = _clean_date(obj)
+        if subject == "I" and speaker is None:
+            continue
+        who = speaker if subject == "I" and speaker is not None else subject
+        valid_from = since if predicate_name in ("lives_in", "works_at", "job_title") else None
+        candidate = Candidate(who, predicate_name, obj, valid_from)
+        if candidate not in found:
+            found.append(candidate)
     return found
 
 

@@ -65,12 +65,17 @@ PREFERS = "prefers"
 # A name is the subject's own: "My name is Priya" makes Priya another word for the user, not a
 # second person beside them.
 NAMES = frozenset({"name", "full_name"})
-# Family and friends: "my sister Ana" is (User, sister, Ana).
+# The animals people keep and name: "my rabbit Clover" is (User, rabbit, Clover), a pet.
+PETS = (
+    "cat dog rabbit hamster gerbil parrot budgie bird fish horse pony tortoise turtle ferret "
+    "puppy kitten"
+).split()  # not "mouse" nor "chicken": "my mouse" is a computer's, "my chicken" a dinner
+# Family, friends and pets: "my sister Ana" is (User, sister, Ana).
 RELATIVES = (
     "sister brother mother mum mom father dad wife husband partner son daughter boyfriend "
     "girlfriend fiancé fiancée fiance fiancee grandmother grandfather aunt uncle cousin niece "
-    "nephew friend boss cat dog"
-).split()
+    "nephew friend boss"
+).split() + PETS
 # Relations named by a noun read "Ana's birthday is 12 May"; the others are verbs ("lives in").
 _NOUN_RELATIONS = frozenset(
     [*RELATIVES, *"birthday name full_name email phone age job nationality diet".split()]
