@@ -532,6 +532,86 @@ def test_everyday_ways_of_saying_home_and_the_people_and_pets_of_a_life(said, fa
     assert found == ([fact] if fact else [])
 
 
+@pytest.mark.parametrize(
+    ("said", "facts"),
+    [
+        ("We relocated to Ghent over the summer.", [("User", "lives_in", "Ghent")]),
+        ("We call Utrecht home now.", [("User", "lives_in", "Utrecht")]),
+        ("Our new flat in Leeds has a balcony.", [("User", "lives_in", "Leeds")]),
+        ("The bakeries in Graz are the best, where we live.", [("User", "lives_in", "Graz")]),
+        ("I rent a flat in Brno.", [("User", "lives_in", "Brno")]),
+        ("I was hired by Northwind last month.", [("User", "works_at", "Northwind")]),
+        (
+            "I'm employed at Litware as a pharmacist.",
+            [("User", "works_at", "Litware"), ("User", "job_title", "pharmacist")],
+        ),
+        (
+            "I joined Proseware as an editor.",
+            [("User", "works_at", "Proseware"), ("User", "job_title", "editor")],
+        ),
+        (
+            "My brother Tom has a flat in Lyon.",
+            [("User", "brother", "Tom"), ("Tom", "lives_in", "Lyon")],
+        ),
+        ("Juno, our puppy, sleeps all day.", [("User", "puppy", "Juno")]),
+        ("We rescued a kitten named Pip.", [("User", "kitten", "Pip")]),
+        (
+            "I'm way more into swimming than running.",
+            [("User", "prefers", "swimming over running")],
+        ),
+        ("I enjoy running far more than swimming.", [("User", "prefers", "running over swimming")]),
+        ("Jazz beats techno any day.", [("User", "prefers", "jazz over techno")]),
+        ("I'm a cat person, not a dog person.", [("User", "prefers", "cat over dog")]),
+        ("I've been dating Noor since May.", [("User", "partner", "Noor")]),
+        ("I'm a guest at the Hilton.", []),  # a guest is no job
+        ("We went to Lisbon.", []),  # a trip is no home
+        ("I used to work as a nurse.", []),
+        ("Ana is working as a nurse.", []),  # her title, not the person's
+    ],
+)
+def test_facts_are_read_by_the_shape_of_the_sentence_not_a_list_of_phrasings(said, facts):
+    """Months of a life in other words (``months.py --pool held_out``) showed facts read only
+    in the phrasings the rules were written for. These say each fact in words of neither pool:
+    the verb of a move or of work, a pet of any kind, a taste by comparison, a name set off by
+    commas."""
+    from datetime import date
+
+    from engine.memory.extract import facts_in
+
+    assert [c.triple for c in facts_in(said, date(2026, 3, 3))] == facts
+
+
+@pytest.mark.parametrize(
+    ("said", "lasting"),
+    [
+        ("I sometimes imagine living in Kyoto.", False),
+        ("Wouldn't it be great to have a dog?", False),
+        ("If only we lived by the sea.", False),
+        ("Give me a minute.", False),
+        ("Give me tea over coffee any day.", True),  # a taste, not a request
+        ("Signed the contract, I'm with Contoso from today.", True),
+    ],
+)
+def test_musings_and_requests_are_not_kept_but_news_said_today_is(said, lasting):
+    from engine.agent.assisted_rules import lasting as is_lasting
+
+    assert is_lasting(said) is lasting
+
+
+@pytest.mark.parametrize(
+    ("said", "ended"),
+    [
+        ("We had to put down our dog Rex.", ["Rex"]),
+        ("I had to say goodbye to Pip this morning.", ["Pip"]),
+        ("I had to say goodbye to Sam at the station.", []),  # a parting, not a loss
+    ],
+)
+def test_a_loss_said_as_a_goodbye_ends_the_pet(said, ended):
+    from engine.agent.assisted_rules import ended_names
+
+    assert ended_names(said) == ended
+
+
 def test_a_taste_turned_round_replaces_the_old_one_and_another_taste_stands_beside_it(mnemo):
     knowledge = mnemo.knowledge
     knowledge.add("user", "prefers", "cats over dogs")

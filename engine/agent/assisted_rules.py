@@ -511,15 +511,19 @@ _THE_THING = re.compile(r"\bthe\s+([a-z]+)\b", re.IGNORECASE)
 
 def asks_of_theirs(message: str, recalled: Recalled) -> bool:
     """Whether a question asks of a thing of the person's own that it calls "the": "What day
-    is the dentist?" when they told of "my dentist appointment". Asked so, it is a question
-    about them, whose answer memory holds (the bundled model gave today's date)."""
+    is the dentist?" when they told of "my dentist appointment", or gave its date ("The
+    dentist is on Friday"). Asked so, it is a question about them, whose answer memory holds
+    (the bundled model gave today's date)."""
     if not message.rstrip().endswith("?") or not _WH.match(message.strip()):
         return False
     things = {word.casefold() for word in _THE_THING.findall(message)}
     said = [own_words(p.text) or "" for p in recalled.passages]
-    return any(
-        re.search(rf"\bmy\s+{re.escape(thing)}\b", text, re.I) for thing in things for text in said
-    )
+
+    def of_theirs(thing: str, text: str) -> bool:  # "my dentist", or the dentist's date
+        owned = "" if scheduled(text) else r"my\s+"
+        return bool(re.search(rf"\b{owned}{re.escape(thing)}\b", text, re.I))
+
+    return any(of_theirs(thing, text) for thing in things for text in said)
 
 
 _WH = re.compile(r"^(?:what|where|when|who|which|whose|how)\b", re.IGNORECASE)
@@ -596,6 +600,7 @@ def recall_for(
                 and not hit.weak
                 and hit.id not in seen
                 and not _says_nothing_more(hit, message)
+                and not _only_asks(hit, message)
             ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
@@ -625,6 +630,23 @@ def _says_nothing_more(hit: MessageHit, message: str) -> bool:
     return all(
         any(same_word(word, other) for other in asked)
         for word in query_terms(hit.text, max_terms=10**6)
+    )
+
+
+_ASKED_BEFORE = re.compile(r"\b(?:ask|asked|asking|question|questions)\b", re.IGNORECASE)
+_SENTENCE_ENDS = re.compile(r"(?<=[.!?])\s+")
+
+
+def _only_asks(hit: MessageHit, message: str) -> bool:
+    """Whether ``hit`` is a question of the person's and nothing more: it tells memory nothing.
+    Recalled, it was taken for the answer ("When is the dentist?" found "On 30 June you said:
+    When is your dentist appointment?" that same morning, and the reply gave 30 June). Kept
+    when the person asks what they asked."""
+    sentences = _SENTENCE_ENDS.split(hit.text.strip())
+    return (
+        hit.role == "user"
+        and all(sentence.endswith("?") for sentence in sentences)
+        and not _ASKED_BEFORE.search(message)
     )
 
 
@@ -1154,12 +1176,13 @@ VALUE_KINDS = {
 }
 _VALUE = rf"(?:{_WEEKDAY}|{_DAY}|{_TIME})"
 
-# "The wedding's on 12 September", "The vet appointment for Miso is on the 3rd": a date in the
+# "The wedding's on 12 September", "The dentist is on Thursday": a date in the
 # person's life, said without "I" or "my" (not "The shop is closed on Sundays", which has no day
 # of its own, nor a correction "…, not the 12th", kept as one).
 _SCHEDULED = re.compile(
     r"^(?:the|our)\s+(?:[\w'-]+\s+){0,5}?[\w'-]+(?:'s|\s+is|\s+are|\s+was)\s+"
-    rf"(?:(?:now|still|booked|set|due|planned)\s+)?(?:on|for)\s+(?:the\s+)?(?:{_DAY})\b(?!.*,\s*not\b)",
+    rf"(?:(?:now|still|booked|set|due|planned)\s+)?(?:on|for)\s+(?:the\s+)?(?:{_DAY}|{_WEEKDAY})\b"
+    r"(?!.*,\s*not\b)",
     re.IGNORECASE,
 )
 

@@ -141,7 +141,8 @@ _PATTERNS: list[tuple[str, str]] = [
     # "I'm employed by Contoso", "I was hired by Contoso", "I'm with Contoso from today".
     (
         "works_at",
-        rf"{_I}\s+(?:now\s+|still\s+|just\s+|been\s+)?(?:employed|hired|taken\s+on)\s+(?:by|at)\s+"
+        rf"{_I}\s+(?:now\s+|still\s+|just\s+|been\s+|was\s+|got\s+)?(?:employed|hired|taken\s+on)\s+"
+        r"(?:by|at)\s+"
         rf"(?P<object>{_NAME})",
     ),
     (
@@ -170,7 +171,7 @@ _PATTERNS: list[tuple[str, str]] = [
     (
         "job_title",
         rf"(?:{_I}\s+{_ADVERBS}(?:working|joined\s+{_NAME}|started(?:\s+(?:at|with)\s+{_NAME})?|"
-        rf"(?:been\s+)?(?:hired|employed)\s+(?:by|at)\s+{_NAME},?(?:\s+working)?)"
+        rf"(?:been\s+|was\s+|got\s+)?(?:hired|employed)\s+(?:by|at)\s+{_NAME},?(?:\s+working)?)"
         rf"|\b(?:[Ss]uch\s+is|[Mm]y)\s+life)\s+as\s+an?\s+(?P<object>{_OCCUPATION})",
     ),
     # "I'm a radiographer", "being a vet in Galway is never boring", "I'm their new nurse":
@@ -260,7 +261,7 @@ _PATTERNS: list[tuple[str, str]] = [
     ),
     (
         "partner",
-        rf"{_I}\s+(?:now\s+|officially\s+)?(?:(?:been\s+)?dating|going\s+out\s+with|been\s+seeing|"
+        rf"{_I}\s+(?:now\s+|officially\s+)?(?:(?:been\s+)?dating|been\s+seeing|"
         rf"(?:just\s+)?(?:started|began)\s+(?:seeing|dating)(?:\s+someone,?)?)\s+(?P<object>{_PERSON})",
     ),
     # "Sam asked me out and we're a couple now".
@@ -408,11 +409,14 @@ def change_date(sentence: str, today: date) -> str | None:
     """When a change a sentence tells of happened, as YYYY-MM-DD, from the common ways of saying
     it ("last month", "two weeks ago", "in March", "since 2019"); None when it does not say."""
     text = sentence.casefold()
-    if "yesterday" in text:
+    if re.search(r"\b(?:yesterday|last night)\b", text):
         return (today - timedelta(days=1)).isoformat()
     if re.search(r"\b(?:today|this morning|tonight)\b", text):
         return today.isoformat()
-    if "last week" in text:
+    if "last weekend" in text:  # its Saturday; said at a weekend, the one before
+        back = (today.weekday() - 5) % 7 + (7 if today.weekday() >= 5 else 0)
+        return (today - timedelta(days=back)).isoformat()
+    if re.search(r"\blast week\b", text):
         return (today - timedelta(days=7)).isoformat()
     if "last month" in text:
         return _months_before(today, 1).isoformat()

@@ -311,8 +311,24 @@ def _median_phases(conversations: list[list[dict[str, float]]]) -> dict[str, flo
     return {key: round(statistics.median(p.get(key, 0.0) for p in turns), 3) for key in keys}
 
 
+# Days a line names by counting back from its own: a reply that says "you moved on 28 February"
+# of "I relocated last weekend", said on 7 March, invents no day.
+_DAYS_BACK = {
+    "yesterday": [1],
+    "last night": [1],
+    "last week": range(1, 8),
+    "last weekend": range(1, 9),
+}
+
+
 def _all_days(life: Life, end: date) -> list[date]:
-    return [*(lines[0].day for lines in life.conversations), end]
+    """The days the person spoke on, the day of the questions, and the days their words name."""
+    days = [*(lines[0].day for lines in life.conversations), end]
+    for line in (line for lines in life.conversations for line in lines):
+        for phrase, back in _DAYS_BACK.items():
+            if phrase in line.text.casefold():
+                days += [line.day - timedelta(days=n) for n in back]
+    return days
 
 
 def _share(part: int, whole: int) -> float | None:
