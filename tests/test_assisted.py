@@ -669,6 +669,29 @@ def test_a_question_of_their_own_thing_called_the_is_answered_from_memory(mnemo)
     assert "Tuesday" in reply and "Sunday" not in reply
 
 
+def test_a_date_said_without_my_is_kept_corrected_and_asked_of_as_theirs(mnemo):
+    """ "The dentist is on Thursday" has no "I" or "my": it was not kept, the correction had
+    nothing to put right, and "What day is the dentist?" got today's date. The morning's own
+    question ("When is the dentist?") was recalled as if it were the answer."""
+    model = ScriptedModel(parameter_count=SMALL, default="Today is Tuesday 30 June 2026.")
+    agent = Agent(mnemo, model)
+    agent.send("The dentist is on Thursday.")
+    agent.send("Sorry, the dentist is Friday, not Thursday.")
+    assert [p.text for p in mnemo.archival.recent(10)] == [
+        'The user said: "The dentist is on Friday."'
+    ]
+    agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+    agent.send("When is the dentist?")
+    reply = agent.send("What day is the dentist?").reply or ""
+    assert "Friday" in reply and "Thursday" not in reply and "30 June" not in reply
+    recalled = assisted.recall_for(mnemo, "What day is the dentist?", previous=None, visible=set())
+    assert "When is the dentist?" not in [hit.text for hit in recalled.messages]
+    asked = assisted.recall_for(
+        mnemo, "What did I ask about the dentist?", previous=None, visible=set()
+    )
+    assert "What day is the dentist?" in [hit.text for hit in asked.messages]
+
+
 def test_a_greeting_does_not_recall_the_last_greeting(mnemo):
     """After months every "Hi!" found the one before ("On 30 April you said: Hi!"): no record,
     a longer prompt each turn, and the bundled model lost ("I'm not sure how to answer that")."""
@@ -697,3 +720,13 @@ def test_recall_leaves_out_a_message_that_only_says_a_recalled_fact_again(mnemo)
     assert "I prefer dogs over cats." not in [hit.text for hit in taste.messages]
     sister = assisted.recall_for(mnemo, "Where does my sister live?", previous=None, visible=set())
     assert "My sister Ines lives in Bologna." in [hit.text for hit in sister.messages]
+
+
+def test_where_they_studied_is_not_answered_by_where_they_work(mnemo):
+    """ "Which school did I go to?", never told, got "You work at Wingtip": "school" is a
+    workplace's word too. Asked of their work, the school is still found."""
+    mnemo.knowledge.add("user", "works_at", "Wingtip")
+    studied = assisted.recall_for(mnemo, "Which school did I go to?", previous=None, visible=set())
+    assert studied.facts == []
+    works = assisted.recall_for(mnemo, "Which school do I work at?", previous=None, visible=set())
+    assert [f.object for f in works.facts] == ["Wingtip"]

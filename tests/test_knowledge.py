@@ -563,6 +563,8 @@ def test_everyday_ways_of_saying_home_and_the_people_and_pets_of_a_life(said, fa
         ("Jazz beats techno any day.", [("User", "prefers", "jazz over techno")]),
         ("I'm a cat person, not a dog person.", [("User", "prefers", "cat over dog")]),
         ("I've been dating Noor since May.", [("User", "partner", "Noor")]),
+        ("I've left my old job; I'm at Adatum now.", [("User", "works_at", "Adatum")]),
+        ("After work I'm at Tesco.", []),  # where they shop, not where they work
         ("I'm a guest at the Hilton.", []),  # a guest is no job
         ("We went to Lisbon.", []),  # a trip is no home
         ("I used to work as a nurse.", []),
@@ -646,3 +648,21 @@ def test_a_title_told_with_an_employer_ends_when_the_employer_changes(mnemo):
         "user", "works_at", "Contoso", supersede=True, source_kind="message", source_ref="4"
     )
     assert [f.object for f in knowledge.facts("user", "job_title")] == ["nurse"]
+
+
+@pytest.mark.parametrize(
+    ("said", "on", "began"),
+    [
+        ("I relocated to Bilbao last weekend.", date(2026, 3, 7), "2026-02-28"),  # a Saturday
+        ("I relocated to Bilbao last weekend.", date(2026, 3, 8), "2026-02-28"),  # a Sunday
+        ("I relocated to Bilbao last weekend.", date(2026, 3, 4), "2026-02-28"),  # a Wednesday
+        ("Clover passed away last night.", date(2026, 4, 17), "2026-04-16"),
+        ("I moved here last week.", date(2026, 4, 17), "2026-04-10"),
+    ],
+)
+def test_the_day_a_change_began_is_counted_back_from_the_day_it_was_said(said, on, began):
+    """ "Last weekend" is the weekend's Saturday: read as "last week", a move told on a
+    Wednesday was placed a week back."""
+    from engine.memory.extract import change_date
+
+    assert change_date(said, on) == began

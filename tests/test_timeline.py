@@ -148,6 +148,31 @@ def test_news_of_the_day_that_lasts_is_kept_and_a_pet_that_died_is_no_longer_cur
     assert said and said.startswith("You started at Wingtip on 28 February")
 
 
+def test_a_pet_of_any_kind_is_a_pet_and_a_goodbye_ends_it(mnemo):
+    """Only cats and dogs were pets: "Our rabbit is called Clover" gave no fact, so "How many
+    pets have I had?" counted one, and "I had to say goodbye to Clover" ended nothing."""
+    model = ScriptedModel(parameter_count=135_000_000, default="Okay.")
+    with clock.travel(date(2026, 1, 5)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        agent.send("Our rabbit is called Clover.")
+        mnemo.wait_for_background_work()
+    with clock.travel(date(2026, 4, 17)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        agent.send("I had to say goodbye to Clover today, my rabbit.")
+        mnemo.wait_for_background_work()
+    with clock.travel(date(2026, 5, 25)):
+        agent = Agent(mnemo, model, conversation_id=mnemo.conversations.start())
+        agent.send("We brought home a hamster named Pip.")
+        mnemo.wait_for_background_work()
+    assert list(mnemo.knowledge.facts(USER, "rabbit")) == []
+    assert [f.object for f in mnemo.knowledge.facts(USER, "hamster")] == ["Pip"]
+    with clock.travel(date(2026, 6, 1)):
+        counted = timeline.answer(mnemo, "How many pets have I had?") or ""
+        now = timeline.answer(mnemo, "What's my pet called now?") or ""
+    assert counted.startswith("Two pets that you told me of: Clover, then Pip")
+    assert now.startswith("Your hamster is Pip")
+
+
 def test_a_value_is_dated_by_the_day_the_person_first_told_of_it(lived):
     """The move was told on 28 January in words knowledge memory learns nothing from; the
     fact came from a later message, on 1 February: the move is dated 28 January (a musing

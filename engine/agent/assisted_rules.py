@@ -780,8 +780,25 @@ def facts_for(mnemo: Mnemo, text: str, shown: set[int]) -> list[Fact]:
 
     # Only facts that share the message's words: after "What instrument do I own?", "The
     # user's mother is Rosa" was copied as the answer.
-    relevant = [fact for fact in facts if shared(fact)]
+    relevant = [fact for fact in facts if shared(fact) and not _asks_of_study(text, fact)]
     return sorted(relevant, key=shared, reverse=True)[:FACTS]
+
+
+_STUDIED = re.compile(
+    r"\b(?:go|went|gone|attend(?:ed)?|stud(?:y|ied)|graduated?|enrol(?:l?ed)?)\b", re.IGNORECASE
+)
+_WORKED = re.compile(r"\b(?:work\w*|jobs?|employ\w*|teach\w*)\b", re.IGNORECASE)
+
+
+def _asks_of_study(question: str, fact: Fact) -> bool:
+    """Whether ``question`` asks where the person studied, which their workplace does not
+    answer: "Which school did I go to?" got "You work at Contoso" ("school" is a workplace's
+    word too: a teacher works at one)."""
+    return (
+        fact.predicate == "works_at"
+        and bool(_STUDIED.search(question))
+        and not _WORKED.search(question)
+    )
 
 
 # -- repeated replies ---------------------------------------------------------------------------

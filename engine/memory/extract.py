@@ -138,6 +138,12 @@ _PATTERNS: list[tuple[str, str]] = [
         rf"(?:\s+(?:a\s+)?(?:new\s+)?job)?\s+(?:at|with|for)\s+(?P<object>{_NAME})",
     ),
     ("works_at", rf"{_I}\s+(?:just\s+|recently\s+)?joined\s+(?P<object>{_NAME})"),
+    # "I've left my old job; I'm at Adatum now": where they are, said of a change of job.
+    (
+        "works_at",
+        r"\b(?i:left|quit|changed|new)\s+(?:my\s+)?(?:old\s+|previous\s+)?(?:job|employer|company)\b"
+        rf"[^.!?]*?\b(?P<subject>I)(?:'m|\s+am)\s+(?:now\s+)?(?:at|with)\s+(?P<object>{_NAME})",
+    ),
     # "I'm employed by Contoso", "I was hired by Contoso", "I'm with Contoso from today".
     (
         "works_at",

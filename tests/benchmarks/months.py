@@ -21,7 +21,9 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
   no superseded value; ``proposals_waiting``;
 - ``probe_s_start`` and ``probe_s_end``: the median turn of the same small talk (``probe``)
   after the first day and on the last, and their ratio: what memory grown over months adds to
-  a turn;
+  a turn; ``probe_memory_s_start``, ``probe_memory_s_end`` and their ratio: the same turns
+  less the writing of the reply after its first token (a sampled reply's length varies from
+  run to run, and memory adds to the rest);
 - ``turn_s_start`` and ``turn_s_end``: median turn time of the first and last conversations,
   and their ratio (of other messages: as much the mix as the memory); ``phases_start`` and
   ``phases_end``: where those turns' time went (the median of each phase: recall, window,
@@ -111,7 +113,7 @@ def play(
     turn_s: list[list[float]] = []
     phases: list[list[dict[str, float]]] = []  # where each turn's time went
     approved = 0
-    probe_start: list[float] = []
+    probe_start: list[tuple[float, float]] = []
     for number, lines in enumerate(life.conversations):
         day = lines[0].day
         if number == 1:  # after the first day: what a turn costs with little in memory
@@ -179,16 +181,28 @@ def play(
         "turn_s_start": round(start, 2),
         "turn_s_end": round(finish, 2),
         "turn_ratio": round(finish / start, 2) if start else None,
-        "probe_s_start": round(statistics.median(probe_start), 2),
-        "probe_s_end": round(statistics.median(probe_end), 2),
-        "probe_ratio": round(statistics.median(probe_end) / statistics.median(probe_start), 2),
+        **_probe_figures(
+            "probe", [took for took, _ in probe_start], [took for took, _ in probe_end]
+        ),
+        **_probe_figures(
+            "probe_memory", [part for _, part in probe_start], [part for _, part in probe_end]
+        ),
         "phases_start": _median_phases(phases[:3]),
         "phases_end": _median_phases(phases[-3:]),
         "profile_mb": round(size / 2**20, 1),
     }
 
 
-def probe(mnemo: Mnemo, model: Any, life: Life, day: date) -> list[float]:
+def _probe_figures(name: str, start: list[float], end: list[float]) -> dict[str, float]:
+    first, last = statistics.median(start), statistics.median(end)
+    return {
+        f"{name}_s_start": round(first, 2),
+        f"{name}_s_end": round(last, 2),
+        f"{name}_ratio": round(last / first, 2),
+    }
+
+
+def probe(mnemo: Mnemo, model: Any, life: Life, day: date) -> list[tuple[float, float]]:
     """The same small talk (the pool's own), in a conversation of its own late on ``day``,
     each line timed: what a turn costs with the memory of that day. The life's own turns at
     the start and the end are other messages (advice asked at the end ran to the reply cap,
@@ -199,8 +213,12 @@ def probe(mnemo: Mnemo, model: Any, life: Life, day: date) -> list[float]:
         took = []
         for text in [*said, *said]:  # twice: the replies are sampled
             started = time.perf_counter()
-            agent.send(text)
-            took.append(time.perf_counter() - started)
+            phases = agent.send(text).phases
+            whole = time.perf_counter() - started
+            # The turn less the writing of its reply after the first token: recall, the
+            # window, reading the prompt, the memory step. A sampled reply's length varies
+            # from run to run; this part is what memory grown over months can add.
+            took.append((whole, whole - phases.get("model", 0.0) + phases.get("prompt", 0.0)))
         mnemo.wait_for_background_work()
     return took
 
