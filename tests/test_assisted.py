@@ -730,3 +730,16 @@ def test_where_they_studied_is_not_answered_by_where_they_work(mnemo):
     assert studied.facts == []
     works = assisted.recall_for(mnemo, "Which school do I work at?", previous=None, visible=set())
     assert [f.object for f in works.facts] == ["Wingtip"]
+
+
+def test_for_a_living_asks_of_work_not_of_where_they_live(mnemo):
+    """ "What do I do for a living now?" searched by "living" found "These days I'm living in
+    Leeds", and the reply gave the home."""
+    for text in ["These days I'm living in Leeds.", "I work at Contoso as a nurse.", "Hi."] * 2:
+        mnemo.recall.add("user", text)
+    recalled = assisted.recall_for(
+        mnemo, "What do I do for a living now?", previous=None, visible=set()
+    )
+    said = [hit.text for hit in recalled.messages]
+    assert "I work at Contoso as a nurse." in said
+    assert "These days I'm living in Leeds." not in said

@@ -564,6 +564,9 @@ def test_everyday_ways_of_saying_home_and_the_people_and_pets_of_a_life(said, fa
         ("I'm a cat person, not a dog person.", [("User", "prefers", "cat over dog")]),
         ("I've been dating Noor since May.", [("User", "partner", "Noor")]),
         ("I've left my old job; I'm at Adatum now.", [("User", "works_at", "Adatum")]),
+        ("My employer is Fourth Coffee.", [("User", "works_at", "Fourth Coffee")]),
+        ("Fourth Coffee is my new employer.", [("User", "works_at", "Fourth Coffee")]),
+        ("My company is great.", []),
         ("After work I'm at Tesco.", []),  # where they shop, not where they work
         ("I'm a guest at the Hilton.", []),  # a guest is no job
         ("We went to Lisbon.", []),  # a trip is no home

@@ -529,6 +529,11 @@ def asks_of_theirs(message: str, recalled: Recalled) -> bool:
 _WH = re.compile(r"^(?:what|where|when|who|which|whose|how)\b", re.IGNORECASE)
 
 
+# "What do I do for a living?" asks of work: searched by its words, "living" found "These days
+# I'm living in Leeds" and the reply gave the home.
+_FOR_A_LIVING = re.compile(r"\bfor a living\b", re.IGNORECASE)
+
+
 def recall_for(
     mnemo: Mnemo,
     message: str,
@@ -549,7 +554,7 @@ def recall_for(
         recalled.facts = facts_for(mnemo, message, shown_facts or set())
         recalled.replaced = replaced_facts(mnemo, recalled.facts)
         return recalled
-    queries = [message]
+    queries = [_FOR_A_LIVING.sub("for work", message)]
     if previous and len(query_terms(message)) < FOLLOW_UP_TERMS:
         # Too few words to stand alone ("How old is she?"): read it with the message before.
         # A longer message is searched alone: the previous one was searched on its own turn

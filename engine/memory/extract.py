@@ -144,6 +144,17 @@ _PATTERNS: list[tuple[str, str]] = [
         r"\b(?i:left|quit|changed|new)\s+(?:my\s+)?(?:old\s+|previous\s+)?(?:job|employer|company)\b"
         rf"[^.!?]*?\b(?P<subject>I)(?:'m|\s+am)\s+(?:now\s+)?(?:at|with)\s+(?P<object>{_NAME})",
     ),
+    # "My employer is Contoso", "Contoso is my new employer".
+    (
+        "works_at",
+        r"\b(?:[Mm]y|[Oo]ur)\s+(?:new\s+|current\s+)?(?:employer|company|workplace|firm)\s+is\s+"
+        rf"(?:now\s+)?(?P<object>{_NAME})",
+    ),
+    (
+        "works_at",
+        rf"(?:^|(?<=[.!?;:]\s))(?P<object>{_NAME})\s+is\s+(?:now\s+)?my\s+(?:new\s+)?"
+        r"(?:employer|company|workplace)\b",
+    ),
     # "I'm employed by Contoso", "I was hired by Contoso", "I'm with Contoso from today".
     (
         "works_at",
