@@ -318,3 +318,25 @@ def test_a_whole_batch_applies_when_approved(mnemo):
     for proposal in mnemo.proposals.batch(batch):
         mnemo.proposals.approve(proposal.id)  # raises if it no longer applies
     assert not mnemo.proposals.pending()
+
+
+def test_a_point_of_change_that_says_no_more_than_a_later_note_merges_but_a_loss_stays(mnemo):
+    """ "I'm at Adatum now" (a point: "now") stayed beside "My job is at Adatum, I'm an
+    architect there", two notes of one employer after tidying. A loss says more, and stays."""
+    live(mnemo, date(2026, 1, 5), ["I work at Wingtip.", "I have a cat called Tofu."])
+    live(mnemo, date(2026, 3, 2), ["I've left my old job; I'm at Adatum now."])
+    live(mnemo, date(2026, 3, 3), ["We lost Tofu today."])
+    approve_all(mnemo)
+    live(mnemo, date(2026, 4, 1), ["My job is at Adatum, I'm an architect there."])
+    approve_all(mnemo)
+    live(mnemo, date(2026, 4, 2), ["Being an architect is busy."])
+    approve_all(mnemo)
+    merges = plan(mnemo).merges
+    gone = [note.text for _kept, notes in merges for note in notes]
+    assert [kept.text for kept, _gone in merges] == [
+        'The user said: "My job is at Adatum, I\'m an architect there."'
+    ]
+    assert sorted(gone) == [
+        'The user said: "Being an architect is busy."',
+        'The user said: "I\'m at Adatum now."',
+    ]  # the loss and "I've left my old job" stay

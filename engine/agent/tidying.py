@@ -287,8 +287,7 @@ def _duplicates(
         gone = [
             note
             for note in group
-            if note is not kept_note
-            and (note not in points or (first and stated(note) == first))  # said again
+            if note is not kept_note and (note not in points or _said_again(note, first))
         ]
         if gone:
             merges.append((kept_note, gone))
@@ -301,6 +300,17 @@ def _as_set(key: object) -> frozenset[object]:
     return (
         key if isinstance(key, frozenset) and all(isinstance(k, str) for k in key) else frozenset()
     )
+
+
+def _said_again(point: Passage, first: frozenset[tuple[str, str, str]]) -> bool:
+    """Whether a point of change says no more than the note its group keeps (which states
+    ``first``): the same change again ("Home for me is Aarhus these days" after the move), or
+    no fact beyond it ("I'm at Adatum now" beside "My job is at Adatum, I'm an architect
+    there"). A loss ("We lost Tofu today") always says more."""
+    said_facts = stated(point)
+    if not first or assisted.ended_names(said(point)):
+        return False
+    return said_facts == first or said_facts < first
 
 
 def _is_point(note: Passage) -> bool:
