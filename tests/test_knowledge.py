@@ -517,6 +517,7 @@ def test_the_users_own_name_is_another_word_for_them_not_a_second_person(mnemo):
         ("I prefer it when you are brief.", None),
         ("Sam and I went to the cinema.", None),
         ("Thanks, my friend, that helps.", None),  # a greeting, not a friend's name
+        ("Yeah, my mom really loved flowers.", None),
         ("My house is in need of repair.", None),
     ],
 )

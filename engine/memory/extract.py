@@ -95,8 +95,9 @@ _KIN_ADJECTIVE = r"(?:(?:new|little|big|older|younger|baby|eldest|youngest)\s+)?
 _THEY = rf"(?P<subject>{_PERSON})"
 # Words that open a sentence before "my friend," without being a name ("Thanks, my friend,").
 _GREETING = (
-    "(?:Thanks|Thank|Hi|Hello|Hey|Sorry|Yes|No|Oh|Well|Okay|Ok|Please|Cheers|Bye|Goodbye|Meet|"
-    "Welcome|Introducing)"
+    "(?:Thanks|Thank|Hi|Hello|Hey|Sorry|Yes|Yeah|Yep|No|Nope|Oh|Ah|Aw|Aww|Wow|Ugh|Haha|Well|"
+    "Okay|Ok|Sure|Right|True|Totally|Exactly|Absolutely|Definitely|Honestly|Anyway|Please|Cheers|"
+    "Bye|Goodbye|Meet|Welcome|Introducing)"
 )
 _PATTERNS: list[tuple[str, str]] = [
     (
