@@ -743,3 +743,19 @@ def test_for_a_living_asks_of_work_not_of_where_they_live(mnemo):
     said = [hit.text for hit in recalled.messages]
     assert "I work at Contoso as a nurse." in said
     assert "These days I'm living in Leeds." not in said
+
+
+def test_a_question_that_names_a_dated_thing_of_theirs_is_about_them(mnemo):
+    """ "Remind me, which day is football now?" after "Football practice is on Thursdays for
+    me": no "my", no "the"; the bundled model answered "Saturday 6 December, not Monday 1
+    January". A word of the question that only a day or a time says is no such thing."""
+    Agent(mnemo, ScriptedModel(parameter_count=SMALL, default="Noted.")).send(
+        "Football practice is on Thursdays for me."
+    )
+    for asked, theirs in [
+        ("Remind me, which day is football now?", True),
+        ("What is the weather on Thursday?", False),
+    ]:
+        found = assisted.recall_for(mnemo, asked, previous=None, visible=set())
+        assert found.passages  # the note is found either way
+        assert assisted.asks_of_theirs(asked, found) is theirs

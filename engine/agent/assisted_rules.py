@@ -510,23 +510,36 @@ _THE_THING = re.compile(r"\bthe\s+([a-z]+)\b", re.IGNORECASE)
 
 
 def asks_of_theirs(message: str, recalled: Recalled) -> bool:
-    """Whether a question asks of a thing of the person's own that it calls "the": "What day
-    is the dentist?" when they told of "my dentist appointment", or gave its date ("The
-    dentist is on Friday"). Asked so, it is a question about them, whose answer memory holds
-    (the bundled model gave today's date)."""
-    if not message.rstrip().endswith("?") or not _WH.match(message.strip()):
+    """Whether a question asks of a thing of the person's own without "my": "What day is the
+    dentist?" when they told of "my dentist appointment", or "Which day is football now?" when
+    a note of theirs gives its day ("Football practice is on Thursdays for me"). Asked so, it
+    is a question about them, whose answer memory holds (the bundled model gave today's date,
+    or made days up)."""
+    asked = _ASKING.sub("", message.strip())
+    if not asked.endswith("?") or not _WH.match(asked):
         return False
-    things = {word.casefold() for word in _THE_THING.findall(message)}
+    things = {word.casefold() for word in _THE_THING.findall(asked)}
     said = [own_words(p.text) or "" for p in recalled.passages]
-
-    def of_theirs(thing: str, text: str) -> bool:  # "my dentist", or the dentist's date
-        owned = "" if scheduled(text) else r"my\s+"
-        return bool(re.search(rf"\b{owned}{re.escape(thing)}\b", text, re.I))
-
-    return any(of_theirs(thing, text) for thing in things for text in said)
+    if any(
+        re.search(rf"\bmy\s+{re.escape(thing)}\b", text, re.I) for thing in things for text in said
+    ):
+        return True
+    # "Which day is football now?" of "Football practice is on Thursdays for me": a note of
+    # theirs that gives a day or a time, named by a word of the question, not by a day or a time.
+    words = [
+        w for w in query_terms(asked, 10**6) if w not in _WHEN_WORDS and not _VALUE_WORD.match(w)
+    ]
+    return any(
+        same_word(word, note_word)
+        for text in said
+        if any(kind.search(text) for kind in VALUE_KINDS.values())
+        for note_word in query_terms(text, 10**6)
+        for word in words
+    )
 
 
 _WH = re.compile(r"^(?:what|where|when|who|which|whose|how)\b", re.IGNORECASE)
+_WHEN_WORDS = frozenset("day days date time week month year now today tomorrow again".split())
 
 
 # "What do I do for a living?" asks of work: searched by its words, "living" found "These days
@@ -1197,6 +1210,7 @@ VALUE_KINDS = {
     "time": re.compile(rf"\b(?:{_TIME})\b", re.IGNORECASE),
 }
 _VALUE = rf"(?:{_WEEKDAY}|{_DAY}|{_TIME})"
+_VALUE_WORD = re.compile(rf"(?:{_WEEKDAY}|{MONTH}|\d+\w*)$", re.IGNORECASE)
 
 # "The wedding's on 12 September", "The dentist is on Thursday": a date in the
 # person's life, said without "I" or "my" (not "The shop is closed on Sundays", which has no day
