@@ -452,6 +452,9 @@ def test_a_musing_is_no_fact(mnemo, model, musing):
         ("Remind me, what's my landlord called?", True),
         ("What's a good present for my son?", False),
         ("Can you help me write a toast for my brother's wedding?", False),
+        ("How long have I lived in Lisbon?", True),
+        ("How long should I steep green tea?", False),  # advice: got "I don't know … told me"
+        ("How much should I tip in Lisbon?", False),
     ],
 )
 def test_questions_about_the_person_are_told_from_requests(question, about):

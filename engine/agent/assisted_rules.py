@@ -404,7 +404,8 @@ _ABOUT_THE_USER = re.compile(
     r"(?!(?:'s|\s+is|\s+are|\s+would be)\s+(?:a|an|some|good|the best|a good)\b)"
     r"(?!.*\b(?:should|could|can|would|might)\s+(?:i|we)\b).*\b(?:i|my|me|mine|we|our|us)\b"
     r"|(?:do|does|did|am|have|had|is|are|was|were)\s+(?:i|my|we|our)\b"
-    r"|how\s+(?:old|many|much|long)\b.*\b(?:i|my|me|we|our)\b)",
+    r"|how\s+(?:old|many|much|long)\b(?!.*\b(?:should|could|can|would|might)\s+(?:i|we)\b)"
+    r".*\b(?:i|my|me|we|our)\b)",
     re.IGNORECASE,
 )
 # What people put before a question about themselves: "Remind me, what's my landlord called?"

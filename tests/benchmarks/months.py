@@ -31,9 +31,10 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
   ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and ``tidied``: what
   it said it changed.
 
-    uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool held_out] [--model PATH.gguf]
+    uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool POOL] [--model PATH.gguf]
 
-``--pool held_out`` says the life in the second pool of wordings, never tuned on.
+``--pool held_out`` (POOL) says the life in the second pool of wordings, ``sealed`` in the third and
+``unseen`` in the fourth (``months_life.py`` says which session may read which).
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ come the questions, each with what a strict reply must hold and must not.
 Nothing here is tuned to Mnemo's rules: the phrasings are drawn from ``PHRASINGS`` by the seed,
 and a second seed gives another person with other words on other days. ``HELD_OUT_PHRASINGS``
 is a second pool of wordings, written apart and never tuned on (``write_life(seed,
-pool="held_out")``).
+pool="held_out")``); ``SEALED_PHRASINGS`` and ``UNSEEN_PHRASINGS`` are a third and a fourth,
+each kept for the session after the one that works on the pool before it.
 """
 
 from __future__ import annotations
@@ -301,7 +302,100 @@ SEALED_PHRASINGS: dict[str, list[str]] = {
         "Great, thanks.",
     ],
 }
-POOLS = {"tuned": PHRASINGS, "held_out": HELD_OUT_PHRASINGS, "sealed": SEALED_PHRASINGS}
+# A fourth pool, written on 6 December after the third had been partly read (its misses were
+# printed by mistake): not to be read by the session that works on the first three's wordings,
+# so that the next judgement is made on words nobody tuned on.
+UNSEEN_PHRASINGS: dict[str, list[str]] = {
+    "home": [
+        "Still getting used to the hills in {town}, which is where I'm living.",
+        "{town} has been my home base for a while.",
+        "My neighbours here in {town} are lovely; I'm so glad I live here.",
+        "Our street in {town} is really quiet at night.",
+    ],
+    "moved": [
+        "Update: the move happened, I'm in {town} for good now.",
+        "We changed cities, {town} is where we live now.",
+        "Signed the lease and moved into a flat in {town}.",
+    ],
+    "job": [
+        "My days at {employer} are long; that's {article} {job}'s life.",
+        "I do {job} work for {employer}.",
+        "At work ({employer}) I'm the {job} on the team.",
+        "Being {employer}'s {job} keeps me busy.",
+    ],
+    "new_job": [
+        "I accepted an offer from {employer}, starting today as their {job}.",
+        "New employer: {employer}. Today was day one.",
+        "Changed jobs, I'm working at {employer} now.",
+    ],
+    "pet": [
+        "{pet} the {species} is sleeping in the sun.",
+        "I bought a new bed for my {species}, {pet}.",
+        "Our {species} {pet} hates the rain.",
+        "{pet} (my {species}) learned a new trick.",
+    ],
+    "pet_died": [
+        "Heartbroken: {pet}, our {species}, died today.",
+        "We buried {pet} in the garden today; goodbye, sweet {species}.",
+    ],
+    "new_pet": [
+        "A {species} joined the family today, we named her {pet}.",
+        "Picked up a {species} from the breeder, {pet} is her name.",
+        "We have a new {species} now, {pet}.",
+    ],
+    "taste": [
+        "Between {liked} and {other}, {liked} wins every time.",
+        "Not really into {other}; {liked} is more my style.",
+        "{liked_cap}, always {liked}, never {other}.",
+    ],
+    "taste_flip": [
+        "Strange but true: I've come round to {liked} and prefer it to {other} now.",
+        "These days it's {liked} for me rather than {other}.",
+    ],
+    "sister": [
+        "My older sister {sister} has lived in {town} for years.",
+        "My sister {sister} bought a house in {town}.",
+        "{sister} (my sister) is based in {town}.",
+    ],
+    "partner_new": [
+        "{partner} is officially my partner now!",
+        "Officially in a relationship with {partner}.",
+    ],
+    "partner": [
+        "{partner} and I are cooking together tonight.",
+        "My partner, {partner}, is the funniest person I know.",
+        "{partner} surprised me with concert tickets; best partner ever.",
+    ],
+    "colleague": [
+        "{colleague} at my office is moving to {town}.",
+        "My workmate {colleague} is based in {town}.",
+    ],
+    "muse": [
+        "In another life I'd live in {dream}.",
+        "It would be a dream to work in {dream} one day.",
+        "Part of me wants to pack up and go to {dream}.",
+    ],
+    "correction": [
+        "Dentist appointment: {wrong}.",
+        "Oops, dentist is on {right}, not {wrong}.",
+    ],
+    "small_talk": [
+        "Hey!",
+        "What's a good stretch after sitting all day?",
+        "Got a fun fact for me?",
+        "Thank you!",
+        "What's an easy lunch to take to work?",
+        "Evening!",
+        "How can I be less distracted by my phone?",
+        "Okay, good to know.",
+    ],
+}
+POOLS = {
+    "tuned": PHRASINGS,
+    "held_out": HELD_OUT_PHRASINGS,
+    "sealed": SEALED_PHRASINGS,
+    "unseen": UNSEEN_PHRASINGS,
+}
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 
 
