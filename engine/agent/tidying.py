@@ -307,10 +307,9 @@ def _said_again(point: Passage, first: frozenset[tuple[str, str, str]]) -> bool:
     ``first``): the same change again ("Home for me is Aarhus these days" after the move), or
     no fact beyond it ("I'm at Adatum now" beside "My job is at Adatum, I'm an architect
     there"). A loss ("We lost Tofu today") always says more."""
-    said_facts = stated(point)
     if not first or assisted.ended_names(said(point)):
         return False
-    return said_facts == first or said_facts < first
+    return stated(point) <= first
 
 
 def _is_point(note: Passage) -> bool:
