@@ -568,12 +568,13 @@ def recall_for(
         recalled.facts = facts_for(mnemo, message, shown_facts or set())
         recalled.replaced = replaced_facts(mnemo, recalled.facts)
         return recalled
-    queries = [_FOR_A_LIVING.sub("for work", message)]
-    if previous and len(query_terms(message)) < FOLLOW_UP_TERMS:
+    searched = _FOR_A_LIVING.sub("for work", message)
+    queries = [searched]
+    if previous and len(query_terms(searched)) < FOLLOW_UP_TERMS:
         # Too few words to stand alone ("How old is she?"): read it with the message before.
         # A longer message is searched alone: the previous one was searched on its own turn
         # and what it found is still in view.
-        queries.append(f"{previous} {message}")
+        queries.append(f"{previous} {searched}")
     # The searches are independent and mostly wait on SQLite and Lance: run them side by side,
     # each query embedded once beforehand (side by side, both searches would embed it).
     for query in queries:
