@@ -13,6 +13,7 @@ from agent_helpers import Recorder, call, say
 
 from engine.agent import Agent
 from engine.agent import assisted_rules as assisted
+from engine.context.window import EVICT_FRACTION
 from engine.events import (
     Citation,
     ContextEvicted,
@@ -324,7 +325,12 @@ def test_a_full_window_is_folded_after_the_reply_not_before_the_next(mnemo):
             assert model.prefilled[-1].memory.count("Summary of the earlier conversation") == 1
     assert evicted_after, "the window never filled"
     state_stats = agent.context_stats()
-    assert state_stats.evicted_count > 0 and state_stats.fraction < 0.7
+    assert state_stats.evicted_count > 0
+    # The fold took the conversation down to EVICT_FRACTION of the window; the recall notes of
+    # the turns in view come on top (near-copies of these messages: which of them a search's
+    # ties put in a note moves the whole by a few points).
+    held = (state_stats.total - state_stats.recalled) / state_stats.limit
+    assert held < EVICT_FRACTION
 
 
 def test_a_one_shot_turn_leaves_the_fold_to_the_next_start_with_the_same_result(tmp_path):

@@ -90,22 +90,48 @@ print(loaded, table.count(), len(table.table.to_lance().get_fragments()))
 
 
 def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
-    """Neither session writes as often as compaction waits for (OPTIMIZE_EVERY_WRITES); the
-    fragments the first one left are counted when the table opens again, so the second one
-    compacts instead of piling fragments up for good."""
-    assert lance_upkeep.OPTIMIZE_EVERY_WRITES == 50
+    """Neither session writes as often as compaction waits for; the fragments the first one
+    left are counted when the table opens again, so the second one compacts instead of piling
+    fragments up for good."""
+    every = lance_upkeep.SMALL_TABLE_OPTIMIZE_EVERY_WRITES
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
-    for start in range(30):
+    for start in range(every - 1):
         table.add(_rows(start, 1))
     table.close()
-    assert table.table.stats()["fragment_stats"]["num_fragments"] == 30
+    assert table.table.stats()["fragment_stats"]["num_fragments"] == every - 1
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
-    for start in range(30, 51):
+    for start in range(every - 1, every + 2):
         table.add(_rows(start, 1))
     table.wait_for_maintenance()
     assert table.table.stats()["fragment_stats"]["num_fragments"] <= 2
-    assert table.count() == 51
+    assert table.count() == every + 2
     table.close()
+
+
+def test_a_small_table_is_compacted_after_a_few_writes_and_a_large_one_after_more(
+    tmp_path, monkeypatch
+):
+    """Every fragment costs each search time; a small table compacts in a fraction of a second,
+    so a day of chat (a write or two a message) never leaves it dozens of fragments. A table
+    past ANN_INDEX_MIN_ROWS, whose compaction rewrites more, waits for OPTIMIZE_EVERY_WRITES."""
+    table = VectorTable(lancedb.connect(tmp_path / "small"), "t", SCHEMA, SixteenDims())
+    for start in range(30):
+        table.add(_rows(start, 1))
+        table.wait_for_maintenance()
+    assert table.table.stats()["fragment_stats"]["num_fragments"] <= (
+        lance_upkeep.SMALL_TABLE_OPTIMIZE_EVERY_WRITES
+    )
+    assert table.count() == 30
+    table.close()
+    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 200)
+    large = VectorTable(lancedb.connect(tmp_path / "large"), "t", SCHEMA, SixteenDims())
+    large.add(_rows(0, 300))
+    large.wait_for_maintenance()
+    for start in range(300, 330):
+        large.add(_rows(start, 1))
+        large.wait_for_maintenance()
+    assert large.table.stats()["fragment_stats"]["num_fragments"] > 30  # not yet due
+    large.close()
 
 
 def test_rows_an_import_left_outside_the_index_are_indexed_when_the_table_next_opens(
