@@ -713,6 +713,22 @@ def test_a_greeting_does_not_recall_the_last_greeting(mnemo):
         assert said not in [hit.text for hit in recalled.messages]
 
 
+def test_a_greeting_or_thanks_recalls_nothing_and_is_never_recalled(mnemo):
+    """ "Good morning!" found "Sad day: our dog Biscuit died this morning" and the last "Hi!":
+    after months each pleasantry made its prompt longer, and brought up a loss unasked. A
+    message with something in it is still searched, and a bare "Hi!" is not what it finds."""
+    mnemo.archival.insert("Sad day: our dog Biscuit died this morning.")
+    for text in ["Hi!", "Sad day: our dog Biscuit died this morning.", "Good evening!"] * 2:
+        mnemo.recall.add("user", text)
+    for said in ["Good morning!", "Thanks, that helps.", "Hello there.", "Hi, how are you?"]:
+        recalled = assisted.recall_for(mnemo, said, previous=None, visible=set())
+        assert not recalled, said
+    dog = assisted.recall_for(mnemo, "Hi! What happened to Biscuit?", previous=None, visible=set())
+    assert dog.passages or dog.messages
+    assert not [hit for hit in dog.messages if assisted.only_pleasantries(hit.text)]
+    assert not assisted.only_pleasantries("Hi, I moved to Lisbon this morning.")
+
+
 def test_recall_leaves_out_a_message_that_only_says_a_recalled_fact_again(mnemo):
     """After months the same taste is said many times: each said again made the prompt longer.
     A message that ties a relative to their fact says more than the facts apart, and stays."""

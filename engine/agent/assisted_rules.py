@@ -548,6 +548,25 @@ _WHEN_WORDS = frozenset("day days date time week month year now today tomorrow a
 _FOR_A_LIVING = re.compile(r"\bfor a living\b", re.IGNORECASE)
 
 
+# Greetings, thanks, goodbyes and nods: a message of these words alone asks memory nothing, and
+# a message of them alone tells it nothing. Searched, "Good morning!" found "Sad day: Biscuit
+# died this morning" and the last "Hi!", which after months made such a turn's prompt longer.
+_PLEASANTRY_WORDS = frozenset(
+    """hi hello hey hiya howdy greetings good morning afternoon evening night day there again
+    everyone all thanks thank thx you so much very a lot cheers ta nice great cool ok okay
+    alright sure perfect awesome lovely wonderful brilliant fine bye goodbye see later soon take
+    care that that's it got helps helped helpful noted oh ah wow haha lol
+    how are doing""".split()
+)
+
+
+def only_pleasantries(text: str) -> bool:
+    """Whether ``text`` is a greeting, thanks or the like and nothing more ("Thanks, that
+    helps.", "Good morning!")."""
+    words = re.findall(r"[a-z']+", text.casefold().replace("’", "'"))
+    return bool(words) and all(word in _PLEASANTRY_WORDS for word in words)
+
+
 def recall_for(
     mnemo: Mnemo,
     message: str,
@@ -561,6 +580,8 @@ def recall_for(
     (``visible``: ids of messages in the window or in its recall notes; ``shown_passages`` and
     ``shown_facts``: those in the notes). Finding nothing returns an empty result."""
     recalled = Recalled(query=message)
+    if only_pleasantries(message):
+        return recalled
     seen, shown = set(visible), set(shown_passages or ())
     if mnemo.recall.count() <= len(seen) and not mnemo.archival.count():
         # A new assistant: every message is in view and there are no notes, so only facts can
@@ -621,6 +642,7 @@ def recall_for(
                 and hit.id not in seen
                 and not _says_nothing_more(hit, message)
                 and not _only_asks(hit, message)
+                and not only_pleasantries(hit.text)
             ):
                 seen.add(hit.id)
                 recalled.messages.append(hit)
