@@ -93,7 +93,7 @@ def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
     """Neither session writes as often as compaction waits for; the fragments the first one
     left are counted when the table opens again, so the second one compacts instead of piling
     fragments up for good."""
-    every = lance_upkeep.SMALL_TABLE_OPTIMIZE_EVERY_WRITES
+    every = lance_upkeep.OPTIMIZE_AFTER_WRITES_AT_LEAST
     table = VectorTable(lancedb.connect(tmp_path), "t", SCHEMA, SixteenDims())
     for start in range(every - 1):
         table.add(_rows(start, 1))
@@ -111,26 +111,29 @@ def test_writes_of_earlier_sessions_count_towards_compaction(tmp_path):
 def test_a_small_table_is_compacted_after_a_few_writes_and_a_large_one_after_more(
     tmp_path, monkeypatch
 ):
-    """Every fragment costs each search time; a small table compacts in a fraction of a second,
-    so a day of chat (a write or two a message) never leaves it dozens of fragments. A table
-    past ANN_INDEX_MIN_ROWS, whose compaction rewrites more, waits for OPTIMIZE_EVERY_WRITES."""
+    """Every fragment costs each search time, and compaction rewrites the table: a small table
+    compacts in a fraction of a second, so a day of chat (a write or two a message) never
+    leaves it dozens of fragments; a large one waits longer (REWRITE_PER_FRAGMENT_SEARCHED)."""
     table = VectorTable(lancedb.connect(tmp_path / "small"), "t", SCHEMA, SixteenDims())
     for start in range(30):
         table.add(_rows(start, 1))
         table.wait_for_maintenance()
     assert table.table.stats()["fragment_stats"]["num_fragments"] <= (
-        lance_upkeep.SMALL_TABLE_OPTIMIZE_EVERY_WRITES
+        lance_upkeep.OPTIMIZE_AFTER_WRITES_AT_LEAST
     )
     assert table.count() == 30
     table.close()
-    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 200)
+    monkeypatch.setattr(lance_upkeep, "ANN_INDEX_MIN_ROWS", 10**9)  # no index to build here
     large = VectorTable(lancedb.connect(tmp_path / "large"), "t", SCHEMA, SixteenDims())
-    large.add(_rows(0, 300))
-    large.wait_for_maintenance()
-    for start in range(300, 330):
+    large.add(_rows(0, 46_000))
+    for start in range(46_000, 46_030):
         large.add(_rows(start, 1))
         large.wait_for_maintenance()
-    assert large.table.stats()["fragment_stats"]["num_fragments"] > 30  # not yet due
+    assert large.table.stats()["fragment_stats"]["num_fragments"] == 31  # not yet due
+    for start in range(46_030, 46_050):
+        large.add(_rows(start, 1))
+    large.wait_for_maintenance()
+    assert large.table.stats()["fragment_stats"]["num_fragments"] <= 2  # 50 writes: due
     large.close()
 
 

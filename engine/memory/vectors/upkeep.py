@@ -34,14 +34,17 @@ ANN_MAX_SEGMENTS = 16
 ANN_SEGMENT_MIN_ROWS_SHARE = 20
 # Compaction merges the small fragments that appends leave behind into fragments of this size.
 COMPACT_TARGET_ROWS = 50_000
-# Compact after this many write operations: each write adds a file and a table version, and
-# each file costs every search of the table time (a note search took 18 ms over 1-5 one-row
+# Compact after this many write operations at most: each write adds a file and a table version,
+# and each file costs every search of the table time (a note search took 18 ms over 1-5 one-row
 # fragments, 40 ms over 20 and 70 ms over 80: six months of chat left 23 in the notes table).
 OPTIMIZE_EVERY_WRITES = 50
-# A table below ANN_INDEX_MIN_ROWS is compacted after fewer writes: there, compaction takes a
-# tenth to a third of a second on the upkeep thread (1k rows 0.04 s, 10k rows 0.27 s), and the
-# fragments it leaves cost searches less than that takes, where they cost more.
-SMALL_TABLE_OPTIMIZE_EVERY_WRITES = 8
+# Compaction rewrites the table's small fragments: about 27 us a row (10k rows: 0.27 s on the
+# upkeep thread), where each fragment left costs a search about a millisecond (with a search or
+# so per write). Compacting every W writes costs a write 27 us * rows / W in rewriting plus
+# about W / 2 ms in searching, which is least at W = sqrt(rows * 0.054): 8 writes at 1,200 rows
+# and below (a few fragments cost nothing measurable), 23 at 10k, OPTIMIZE_EVERY_WRITES by 46k.
+REWRITE_PER_FRAGMENT_SEARCHED = 0.054
+OPTIMIZE_AFTER_WRITES_AT_LEAST = 8
 # Versions older than this are pruned after compaction, so the folder does not grow without bound.
 KEEP_VERSIONS_FOR = timedelta(minutes=5)
 _INDEX_PREFIX = "vector_ivf"
@@ -110,10 +113,9 @@ class Upkeep:
         return self._rows_seen >= self._due_at
 
     def _optimize_every(self) -> int:
-        """The writes after which the table is compacted (see SMALL_TABLE_OPTIMIZE_EVERY_WRITES)."""
-        if self._rows_seen < ANN_INDEX_MIN_ROWS:
-            return SMALL_TABLE_OPTIMIZE_EVERY_WRITES
-        return OPTIMIZE_EVERY_WRITES
+        """The writes after which the table is compacted (see REWRITE_PER_FRAGMENT_SEARCHED)."""
+        balanced = round(math.sqrt(max(self._rows_seen, 0) * REWRITE_PER_FRAGMENT_SEARCHED))
+        return max(OPTIMIZE_AFTER_WRITES_AT_LEAST, min(OPTIMIZE_EVERY_WRITES, balanced))
 
     def _take_stock(self) -> None:
         """Rows, when the ANN index falls due, and the writes since the last compaction, from
