@@ -28,7 +28,8 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
   and their ratio (of other messages: as much the mix as the memory); ``phases_start`` and
   ``phases_end``: where those turns' time went (the median of each phase: recall, window,
   model, memory step, drafts, tokens evaluated);
-  ``profile_mb``: the profile on disk; ``tidy_s``: the pass's own time, and ``tidied``: what
+  ``profile_mb``: the profile on disk, and ``profile_mb_settled`` once the table versions
+  upkeep keeps for a few minutes are pruned; ``tidy_s``: the pass's own time, and ``tidied``: what
   it said it changed.
 
     uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool POOL] [--model PATH.gguf]
@@ -62,6 +63,7 @@ from engine.embed import default_embedder
 from engine.errors import MnemoError
 from engine.ingest.ingestor import Ingestor
 from engine.llm import load_model
+from engine.memory.vectors.lance import lancedb
 
 MONTHS = "january february march april may june july august september october november december"
 _MONTH = {name: number for number, name in enumerate(MONTHS.split(), 1)}
@@ -162,7 +164,8 @@ def play(
         approved_tidy = approve_waiting(mnemo, batch) if batch else 0
     after = {**ask(mnemo, model, life, end, known, show), **memory_figures(mnemo, life)}
     mnemo.close()
-    size = sum(f.stat().st_size for f in profile.rglob("*") if f.is_file())
+    size = _folder_size(profile)
+    settled = _settled_size(profile)
     start = statistics.median([t for times in turn_s[:3] for t in times])
     finish = statistics.median([t for times in turn_s[-3:] for t in times])
     return {
@@ -191,7 +194,22 @@ def play(
         "phases_start": _median_phases(phases[:3]),
         "phases_end": _median_phases(phases[-3:]),
         "profile_mb": round(size / 2**20, 1),
+        "profile_mb_settled": round(settled / 2**20, 1),
     }
+
+
+def _folder_size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def _settled_size(profile: Path) -> int:
+    """The profile on disk once upkeep has pruned the table versions it keeps for a few minutes
+    (``KEEP_VERSIONS_FOR``, for readers still on them): the months are played in minutes here,
+    so at the end the versions of most of them are still on disk."""
+    for table in profile.rglob("*.lance"):
+        dataset = lancedb.connect(table.parent).open_table(table.stem).to_lance()
+        dataset.cleanup_old_versions(older_than=timedelta(0), error_if_tagged_old_versions=False)
+    return _folder_size(profile)
 
 
 def _probe_figures(name: str, start: list[float], end: list[float]) -> dict[str, float]:
