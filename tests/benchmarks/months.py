@@ -206,8 +206,9 @@ def _settled_size(profile: Path) -> int:
     """The profile on disk once upkeep has pruned the table versions it keeps for a few minutes
     (``KEEP_VERSIONS_FOR``, for readers still on them): the months are played in minutes here,
     so at the end the versions of most of them are still on disk."""
-    for table in profile.rglob("*.lance"):
-        dataset = lancedb.connect(table.parent).open_table(table.stem).to_lance()
+    for versions in profile.rglob("_versions"):  # a table's folder holds its versions
+        table = versions.parent
+        dataset = lancedb().connect(table.parent).open_table(table.stem).to_lance()
         dataset.cleanup_old_versions(older_than=timedelta(0), error_if_tagged_old_versions=False)
     return _folder_size(profile)
 
