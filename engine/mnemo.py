@@ -12,6 +12,7 @@ from types import TracebackType
 
 from sqlalchemy import Engine
 
+from engine.cross_encoder import CrossEncoder
 from engine.db import on_postgres, open_database, postgres
 from engine.db.schema import DocumentRow
 from engine.embed import Embedder, embedder_for
@@ -19,7 +20,6 @@ from engine.errors import ProfileError
 from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
-from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.knowledge import KnowledgeStore
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore

@@ -63,7 +63,7 @@ DEFAULTS: dict[str, Any] = {
     # Where `mnemo models download` and the Models page put GGUF files; empty: <profile>/models.
     "models.folder": "",
     # A re-ranker GGUF (a cross-encoder, such as Qwen3-Reranker or BGE's) that orders the best
-    # hits of conversation and archival search again (engine.memory.cross_encoder); empty: none.
+    # hits of conversation and archival search again (engine.cross_encoder); empty: none.
     # A file on the machine: on a server, its operator's.
     "models.reranker": "",
     # An embedding GGUF (EmbeddingGemma, Qwen3-Embedding, a BERT-style one) that makes the vectors

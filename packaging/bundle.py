@@ -112,7 +112,7 @@ def binaries() -> list[tuple[str, str]]:
 PROBE = r"""
 import json, os, sys, tempfile
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-from engine.llm.local import bundled_model_path
+from engine.llm.gguf_file import bundled_model_path
 import llama_cpp
 llm = llama_cpp.Llama(str(bundled_model_path()), n_ctx=256, verbose=False)
 llm.tokenize(b"hello")

@@ -30,7 +30,7 @@ from desktop import models_page  # noqa: E402
 from desktop.main_window import MainWindow  # noqa: E402
 from engine import Mnemo, hardware  # noqa: E402
 from engine.llm.catalog import best_chat_entry, load_catalog  # noqa: E402
-from engine.llm.local import bundled_model_path  # noqa: E402
+from engine.llm.gguf_file import bundled_model_path  # noqa: E402
 
 
 def main() -> None:

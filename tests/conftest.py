@@ -21,7 +21,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402
-from engine.llm.local import bundled_model_path  # noqa: E402
+from engine.llm.gguf_file import bundled_model_path  # noqa: E402
 from engine.memory.archival import Source  # noqa: E402
 from engine.profile import forget_prompt_states  # noqa: E402
 from tests.s3_server import S3Server, running_s3_server  # noqa: E402

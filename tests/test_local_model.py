@@ -13,8 +13,9 @@ from engine.errors import ContextOverflowError, ModelError
 from engine.events import FunctionCalled, ProposalCreated, ReplyWithdrawn, TextStreamed
 from engine.functions import SEND_MESSAGE, check_arguments, function_schemas
 from engine.llm import ChatMessage, Prompt
+from engine.llm.gguf_file import bundled_model_path
 from engine.llm.grammar import functions_grammar
-from engine.llm.local import LlamaModel, bundled_model_path
+from engine.llm.local import LlamaModel
 from engine.profile import forget_prompt_states
 
 FUNCTIONS = function_schemas(["persona", "human"])
@@ -187,7 +188,7 @@ def test_mnemo_chat_message_in_a_fresh_profile(tmp_path):
 
 
 def test_a_model_too_big_for_free_memory_is_refused(monkeypatch):
-    monkeypatch.setattr("engine.llm.local._available_memory", lambda: 10 * 2**20)
+    monkeypatch.setattr("engine.llm.gguf_file._available_memory", lambda: 10 * 2**20)
     with pytest.raises(
         ModelError, match=r"needs about 0\.1 GiB of memory but only 0\.0 GiB is free"
     ):
@@ -272,7 +273,8 @@ def test_the_bundled_model_answers_from_a_move_the_user_states(mnemo, local_mode
 
 
 def test_a_context_past_what_the_model_was_trained_on_is_clamped_to_it():
-    from engine.llm.local import LlamaModel, bundled_model_path, inspect_gguf
+    from engine.llm.gguf_file import bundled_model_path, inspect_gguf
+    from engine.llm.local import LlamaModel
 
     trained = inspect_gguf(bundled_model_path()).context_length
     assert trained and trained < 65_537

@@ -15,7 +15,7 @@ from desktop import ui
 from desktop.main_window import MainWindow
 from engine.llm import ScriptedModel
 from engine.llm.catalog import load_catalog
-from engine.llm.local import bundled_model_path
+from engine.llm.gguf_file import bundled_model_path
 
 TIMEOUT_MS = 60_000
 REAL_MODEL_TIMEOUT_MS = 300_000

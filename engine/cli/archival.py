@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from engine.cli.output import print_json, when
-from engine.embed import embedder_for
 from engine.errors import InputError
 from engine.memory.archival import NewPassage
 from engine.memory.search import hit_line
@@ -130,9 +129,10 @@ def cmd_archival_list(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 
 def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    if args.embedder:
-        from engine.cli.models import local_model_path
+    # The models' commands are read only for a re-embed (the downloads and the catalogue).
+    from engine.cli.models import local_model_path, reembed, switch_embedder
 
+    if args.embedder:
         spec: str = args.embedder
         path = "" if spec == "default" else str(local_model_path(mnemo, spec))
         return switch_embedder(mnemo, path, yes=args.yes)
@@ -141,31 +141,4 @@ def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print("Memory already uses the current embedder; nothing to do.")
         return 0
     print(mismatch)
-    return _reembed(mnemo, None, "", yes=args.yes)
-
-
-def switch_embedder(mnemo: Mnemo, path: str, *, yes: bool) -> int:
-    """Make the embedding GGUF at ``path`` ("": the bundled MiniLM) the embedder, re-embedding
-    what is stored (asked first, unless ``yes``); a file that cannot be loaded changes nothing."""
-    chosen = embedder_for(path, strict=True)
-    if chosen is mnemo.embedder and not mnemo.embedder_mismatch:
-        print(f"Memory already uses {chosen.name}; nothing to do.")
-        return 0
-    return _reembed(mnemo, path, f" with {chosen.name}", yes=yes)
-
-
-def _reembed(mnemo: Mnemo, path: str | None, with_what: str, *, yes: bool) -> int:
-    if not yes:
-        total = mnemo.archival.count() + mnemo.recall.count()
-        answer = input(
-            f"Re-embed up to {total} passages and messages{with_what} now? A snapshot is taken "
-            "first, so that it can be undone. [y/N] "
-        )
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing changed.")
-            return 1
-    count = mnemo.reembed(
-        lambda name, done, total: print(f"\r{name}: {done}/{total}", end=""), embedder_path=path
-    )
-    print(f"\nRe-embedded {count} items{with_what}.")
-    return 0
+    return reembed(mnemo, None, "", yes=args.yes)

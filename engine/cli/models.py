@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import hardware
-from engine.cli.archival import switch_embedder
+from engine.embed import embedder_for
 from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
 from engine.llm import model_settings
@@ -37,7 +37,7 @@ from engine.llm.download import (
     partial_download,
     resolve_source,
 )
-from engine.llm.local import bundled_model_path, check_model_file
+from engine.llm.gguf_file import bundled_model_path, check_model_file
 from engine.modes import parameters_text
 
 if TYPE_CHECKING:
@@ -289,4 +289,31 @@ def cmd_models_remove(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if removed_part:
         discard_partial(folder, file_name)
         print(f"Discarded the paused download of {file_name}.")
+    return 0
+
+
+def switch_embedder(mnemo: Mnemo, path: str, *, yes: bool) -> int:
+    """Make the embedding GGUF at ``path`` ("": the bundled MiniLM) the embedder, re-embedding
+    what is stored (asked first, unless ``yes``); a file that cannot be loaded changes nothing."""
+    chosen = embedder_for(path, strict=True)
+    if chosen is mnemo.embedder and not mnemo.embedder_mismatch:
+        print(f"Memory already uses {chosen.name}; nothing to do.")
+        return 0
+    return reembed(mnemo, path, f" with {chosen.name}", yes=yes)
+
+
+def reembed(mnemo: Mnemo, path: str | None, with_what: str, *, yes: bool) -> int:
+    if not yes:
+        total = mnemo.archival.count() + mnemo.recall.count()
+        answer = input(
+            f"Re-embed up to {total} passages and messages{with_what} now? A snapshot is taken "
+            "first, so that it can be undone. [y/N] "
+        )
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing changed.")
+            return 1
+    count = mnemo.reembed(
+        lambda name, done, total: print(f"\r{name}: {done}/{total}", end=""), embedder_path=path
+    )
+    print(f"\nRe-embedded {count} items{with_what}.")
     return 0

@@ -160,7 +160,7 @@ def served_model(args: argparse.Namespace) -> ModelConfig:
         backend, name = "local", ""
         path = "" if spec == "default" else str(Path(spec).expanduser().resolve())
         if path:
-            from engine.llm.local import check_model_file  # llama.cpp only for a local model
+            from engine.llm.gguf_file import check_model_file  # llama.cpp only for a local model
 
             check_model_file(Path(path), check_memory=False)
     else:

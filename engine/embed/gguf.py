@@ -84,7 +84,7 @@ class GgufEmbedder:
 
 
 def _read_header(path: Path) -> tuple[str, int | None]:
-    """The file's architecture and training context, read as ``engine.llm.local.inspect_gguf``
+    """The file's architecture and training context, read as ``engine.llm.gguf_file.inspect_gguf``
     reads a chat model's: its header and vocabulary only."""
     import llama_cpp
     from llama_cpp._internals import LlamaModel as LoadedWeights

@@ -21,7 +21,7 @@ from engine.modes import Mode, ModeChoice, choose_mode
 from engine.resources import resource_path
 
 if TYPE_CHECKING:
-    from engine.llm.local import GgufInfo
+    from engine.llm.gguf_file import GgufInfo
     from engine.profile import Profile
     from engine.settings import Settings
 
@@ -289,7 +289,7 @@ def entry_for_file(path: Path, catalog: list[CatalogEntry] | None = None) -> Cat
     entry = find_entry(path.name, catalog)
     if entry is not None:
         return entry
-    from engine.llm.local import inspect_gguf  # llama.cpp only when a file must be read
+    from engine.llm.gguf_file import inspect_gguf  # llama.cpp only when a file must be read
 
     info = inspect_gguf(path)
     return CatalogEntry(
@@ -318,7 +318,7 @@ def role_of_file(path: Path) -> str:
     entry = find_entry(path.name)
     if entry is not None:
         return entry.role
-    from engine.llm.local import inspect_gguf
+    from engine.llm.gguf_file import inspect_gguf
 
     return inspect_gguf(path).role
 
@@ -335,7 +335,7 @@ def catalogue_mode(file_name: str | None) -> Mode | None:
 def local_mode(setting: str, path: str | None) -> ModeChoice:
     """The mode the local model at ``path`` (None: the bundled one) will get under ``setting``,
     read from its catalogue entry and its header, without loading it."""
-    from engine.llm.local import bundled_model_path, inspect_gguf
+    from engine.llm.gguf_file import bundled_model_path, inspect_gguf
 
     file = Path(path) if path else bundled_model_path()
     try:

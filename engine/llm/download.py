@@ -349,7 +349,7 @@ class _Transfer:
 
     def verify(self) -> None:
         """Length, magic, SHA-256 and llama.cpp's reading; delete the file if any fails."""
-        from engine.llm.local import inspect_gguf  # llama.cpp only once there is a file
+        from engine.llm.gguf_file import inspect_gguf  # llama.cpp only once there is a file
 
         size = self.part.stat().st_size
         self._report(size, 0.0, checking=True)

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import llama_cpp
 
+from engine.cross_encoder import BUDGET_S, CrossEncoder
 from engine.errors import ModelError
 from engine.hardware import keep_llama_off_amx
-from engine.memory.cross_encoder import BUDGET_S, CrossEncoder
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

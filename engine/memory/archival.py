@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 
 from engine import clock
+from engine.cross_encoder import CrossEncoder
 from engine.embed.base import Embedder
 from engine.errors import InputError, NotFoundError, redact
 from engine.memory import trace, word_match
-from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.search import (
     EXPIRED_GRACE_S,
     KEYWORD_SEARCHES,

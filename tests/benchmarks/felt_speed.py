@@ -190,7 +190,8 @@ def big_profile() -> Path:
 def captured_prompt(folder: Path) -> dict[str, object]:
     """What Mnemo's model is given on a fresh profile's first turn, for the raw process."""
     from engine.agent import Agent
-    from engine.llm.local import LlamaModel, bundled_model_path
+    from engine.llm.gguf_file import bundled_model_path
+    from engine.llm.local import LlamaModel
     from engine.mnemo import Mnemo
 
     seen: list[list[dict[str, str]]] = []

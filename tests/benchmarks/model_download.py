@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fake_servers import ModelFileServer  # noqa: E402
 
 from engine.llm.download import download, resolve_source  # noqa: E402
-from engine.llm.local import bundled_model_path  # noqa: E402
+from engine.llm.gguf_file import bundled_model_path  # noqa: E402
 
 
 def bare_transfer(url: str, target: Path) -> float:

@@ -17,10 +17,10 @@ from sqlalchemy import Engine, text
 from sqlmodel import Session
 
 from engine import clock
+from engine.cross_encoder import CrossEncoder
 from engine.db import on_postgres
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
-from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.recall import keyword_text
 from engine.memory.recall.conversations import all_conversations
 from engine.memory.recall.messages import (

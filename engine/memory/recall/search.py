@@ -11,9 +11,9 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
+from engine.cross_encoder import CrossEncoder
 from engine.db import on_postgres
 from engine.memory import trace, word_match
-from engine.memory.cross_encoder import CrossEncoder
 from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import COLUMNS, MessageHit, check_role, hit_from_row
 from engine.memory.recall.vectors import EMBEDDED_ROLES

@@ -2,6 +2,10 @@
 hybrid search together and orders them again by its own scores. It is given to the stores from
 above (``engine.llm.rerank.attach``), since running a model is not memory's business.
 
+This is the protocol between the two, so it sits below both: the stores (``engine.memory``) order
+their hits with it, and the model back-end (``engine.llm.rerank``) makes one from a GGUF's
+scores, and neither imports the other.
+
 It never makes a search wait longer than ``budget_s``: its cost per text is measured when it is
 attached and on every run, and a head it could not score in time is left as fused.
 """
