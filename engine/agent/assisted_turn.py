@@ -46,7 +46,8 @@ from engine.transcript import (
 )
 
 if TYPE_CHECKING:
-    from engine.agent.loop import Agent, EventCallback
+    from engine.agent.keeping import Keeper
+    from engine.agent.steps import EventCallback, Steps
     from engine.agent.turn import Turn
 
 log = logging.getLogger("mnemo.agent")
@@ -83,10 +84,11 @@ class _StopOrCancel(threading.Event):
 class AssistedTurn:
     """What ``Agent`` does only in the assisted mode (``Agent.assisted``)."""
 
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent  # its loop stores, replies and stops
-        self.mnemo, self.conversation_id = agent.mnemo, agent.conversation_id
-        self.model, self.window = agent.model, agent.window
+    def __init__(self, steps: Steps, keeper: Keeper, *, folds_ahead: bool) -> None:
+        self.steps, self.keeper = steps, keeper  # what it stores, replies and stops with
+        self.folds_ahead = folds_ahead  # see ``Agent.folds_ahead``
+        self.mnemo, self.conversation_id = steps.mnemo, steps.conversation_id
+        self.model, self.window = steps.model, steps.window
 
     def run(self, turn: Turn, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
         """Recall, reply in plain text, then the memory step (after the user has the reply).
@@ -95,7 +97,7 @@ class AssistedTurn:
         hits = self.window.messages(state)
         users = [hit for hit in hits if hit.role == "user"]
         if not users:
-            return self.agent._stop(turn, emit, "no_reply", "There is no message to reply to.")
+            return self.steps.stop(turn, emit, "no_reply", "There is no message to reply to.")
         question = users[-1].text
         about_user = assisted.asks_about_the_user(question)
         built = None
@@ -106,7 +108,7 @@ class AssistedTurn:
             # wait), and searching first gave the first token sooner (assisted_latency.py).
             warm = None
             if getattr(self.model, "gpu_layers", 0):
-                built = self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+                built = self.steps.prepare(turn, False, emit, cancel, assisted_mode=True)
                 warm = threading.Thread(target=self._prefill, args=(built[0],), daemon=True)
                 warm.start()
             started = time.perf_counter()
@@ -121,7 +123,7 @@ class AssistedTurn:
             if found or about_user:  # a note was stored: the window has changed
                 built = None
         started = time.perf_counter()
-        prompt, stats = built or self.agent._prepare(turn, False, emit, cancel, assisted_mode=True)
+        prompt, stats = built or self.steps.prepare(turn, False, emit, cancel, assisted_mode=True)
         turn.timed("window", started)  # with a fold, when the window was full
         turn.steps = 1
         emit(StepStarted(1, stats))
@@ -153,17 +155,17 @@ class AssistedTurn:
             )
             step = self._new_reply(prompt, question, emit, cancel, memory, grounds, turn)
         if step.error or not step.text:
-            return self.agent._stop(
+            return self.steps.stop(
                 turn,
                 emit,
                 "no_reply",
                 "The model gave no reply (" + (step.error or "empty output") + "). Ask again.",
             )
-        finished = self.agent._reply(step.text, turn, emit)
+        finished = self.steps.reply(step.text, turn, emit)
         started = time.perf_counter()
         self._after_reply(users[-1], state, emit, cancel)
         turn.timed("memory step", started)
-        return self.agent._finish(dataclasses.replace(finished, phases=turn.phases), emit)
+        return self.steps.finish(dataclasses.replace(finished, phases=turn.phases), emit)
 
     def _new_reply(
         self,
@@ -335,8 +337,8 @@ class AssistedTurn:
     ) -> None:
         """While the user reads the reply: keep what their message said about them, then (in a
         chat that goes on, ``Agent.folds_ahead``) fold the window ahead."""
-        self.agent.keeper.keep(user, emit)
-        if self.agent.folds_ahead:
+        self.keeper.keep(user, emit)
+        if self.folds_ahead:
             self.fold_ahead(state, emit, cancel)
 
     def fold_ahead(
@@ -424,7 +426,7 @@ class AssistedTurn:
         emit(FunctionCalled(RECALL, arguments, describe_call(RECALL, arguments)))
         text = found.text()
         with self.mnemo.recall.transaction() as transaction:
-            self.agent._store_call(transaction, RECALL, arguments)
+            self.steps.store_call(transaction, RECALL, arguments)
             transaction.add(
                 "function_result",
                 text,

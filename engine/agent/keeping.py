@@ -38,7 +38,7 @@ from engine.memory.search import query_terms, same_word
 from engine.transcript import REMEMBER
 
 if TYPE_CHECKING:
-    from engine.agent.loop import Agent, EventCallback
+    from engine.agent.steps import EventCallback, Steps
 
 log = logging.getLogger("mnemo.agent")
 PASTED_PROPOSALS = 3  # statements of a pasted text proposed for the human block, at most
@@ -47,9 +47,9 @@ PASTED_PROPOSALS = 3  # statements of a pasted text proposed for the human block
 class Keeper:
     """Keeps what the person's message said (``Agent.keeper``)."""
 
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent  # its loop stores, replies and stops
-        self.mnemo, self.conversation_id = agent.mnemo, agent.conversation_id
+    def __init__(self, steps: Steps) -> None:
+        self.steps = steps  # what it stores its calls with
+        self.mnemo, self.conversation_id = steps.mnemo, steps.conversation_id
 
     def keep(self, user: MessageHit, emit: EventCallback) -> None:
         """Keep what the user's message tells about their life, by rule, not by a small model's
@@ -186,7 +186,7 @@ class Keeper:
             if correction:
                 outcomes.append(self._correct(correction, user.id))
         with self.mnemo.recall.transaction() as transaction:
-            self.agent._store_call(transaction, REMEMBER, arguments)
+            self.steps.store_call(transaction, REMEMBER, arguments)
             if untrusted is not None and notes:
                 notes = notes[:PASTED_PROPOSALS]
                 for fact in notes:
@@ -210,7 +210,7 @@ class Keeper:
                 ended_facts += [fact.sentence() for fact in ended]
                 if waiting is not None:
                     proposals.append(waiting)
-            if untrusted is None and self.agent.mode.mode == "assisted":
+            if untrusted is None and self.steps.mode.mode == "assisted":
                 # A model that manages its memory writes core memory itself (MemGPT).
                 proposals += self._propose_for_core(
                     transaction, user, core_lines, replaced, ended_facts

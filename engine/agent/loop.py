@@ -1,94 +1,40 @@
-"""The agent's step loop, both modes share: model -> one function call -> result -> another
-step (heartbeat) or yield; the assisted mode's turn is ``engine.agent.assisted_turn``, and what
-the person said is kept by ``engine.agent.keeping``."""
+"""The agent: one conversation with one model. It stores the person's message and runs the
+turn of the memory mode in use: ``engine.agent.self_managed_turn`` (the model calls memory
+functions, step by step) or ``engine.agent.assisted_turn`` (the engine recalls, the model
+replies). Both write through ``engine.agent.steps``, and what the person said is kept by
+``engine.agent.keeping``."""
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import sqlalchemy.exc
 
-from engine import clock
-from engine.agent import assisted_rules as assisted
 from engine.agent.assisted_turn import AssistedTurn
-from engine.agent.grounding import Grounds, Record, strip_frame
 from engine.agent.keeping import Keeper
+from engine.agent.self_managed_turn import SelfManagedTurn
+from engine.agent.steps import EventCallback, Steps
 from engine.agent.turn import Turn
-from engine.context.window import (
-    PRESSURE_FRACTION,
-    ContextStats,
-    ContextWindow,
-    load_state,
-)
-from engine.errors import (
-    ContextOverflowError,
-    GenerationCancelled,
-    MnemoError,
-    user_message,
-)
-from engine.events import (
-    ContextEvicted,
-    Event,
-    FunctionCalled,
-    FunctionReturned,
-    MemoryPressure,
-    MessageSent,
-    Notice,
-    NoticeKind,
-    ProposalApplied,
-    ProposalCreated,
-    ReplyWithdrawn,
-    StepStarted,
-    TextStreamed,
-    TurnFinished,
-)
+from engine.context.window import ContextStats, ContextWindow, load_state
+from engine.errors import GenerationCancelled, MnemoError, user_message
+from engine.events import Event, Notice, TurnFinished
 from engine.foreground import turn_running
-from engine.functions import (
-    SEND_MESSAGE,
-    ToolContext,
-    check_arguments,
-    cited_passages,
-    describe_call,
-    run_function,
-)
-from engine.llm.base import ChatModel, Prompt, Step, mode_for, safe_text
-from engine.memory.recall import (
-    DEFAULT_CONVERSATION,
-    RecallTransaction,
-)
+from engine.llm.base import ChatModel, safe_text
+from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
-from engine.transcript import (
-    CITE,
-    NOTICE,
-    RECALL,
-    Citation,
-    call_text,
-    citations_text,
-    read_call,
-    result_ok,
-    result_text,
-)
+from engine.transcript import CITE, RECALL, read_call, result_ok
 
 log = logging.getLogger("mnemo.agent")
 
-EventCallback = Callable[[Event], None]
-MAX_EVICTIONS_PER_STEP = 4
-RECENT_FOR_QUESTION = 40  # rows looked through for the message a reply answers
+__all__ = ["Agent", "EventCallback"]
 
 
 def _ignore(_event: Event) -> None:
     pass
-
-
-def _call_key(name: str, arguments: dict[str, Any]) -> str:
-    meaningful = {k: v for k, v in arguments.items() if k != "request_heartbeat"}
-    return name + json.dumps(meaningful, sort_keys=True, ensure_ascii=False)
 
 
 class Agent:
@@ -118,8 +64,10 @@ class Agent:
             from engine.llm.rerank import attach_configured
 
             attach_configured(mnemo)
-        self.keeper = Keeper(self)  # what the person says about their life, in either mode
-        self.assisted = AssistedTurn(self)
+        self.steps = Steps(mnemo, model, self.window, conversation_id)
+        self.keeper = Keeper(self.steps)  # what the person says about their life, in either mode
+        self.self_managed = SelfManagedTurn(self.steps, self.keeper)
+        self.assisted = AssistedTurn(self.steps, self.keeper, folds_ahead=fold_ahead)
         self._lock = threading.Lock()
         self._drop_orphaned_passages()
 
@@ -148,7 +96,7 @@ class Agent:
     @property
     def mode(self) -> ModeChoice:
         """The memory mode of the next turn (the setting can change between turns)."""
-        return mode_for(self.mnemo.settings.memory_mode, self.model)
+        return self.steps.mode
 
     @property
     def interrupted(self) -> bool:
@@ -235,9 +183,9 @@ class Agent:
             turn.untrusted_reason = self.mnemo.recall.untrusted_reason(self.conversation_id)
             if self.mode.mode == "assisted":
                 return self.assisted.run(turn, emit, cancel)
-            return self._self_managed_turn(turn, emit, cancel)
+            return self.self_managed.run(turn, emit, cancel)
         except GenerationCancelled:
-            return self._stop(
+            return self.steps.stop(
                 turn, emit, "cancelled", "Stopped. Nothing from the unfinished step was kept."
             )
         except Exception as error:  # the user's to fix, their storage's, or a bug: say which
@@ -256,315 +204,11 @@ class Agent:
         """End a turn that cannot go on. The note closes it, so that the next start does not
         retry it (a message that fails every time would otherwise fail at every start)."""
         try:
-            self._note(f"The turn stopped: {sentence}")
+            self.steps.note(f"The turn stopped: {sentence}")
         except (MnemoError, sqlalchemy.exc.OperationalError):
             log.warning("could not record the failed turn: %s", sentence)
         emit(Notice("error", sentence))
-        return self._finish(TurnFinished(None, turn.steps, "error"), emit)
-
-    def _self_managed_turn(
-        self, turn: Turn, emit: EventCallback, cancel: threading.Event | None
-    ) -> TurnFinished:
-        limit = self.mnemo.settings.step_limit
-        while turn.steps < limit:
-            final = turn.must_reply or turn.steps == limit - 1
-            turn.final = final
-            prompt, stats = self._prepare(turn, final, emit, cancel)
-            turn.steps += 1
-            emit(StepStarted(turn.steps, stats))
-            step = self.model.step(
-                prompt, on_text=lambda text: emit(TextStreamed(text)), cancel=cancel
-            )
-            outcome = self._execute(step, turn, emit)
-            if isinstance(outcome, TurnFinished):
-                if outcome.reason == "replied":
-                    self._keep_after_self_managed_reply(turn, emit)
-                return self._finish(outcome, emit)
-        return self._stop(
-            turn,
-            emit,
-            "step_limit",
-            f"Stopped after {limit} steps without a reply. Ask again, or raise the step "
-            "limit in the settings if the assistant needs more steps.",
-        )
-
-    def _keep_after_self_managed_reply(self, turn: Turn, emit: EventCallback) -> None:
-        """A model that manages its memory may still not save what the person said about
-        their life: after the reply, the same rules as the assisted mode keep it (a fact the
-        model stored itself, in knowledge memory or as the same line of the human block, is
-        not kept twice)."""
-        state = turn.window_state(self.mnemo, self.conversation_id)
-        user = next(
-            (hit for hit in reversed(self.window.messages(state)) if hit.role == "user"), None
-        )
-        if user is not None:
-            self.keeper.keep(user, emit)
-
-    def _prepare(
-        self,
-        turn: Turn,
-        final: bool,
-        emit: EventCallback,
-        cancel: threading.Event | None,
-        assisted_mode: bool = False,
-    ) -> tuple[Prompt, ContextStats]:
-        """The next step's prompt: warn at memory pressure, evict when full."""
-        state = turn.window_state(self.mnemo, self.conversation_id)
-        if assisted_mode:
-
-            def build() -> tuple[Prompt, ContextStats]:
-                return self.window.build(state, assisted=True)
-
-        else:
-            status = self._status(turn, final)
-            allowed = frozenset({SEND_MESSAGE}) if final else None
-
-            def build() -> tuple[Prompt, ContextStats]:
-                return self.window.build(state, status, allowed)
-
-        prompt, stats = build()
-        if (
-            not assisted_mode  # the warning asks the model to save memory with functions
-            and not state.pressure_warned
-            and PRESSURE_FRACTION <= stats.fraction <= 1.0
-        ):
-            with self.mnemo.recall.transaction() as transaction:
-                self.window.warn(state, transaction, stats)
-            emit(MemoryPressure(stats))
-            prompt, stats = build()
-        evictions = 0
-        while stats.total > stats.limit:
-            evicted = self.window.evict(state, cancel) if evictions < MAX_EVICTIONS_PER_STEP else 0
-            if not evicted:
-                raise ContextOverflowError(
-                    f"The newest messages alone do not fit the model's context window "
-                    f"({stats.total} of {stats.limit} usable tokens). Choose a larger context "
-                    "size in the model settings."
-                )
-            evictions += 1
-            emit(ContextEvicted(evicted, state.summary))
-            prompt, stats = build()
-        return prompt, stats
-
-    def _status(self, turn: Turn, final: bool) -> str:
-        """The line that rides with the newest message: what changes every step."""
-        now = clock.now()
-        if turn.memory_size is None:
-            turn.memory_size = (
-                self.mnemo.recall.count(self.conversation_id),
-                self.mnemo.archival.count(),
-            )
-        messages, passages = turn.memory_size
-        parts = [
-            f"{now:%A %Y-%m-%d %H:%M}",
-            f"{messages} messages in conversation history",
-            f"{passages} passages in archival memory",
-        ]
-        pending = self.mnemo.proposals.count_pending(self.conversation_id)
-        if pending:
-            parts.append(f"{pending} core memory edits await the user's approval")
-        status = "[Status: " + " · ".join(parts) + "]"
-        if final:
-            status += "\n[Reply to the user now with send_message.]"
-        return status
-
-    # -- one step ------------------------------------------------------------------------------
-
-    def _execute(self, step: Step, turn: Turn, emit: EventCallback) -> TurnFinished | None:
-        """Run the step's call and commit it; a TurnFinished ends the turn, None continues."""
-        call = step.call
-        if call is None and step.text and not step.error:
-            return self._checked_reply(step.text, turn, emit)  # a chat API answered in plain text
-        if call is None:
-            self._record_failure(step.raw or step.text, None, step.error or "no call", emit)
-            return None
-        functions = {f.name: f for f in self.window.functions()}
-        function = functions.get(call.name)
-        if function is None:
-            self._record_failure(
-                call.to_json(),
-                call.name,
-                f"there is no function {call.name!r}; use one of {', '.join(functions)}",
-                emit,
-            )
-            return None
-        problem = check_arguments(function, call.arguments)
-        if problem:
-            self._record_failure(call.to_json(), call.name, problem, emit)
-            return None
-        if call.name == SEND_MESSAGE:
-            return self._checked_reply(call.arguments["message"], turn, emit, call.to_json())
-        key = _call_key(call.name, call.arguments)
-        if key in turn.seen_calls:
-            return self._repeated(call.name, turn, emit)
-        turn.seen_calls.add(key)
-        if turn.must_reply:  # the model ignored the request to reply
-            return self._stop(
-                turn,
-                emit,
-                "step_limit",
-                "The assistant kept calling functions instead of replying; the turn was stopped.",
-            )
-        return self._run_function(call.name, call.arguments, turn, emit)
-
-    def _checked_reply(
-        self, text: str, turn: Turn, emit: EventCallback, call: str | None = None
-    ) -> TurnFinished | None:
-        """The self-managed reply, as the assisted mode's is shown: without the frame of its
-        prompt, and, to a question about the person, stating nothing that neither the turn's
-        searches nor core memory nor the question hold. Such a reply goes back to the model
-        with why, unless this step must reply (then it is shown as it is)."""
-        shown = strip_frame(text) or text
-        question = self._newest_user_text()
-        if not turn.final and assisted.asks_about_the_user(question):
-            core = self.window.core_text(self.mnemo.core.blocks())
-            records = [Record(result) for result in turn.results]
-            grounds = Grounds(question, records, core, question=False)
-            if made_up := grounds.invented(shown):
-                self._record_failure(
-                    call or shown,
-                    SEND_MESSAGE,
-                    f"your reply states {', '.join(sorted(made_up))}, which neither memory nor "
-                    "the user said; search memory for it, or say that you do not know",
-                    emit,
-                )
-                return None
-        if shown != text.strip():  # what streamed had frame in it: the person reads it cleaned
-            emit(ReplyWithdrawn())
-            emit(TextStreamed(shown))
-        return self._reply(shown, turn, emit)
-
-    def _run_function(
-        self, name: str, arguments: dict[str, Any], turn: Turn, emit: EventCallback
-    ) -> TurnFinished | None:
-        emit(FunctionCalled(name, arguments, describe_call(name, arguments)))
-        with self.mnemo.recall.transaction() as transaction:
-            call_id = self._store_call(transaction, name, arguments)
-            context = ToolContext(
-                mnemo=self.mnemo,
-                transaction=transaction,
-                conversation_id=self.conversation_id,
-                call_message_id=call_id,
-                untrusted_reason=turn.untrusted_reason,
-                max_result_chars=self.window.max_result_chars,
-            )
-            savepoint = transaction.session.begin_nested()
-            result = run_function(context, name, arguments)
-            if result.ok:
-                savepoint.commit()
-            else:
-                savepoint.rollback()  # a failed function leaves no rows behind
-            transaction.add(
-                "function_result",
-                result_text(result.text, result.ok),
-                name=name,
-                conversation_id=self.conversation_id,
-                untrusted_reason=result.untrusted_reason,
-            )
-        emit(FunctionReturned(name, result.ok, result.text, result.summary, result.trace))
-        turn.results.append(result.text)
-        turn.untrusted_reason = turn.untrusted_reason or result.untrusted_reason
-        turn.passages += result.passages
-        if result.proposal is not None:
-            applied = result.proposal.status == "approved"
-            emit(ProposalApplied(result.proposal) if applied else ProposalCreated(result.proposal))
-        if not result.ok or arguments.get("request_heartbeat"):
-            return None
-        turn.must_reply = True  # it yielded without a word to the user: ask for one
-        return None
-
-    def _store_call(
-        self, transaction: RecallTransaction, name: str, arguments: dict[str, Any]
-    ) -> int:
-        """A call as stored in recall (the model's, or one the engine made for it)."""
-        return transaction.add(
-            "function_call",
-            call_text(name, arguments),
-            name=name,
-            conversation_id=self.conversation_id,
-        )
-
-    def _reply(self, text: str, turn: Turn, emit: EventCallback) -> TurnFinished:
-        """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
-        # What the question and today's date (in the assisted prompt) bring proves no use of a
-        # document: "today is Friday" is no gardener's "every second Friday".
-        now = clock.now()
-        brought = f"{self._newest_user_text()} {now:%A} {now.day} {now:%B %Y}"
-        sources = tuple(
-            Citation(passage.source.path or "", passage.source.section)
-            for passage in cited_passages(text, turn.passages, brought)
-        )
-        with self.mnemo.recall.transaction() as transaction:
-            message_id = transaction.add(
-                "assistant", text, name=SEND_MESSAGE, conversation_id=self.conversation_id
-            )
-            if sources:
-                transaction.add(
-                    "function_result",
-                    citations_text(sources),
-                    name=CITE,
-                    conversation_id=self.conversation_id,
-                )
-        emit(MessageSent(text, message_id, sources))
-        return TurnFinished(text, turn.steps, "replied")
-
-    def _newest_user_text(self) -> str:
-        recent = self.mnemo.recall.recent(RECENT_FOR_QUESTION, self.conversation_id)
-        return next((hit.text for hit in reversed(recent) if hit.role == "user"), "")
-
-    def _record_failure(
-        self, raw: str, name: str | None, problem: str, emit: EventCallback
-    ) -> None:
-        """Store a call that could not run and the correction the model gets back."""
-        emit(FunctionCalled(name or "(invalid)", {}, f"made an invalid call: {problem}"))
-        correction = f"{problem[0].upper()}{problem[1:].rstrip('.')}. Fix the call and try again."
-        with self.mnemo.recall.transaction() as transaction:
-            transaction.add(
-                "function_call",
-                raw[:4000],
-                name=name,
-                conversation_id=self.conversation_id,
-            )
-            transaction.add(
-                "function_result",
-                result_text(correction, ok=False),
-                name=name,
-                conversation_id=self.conversation_id,
-            )
-        emit(FunctionReturned(name or "(invalid)", False, correction, "error"))
-
-    def _repeated(self, name: str, turn: Turn, emit: EventCallback) -> TurnFinished | None:
-        text = f"The assistant repeated the same {name} call, so it was not run again."
-        if turn.must_reply:
-            return self._stop(turn, emit, "repeated_call", text + " The turn was stopped.")
-        self._note(text + " Reply to the user now.", for_model=True)
-        emit(Notice("repeated_call", text))
-        turn.must_reply = True
-        return None
-
-    def _stop(self, turn: Turn, emit: EventCallback, kind: NoticeKind, text: str) -> TurnFinished:
-        self._note(text)
-        emit(Notice(kind, text))
-        reason = kind if kind in ("step_limit", "repeated_call", "cancelled") else "error"
-        return self._finish(TurnFinished(None, turn.steps, reason), emit)
-
-    def _note(self, text: str, *, for_model: bool = False) -> None:
-        """A system note in the conversation. It closes a failed turn (so a restart does not
-        retry it) and is kept from the model, which has no use for an error's text (and an
-        error may quote what a server sent); ``for_model`` notes are instructions to it."""
-        self.mnemo.recall.add(
-            "system",
-            text,
-            conversation_id=self.conversation_id,
-            name=None if for_model else NOTICE,
-        )
-
-    def _finish(self, result: TurnFinished, emit: EventCallback) -> TurnFinished:
-        log.info(
-            "turn of %s finished after %d steps: %s", self.model.name, result.steps, result.reason
-        )
-        emit(result)
-        return result
+        return self.steps.finish(TurnFinished(None, turn.steps, "error"), emit)
 
     # -- start-up repair -----------------------------------------------------------------------
 
