@@ -20,6 +20,7 @@ from engine.errors import ProfileError
 from engine.memory import archival, forget, recall
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
+from engine.memory.documents import DocumentIndex
 from engine.memory.knowledge import KnowledgeStore
 from engine.memory.proposals import ProposalStore
 from engine.memory.recall import RecallStore
@@ -229,10 +230,8 @@ class Mnemo:
         return count
 
     def documents(self) -> list[DocumentRow]:
-        """The ingested documents, newest first (the window lists them; so does a server)."""
-        from engine.ingest.ingestor import Ingestor  # the loaders only when asked for
-
-        return Ingestor(self).documents()
+        """The ingested documents (the window lists them; so does a server)."""
+        return DocumentIndex(self._engine).all()
 
     def wait_for_background_work(self) -> None:
         """Wait for vector repair, index builds and compaction (tests and benchmarks use this)."""

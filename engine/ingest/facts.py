@@ -7,39 +7,45 @@ from __future__ import annotations
 import re
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.errors import InputError
 from engine.ingest.loaders import load
 from engine.memory.extract import facts_in
-from engine.memory.knowledge import name_key, predicate_key
-from engine.memory.proposals import Proposal
-from engine.memory.recall import DEFAULT_CONVERSATION
+from engine.memory.knowledge import KnowledgeStore, name_key, predicate_key
+from engine.memory.proposals import Proposal, ProposalStore
+from engine.memory.recall import DEFAULT_CONVERSATION, RecallStore
 
-if TYPE_CHECKING:
-    from engine.mnemo import Mnemo
+
+class FactStores(Protocol):
+    """What proposing a document's facts reads and writes (a ``Mnemo`` is one)."""
+
+    knowledge: KnowledgeStore
+    proposals: ProposalStore
+    recall: RecallStore
+
 
 MAX_PROPOSALS = 50  # per file: more would bury the proposal panel; the rest is said, not lost
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n{2,}")
 
 
 def propose_facts_from(
-    mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_CONVERSATION
+    stores: FactStores, path: Path, conversation_id: str = DEFAULT_CONVERSATION
 ) -> tuple[list[Proposal], int]:
     """Propose the facts ``path`` states about people, places and things (in the third person:
     "Ana lives in Porto"). Returns the proposals and how many more facts were found than
     ``MAX_PROPOSALS`` allowed."""
     if not path.is_file():
         raise InputError(f"There is no file {path}.")
-    today, knowledge = date.today(), mnemo.knowledge
+    today, knowledge = date.today(), stores.knowledge
     seen = {  # facts already proposed and waiting: extracting twice proposes nothing twice
         _key(p.label, p.payload["predicate"], p.new_content)
-        for p in mnemo.proposals.pending()
+        for p in stores.proposals.pending()
         if p.kind == "fact"
     }
     proposals: list[Proposal] = []
     skipped = 0
-    with mnemo.recall.transaction() as transaction:
+    with stores.recall.transaction() as transaction:
         for section in load(path):
             for sentence in _SENTENCE.split(section.text):
                 for candidate in facts_in(" ".join(sentence.split()), today, speaker=None):
@@ -54,7 +60,7 @@ def propose_facts_from(
                     current = knowledge.contradicted(*candidate.triple)
                     where = f"{path.name}, {section.label}" if section.label else path.name
                     proposals.append(
-                        mnemo.proposals.create_fact_in(
+                        stores.proposals.create_fact_in(
                             transaction.session,
                             conversation_id=conversation_id,
                             subject=candidate.subject,

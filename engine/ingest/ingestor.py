@@ -29,9 +29,9 @@ from filelock import FileLock, Timeout
 from engine.db.schema import DocumentRow
 from engine.errors import GenerationCancelled
 from engine.ingest.chunking import chunk_sections
-from engine.ingest.document_index import DocumentIndex
 from engine.ingest.loaders import DocumentError, UnsupportedFile, is_supported, load
 from engine.memory.archival import ArchivalStore, NewPassage, Source
+from engine.memory.documents import DocumentIndex
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

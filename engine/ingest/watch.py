@@ -27,13 +27,14 @@ from engine.ingest.ingestor import (
     DEFAULT_EXCLUDES,
     FileResult,
     Ingestor,
+    Stores,
     canonical_path,
     excluded,
 )
 from engine.ingest.loaders import is_supported
 
 if TYPE_CHECKING:
-    from engine.mnemo import Mnemo
+    from sqlalchemy import Engine
 
 log = logging.getLogger("mnemo.watch")
 
@@ -48,13 +49,14 @@ class WatchedFolder:
 
 
 class WatchedFolders:
-    """The profile's list of watched folders."""
+    """The profile's list of watched folders (``stores``: a ``Mnemo``, or what has its
+    database)."""
 
-    def __init__(self, mnemo: Mnemo) -> None:
-        self._mnemo = mnemo
+    def __init__(self, stores: Stores) -> None:
+        self._database: Engine = stores.database
 
     def all(self) -> list[WatchedFolder]:
-        with Session(self._mnemo.database) as session:
+        with Session(self._database) as session:
             rows = session.exec(select(WatchedFolderRow).order_by(col(WatchedFolderRow.path)))
             return [
                 WatchedFolder(
@@ -73,7 +75,7 @@ class WatchedFolders:
         if not folder.is_dir():
             raise MnemoError(f"{folder} is not a folder; watch a folder, or ingest a single file.")
         rules = tuple(DEFAULT_EXCLUDES if exclude is None else (*DEFAULT_EXCLUDES, *exclude))
-        with Session(self._mnemo.database) as session:
+        with Session(self._database) as session:
             row = session.get(WatchedFolderRow, str(folder)) or WatchedFolderRow(
                 path=str(folder), added_at=time.time()
             )
@@ -85,7 +87,7 @@ class WatchedFolders:
 
     def remove(self, path: str | Path) -> None:
         folder = str(canonical_path(path))
-        with Session(self._mnemo.database) as session:
+        with Session(self._database) as session:
             row = session.get(WatchedFolderRow, folder)
             if row is None:
                 raise MnemoError(
@@ -132,13 +134,13 @@ class FolderWatcher:
 
     def __init__(
         self,
-        mnemo: Mnemo,
+        stores: Stores,
         *,
         debounce_s: float = DEBOUNCE_S,
         on_result: Callable[[FileResult], None] | None = None,
     ) -> None:
-        self._mnemo = mnemo
-        self._ingestor = Ingestor(mnemo)
+        self._stores = stores
+        self._ingestor = Ingestor(stores)
         self._debounce_s = debounce_s
         self._on_result = on_result
         self._pending: dict[Path, tuple[float, WatchedFolder, bool]] = {}
@@ -149,7 +151,7 @@ class FolderWatcher:
         self._worker = threading.Thread(target=self._work, name="mnemo-watch", daemon=True)
 
     def start(self) -> None:
-        folders = WatchedFolders(self._mnemo).all()
+        folders = WatchedFolders(self._stores).all()
         for folder in folders:
             if folder.path.is_dir():
                 self._observer.schedule(_Changes(self, folder), str(folder.path), recursive=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.memory.vectors.lance import lancedb
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # for its type only: the table imports its upkeep, and upkeep works on it
     from engine.memory.vectors import VectorTable
 
 log = logging.getLogger("mnemo.vectors")

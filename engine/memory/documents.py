@@ -1,5 +1,6 @@
-"""The ingestion index: one row per file Mnemo has read, with its state (queued, indexing, done,
-skipped, error), its size, time and hash when it was read, and the embedder that read it.
+"""The document index: one row per file Mnemo has read, with its state (queued, indexing, done,
+skipped, error), its size, time and hash when it was read, and the embedder that read it. A
+store of the profile's (``Mnemo.documents`` lists it); ingestion (``engine.ingest``) writes it.
 
 It is how a re-scan skips unchanged files at the cost of one ``stat`` each, and how a crash or a
 cancel is resumed: files are marked queued in one transaction before any is read.
