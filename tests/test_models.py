@@ -138,7 +138,7 @@ def test_llama_cpp_is_kept_off_amx_where_the_cpu_has_it():
     process of its own, since the switch holds for the whole process."""
     script = """
 from engine import hardware
-from engine.llm.gguf_file import LlamaModel
+from engine.llm.local import LlamaModel
 import llama_cpp, llama_cpp.llama_cpp as library
 before = library.llama_model_default_params().use_extra_bufts
 hardware.cpu_has_amx = lambda: True  # as on a Sapphire Rapids Xeon
