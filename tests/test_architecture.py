@@ -92,6 +92,12 @@ def test_the_layer_contracts_are_kept():
             "engine.server is not allowed to import engine.cli",
         ),
         ("engine/settings.py", "\nimport PySide6\n", "engine is not allowed to import PySide6"),
+        (  # a store reaching up to the open profile, if only for a type (forget's arrow)
+            "engine/memory/core.py",
+            "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+            "    from engine.mnemo import Mnemo\n",
+            "engine.memory is not allowed to import engine.mnemo",
+        ),
         (  # the profile building an ingestor: ingestion takes the stores, the profile reads
             # the document index
             "engine/mnemo.py",

@@ -28,15 +28,28 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from engine.errors import MnemoError, NotFoundError
 from engine.memory.search import from_timestamp
 
-if TYPE_CHECKING:
-    from engine.memory.vectors import VectorTable
-
 log = logging.getLogger("mnemo.snapshots")
+
+
+class TaggedTable(Protocol):
+    """What a snapshot asks of a vector table (``engine.memory.vectors``, which imports this
+    module for its errors): keep the current version under a tag, and bring it back."""
+
+    name: str
+
+    def tag(self, name: str) -> int: ...
+
+    def restore_tag(self, name: str) -> None: ...
+
+    def has_tag(self, name: str) -> bool: ...
+
+    def drop_tag(self, name: str) -> None: ...
+
 
 FOLDER = "snapshots"
 DATABASE = "mnemo.sqlite"
@@ -82,7 +95,7 @@ class SnapshotStore:
         self,
         root: Path,
         database_path: Path,
-        tables: list[VectorTable],
+        tables: list[TaggedTable],
         unavailable: str | None = None,
     ) -> None:
         """``unavailable``: why this profile cannot have snapshots (it is on a server)."""
