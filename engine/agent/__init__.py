@@ -11,6 +11,7 @@ for the message (stored as a ``recall`` call, so the chat shows it), one plain-t
 memory step after the reply. Both modes share the window, storage, proposals and events.
 """
 
-from engine.agent.loop import Agent, EventCallback
+from engine.agent.loop import Agent
+from engine.agent.steps import EventCallback
 
 __all__ = ["Agent", "EventCallback"]

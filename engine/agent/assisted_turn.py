@@ -86,7 +86,7 @@ class AssistedTurn:
 
     def __init__(self, steps: Steps, keeper: Keeper, *, folds_ahead: bool) -> None:
         self.steps, self.keeper = steps, keeper  # what it stores, replies and stops with
-        self.folds_ahead = folds_ahead  # see ``Agent.folds_ahead``
+        self.folds_ahead = folds_ahead  # fold after a reply (see ``Agent.__init__``)
         self.mnemo, self.conversation_id = steps.mnemo, steps.conversation_id
         self.model, self.window = steps.model, steps.window
 
@@ -336,7 +336,7 @@ class AssistedTurn:
         cancel: threading.Event | None,
     ) -> None:
         """While the user reads the reply: keep what their message said about them, then (in a
-        chat that goes on, ``Agent.folds_ahead``) fold the window ahead."""
+        chat that goes on, ``folds_ahead``) fold the window ahead."""
         self.keeper.keep(user, emit)
         if self.folds_ahead:
             self.fold_ahead(state, emit, cancel)

@@ -30,8 +30,6 @@ from engine.transcript import CITE, RECALL, read_call, result_ok
 
 log = logging.getLogger("mnemo.agent")
 
-__all__ = ["Agent", "EventCallback"]
-
 
 def _ignore(_event: Event) -> None:
     pass
@@ -51,12 +49,6 @@ class Agent:
         self.mnemo = mnemo
         self.model = model
         self.conversation_id = conversation_id
-        # After a reply, a window past the pressure line is folded into the summary at once (the
-        # model summarises, ~20 s on the bundled one) and the folded prompt evaluated, for the
-        # next message of a chat that goes on. A one-shot turn (`mnemo chat -m`) ends its process
-        # with the reply: it leaves the fold to the next start (``catch_up``), or to the turn
-        # that needs it.
-        self.folds_ahead = fold_ahead
         self.window = ContextWindow(mnemo, model, conversation_id)
         # The re-ranker the settings name (llama.cpp's only when one is set, or was: a cleared
         # setting takes it off the searches).
@@ -67,6 +59,11 @@ class Agent:
         self.steps = Steps(mnemo, model, self.window, conversation_id)
         self.keeper = Keeper(self.steps)  # what the person says about their life, in either mode
         self.self_managed = SelfManagedTurn(self.steps, self.keeper)
+        # After a reply, a window past the pressure line is folded into the summary at once (the
+        # model summarises, ~20 s on the bundled one) and the folded prompt evaluated, for the
+        # next message of a chat that goes on. A one-shot turn (`mnemo chat -m`) ends its process
+        # with the reply: it leaves the fold to the next start (``catch_up``), or to the turn
+        # that needs it.
         self.assisted = AssistedTurn(self.steps, self.keeper, folds_ahead=fold_ahead)
         self._lock = threading.Lock()
         self._drop_orphaned_passages()
@@ -130,7 +127,7 @@ class Agent:
             return self._run_turn(emit, cancel)
 
     def catch_up(self, *, on_event: EventCallback | None = None) -> bool:
-        """At a start: the fold a one-shot turn left (see ``folds_ahead``), done while the person
+        """At a start: the fold a one-shot turn left (``fold_ahead=False``), done while the person
         reads and types; whether anything was folded. The same fold as after a reply."""
         with self._lock:
             return self._catch_up(on_event, None)
