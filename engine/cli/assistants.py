@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from engine.assistants import Assistants
-from engine.cli.output import print_json
+from engine.cli.output import confirmed, print_json
 from engine.profile import data_folder
 
 if TYPE_CHECKING:
@@ -58,11 +58,10 @@ def cmd_duplicate(_mnemo: Mnemo, args: argparse.Namespace) -> int:
 def cmd_delete(_mnemo: Mnemo, args: argparse.Namespace) -> int:
     assistants = _assistants()
     assistants.path(args.name)  # says so when there is none
-    if not args.yes:
-        answer = input(f"Delete the assistant {args.name} and everything it remembers? [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing changed.")
-            return 1
+    question = f"Delete the assistant {args.name} and everything it remembers?"
+    if not args.yes and not confirmed(question):
+        print("Nothing changed.")
+        return 1
     trash = assistants.delete(args.name)
     print(f"Deleted {args.name}; until you empty it, it waits in {trash}.")
     return 0

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from engine.cli.output import confirmed
 from engine.errors import InputError
 from engine.memory import forget
 
@@ -43,7 +44,7 @@ def confirm_and_forget(
     show(plan, out)
     if not yes:
         out.write("Forgetting cannot be undone: no snapshot or undo will bring it back.\n")
-        if ask("Forget all of this? [y/N] ").strip().lower() not in ("y", "yes"):
+        if not confirmed("Forget all of this?", ask):
             out.write("Nothing was forgotten.\n")
             return False
     result = forget.forget(mnemo, plan)

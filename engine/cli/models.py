@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine import hardware
+from engine.cli.output import confirmed
 from engine.embed import embedder_for
 from engine.errors import MnemoError
 from engine.hardware import Hardware, gib
@@ -305,11 +306,10 @@ def switch_embedder(mnemo: Mnemo, path: str, *, yes: bool) -> int:
 def reembed(mnemo: Mnemo, path: str | None, with_what: str, *, yes: bool) -> int:
     if not yes:
         total = mnemo.archival.count() + mnemo.recall.count()
-        answer = input(
+        if not confirmed(
             f"Re-embed up to {total} passages and messages{with_what} now? A snapshot is taken "
-            "first, so that it can be undone. [y/N] "
-        )
-        if answer.strip().lower() not in ("y", "yes"):
+            "first, so that it can be undone."
+        ):
             print("Nothing changed.")
             return 1
     count = mnemo.reembed(

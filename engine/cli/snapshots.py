@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from engine.cli.output import print_json
+from engine.cli.output import confirmed, print_json
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -32,14 +32,12 @@ def cmd_snapshot_list(mnemo: Mnemo, args: argparse.Namespace) -> int:
 
 def cmd_snapshot_restore(mnemo: Mnemo, args: argparse.Namespace) -> int:
     snapshot = mnemo.snapshots.get(args.id)
-    if not args.yes:
-        answer = input(
-            f"Bring the whole memory back to {snapshot.describe()}? What changed since is kept "
-            "in a snapshot taken first. [y/N] "
-        )
-        if answer.strip().lower() not in ("y", "yes"):
-            print("Nothing changed.")
-            return 1
+    if not args.yes and not confirmed(
+        f"Bring the whole memory back to {snapshot.describe()}? What changed since is kept "
+        "in a snapshot taken first."
+    ):
+        print("Nothing changed.")
+        return 1
     # Not under a running window or chat: they would go on showing, and writing over, the old.
     with mnemo.profile.hold_assistant("mnemo snapshot restore"):
         before = mnemo.snapshots.restore(snapshot.id)
