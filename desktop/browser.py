@@ -35,7 +35,7 @@ from desktop.forget_dialog import ask_to_forget
 from desktop.sources import note_as_said, passage_source
 from desktop.threads import MESSAGES, PASSAGES, Tasks
 from desktop.ui import cell, label, table
-from engine.memory import forget
+from engine import forget
 from engine.memory.archival import Passage
 from engine.memory.recall import MessageHit
 from engine.memory.search import Page, hit_line

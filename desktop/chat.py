@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 
 from desktop.assistant_memory import AssistantMemory
 from desktop.ui import MessageInput, label, remove_widgets, widgets_in
+from engine import forget
 from engine.events import FunctionCalled, FunctionReturned
 from engine.functions import describe_call
-from engine.memory import forget
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit
 from engine.text import one_line

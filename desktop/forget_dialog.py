@@ -2,7 +2,7 @@
 
 Every "Forget…" (File, a message, a passage, a fact, a person, a core block's selected words)
 comes through ``ask_to_forget``: the plan is made on the tasks thread, shown here grouped by
-kind, and only Forget in this dialog forgets (``engine.memory.forget``).
+kind, and only Forget in this dialog forgets (``engine.forget``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 
 from desktop.assistant_memory import AssistantMemory, on_this_computer
 from desktop.threads import CORE, KNOWLEDGE, MESSAGES, PASSAGES, PROPOSALS, Tasks
-from engine.memory import forget
+from engine import forget
 
 SHOWN_PER_KIND = 50
 CHANGES = (MESSAGES, PASSAGES, CORE, PROPOSALS, KNOWLEDGE)

@@ -36,8 +36,8 @@ from desktop.forget_dialog import ask_to_forget
 from desktop.sources import from_message
 from desktop.threads import KNOWLEDGE, PROPOSALS, Tasks
 from desktop.ui import cell, label, ok_cancel, table
+from engine import forget
 from engine.ingest.facts import propose_facts_from
-from engine.memory import forget
 from engine.memory.knowledge import (
     USER,
     Conflict,

@@ -55,7 +55,7 @@ from desktop.threads import (
 )
 from desktop.ui import PAGES, STYLE, Meter, app_settings, guard_wheels, label
 from desktop.workers import ChatWorker, IngestWorker, ModelLoader, load_configured_model
-from engine import health
+from engine import forget, health
 from engine.agent import tidying
 from engine.context.window import ContextStats
 from engine.errors import MnemoError
@@ -70,7 +70,6 @@ from engine.events import (
 )
 from engine.hardware import return_freed_memory
 from engine.ingest.ingestor import FileResult, IngestProgress
-from engine.memory import forget
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 

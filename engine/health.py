@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 
+from engine import forget
 from engine.db import on_postgres
 from engine.exchange import unfinished
-from engine.memory import forget
+from engine.memory import redaction
 from engine.memory.recall.vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
 from engine.memory.search import chunked
 from engine.memory.vectors import quote_sql
@@ -94,7 +95,7 @@ def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
     if forgotten:
         # First, and before the snapshot a repair takes, which would copy the text again.
         held = forget.held_on_disk(mnemo)
-        snapshots = forget.forget_again(mnemo)
+        snapshots = redaction.forget_again(mnemo)
         cleared = sorted(set(held) - set(forget.held_on_disk(mnemo)))
         if cleared:  # only what it did: a file still holding the text is a problem still
             done.append(

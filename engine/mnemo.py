@@ -17,7 +17,7 @@ from engine.db import on_postgres, open_database, postgres
 from engine.db.schema import DocumentRow
 from engine.embed import Embedder, embedder_for
 from engine.errors import ProfileError
-from engine.memory import archival, forget, recall
+from engine.memory import archival, recall, redaction
 from engine.memory.archival import ArchivalStore
 from engine.memory.core import CoreMemory
 from engine.memory.documents import DocumentIndex
@@ -130,14 +130,14 @@ class Mnemo:
             NOT_ON_POSTGRES if on_postgres(self._engine) else None,
         )
         # A restored snapshot may hold what was forgotten since it was taken: forgotten again.
-        self.snapshots.after_restore = lambda: forget.sweep(self)
+        self.snapshots.after_restore = lambda: redaction.sweep(self)
         if not self.read_only:
             try:
                 self.archival.purge_expired()
                 self.knowledge.purge_expired()
             except Exception:  # never a reason not to open; the next open purges
                 log.exception("could not purge expired passages and facts")
-            forget.finish_forgets(self)  # one a crash cut short: nothing is half-forgotten
+            redaction.finish_forgets(self)  # one a crash cut short: nothing is half-forgotten
 
     @property
     def embedder(self) -> Embedder:

@@ -92,11 +92,26 @@ def test_the_layer_contracts_are_kept():
             "engine.server is not allowed to import engine.cli",
         ),
         ("engine/settings.py", "\nimport PySide6\n", "engine is not allowed to import PySide6"),
-        (  # a store reaching up to the open profile, if only for a type (forget's arrow)
-            "engine/memory/core.py",
+        (  # the stores' redaction reaching up to the open profile, if only for a type
+            "engine/memory/redaction.py",
             "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
             "    from engine.mnemo import Mnemo\n",
             "engine.memory is not allowed to import engine.mnemo",
+        ),
+        (  # the profile calling the person's forget (it calls only the stores' redaction)
+            "engine/mnemo.py",
+            later("from engine import forget"),
+            "engine.mnemo is not allowed to import engine.forget",
+        ),
+        (  # reading a file's text needing ingestion, which the forget does not import
+            "engine/loaders.py",
+            later("from engine.ingest.chunking import chunk_sections"),
+            "engine.loaders is not allowed to import engine.ingest",
+        ),
+        (  # forgetting and ingestion are siblings: neither imports the other
+            "engine/forget.py",
+            later("from engine.ingest.ingestor import Ingestor"),
+            "engine.forget is not allowed to import engine.ingest",
         ),
         (  # the profile building an ingestor: ingestion takes the stores, the profile reads
             # the document index

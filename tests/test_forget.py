@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import Mnemo, health
+from engine import Mnemo, forget, health
 from engine.cli import main
 from engine.cli.chat import chat
 from engine.errors import InputError
@@ -23,7 +23,6 @@ from engine.exchange import import_file
 from engine.exchange.archive import export_archive
 from engine.ingest.ingestor import Ingestor
 from engine.llm import ScriptedModel
-from engine.memory import forget
 from engine.profile import log_to_profile
 
 PIN = "zebra-7741-quartz"

@@ -31,9 +31,9 @@ from engine.cli import main
 from engine.errors import MnemoError
 from engine.events import Notice, TextStreamed, TurnFinished
 from engine.ingest.ingestor import Ingestor
-from engine.ingest.loaders import TEXT_PIECE_CHARS, load
 from engine.llm import ScriptedModel, ScriptedStep
 from engine.llm.openai_api import OpenAIModel
+from engine.loaders import TEXT_PIECE_CHARS, load
 from engine.memory.archival import NewPassage
 from engine.memory.recall import PASTED_CHARS
 from engine.profile import CHAT, Profile, log_to_profile

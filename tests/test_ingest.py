@@ -18,9 +18,9 @@ from engine.agent import Agent
 from engine.cli import main
 from engine.ingest.chunking import CHUNK_WORDS, chunk_sections
 from engine.ingest.ingestor import FileResult, Ingestor
-from engine.ingest.loaders import Section
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.llm import ScriptedModel
+from engine.loaders import Section
 
 FRENCH = (
     "Le café de la place était fermé. Nous avons mangé une crème brûlée près de la façade, puis "
@@ -259,7 +259,7 @@ def test_large_text_is_streamed_in_pieces(mnemo, tmp_path):
     big = tmp_path / "big.txt"
     paragraph = "Sailing notes about wind, tide and knots in the harbour. " * 20
     big.write_text("\n\n".join(f"{number}. {paragraph}" for number in range(3000)))  # ~3.5 MB
-    from engine.ingest.loaders import load
+    from engine.loaders import load
 
     sections = list(load(big))
     assert len(sections) > 10 and all(len(s.text) <= 300 * 1024 for s in sections)
@@ -481,7 +481,7 @@ def test_a_real_basic_memory_note_is_read_without_its_front_matter(mnemo, real_f
     """basic-memory writes notes with YAML front matter (title, type, permalink). Read as
     Markdown, it became a heading "title: … type: note permalink: …" over every section; the
     title is the note's heading now, and the rest is not passage text."""
-    from engine.ingest.loaders import load
+    from engine.loaders import load
 
     (note,) = (real_files / "basic_memory").glob("*.md")
     sections = list(load(note))

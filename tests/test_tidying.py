@@ -8,14 +8,13 @@ from datetime import date
 
 import pytest
 
-from engine import Mnemo, clock
+from engine import Mnemo, clock, forget
 from engine.agent import Agent
 from engine.agent import assisted_rules as assisted
 from engine.agent.tidying import plan, propose, tidy_block
 from engine.cli import main
 from engine.errors import CoreMemoryError, InputError
 from engine.llm import ScriptedModel
-from engine.memory import forget
 from engine.memory.knowledge import USER
 
 LIFE = [

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from engine import moments
+from engine import forget, moments
 from engine.agent import Agent
 from engine.cli.forget import confirm_and_forget
 from engine.cli.model_ahead import load_chosen
@@ -35,7 +35,6 @@ from engine.events import (
 )
 from engine.interrupt import run_interruptibly
 from engine.llm import ChatModel
-from engine.memory import forget
 from engine.memory.proposals import Proposal
 from engine.memory.recall.conversations import ConversationInfo
 from engine.profile import CHAT

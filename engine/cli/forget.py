@@ -8,9 +8,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, TextIO
 
+from engine import forget
 from engine.cli.output import confirmed
 from engine.errors import InputError
-from engine.memory import forget
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

@@ -18,7 +18,7 @@ from engine.exchange.archive import (
 from engine.exchange.chat_exports import import_conversations
 from engine.exchange.letta import import_agent_file
 from engine.exchange.unfinished import refuse_another
-from engine.memory.forget import sweep
+from engine.memory.redaction import sweep
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo

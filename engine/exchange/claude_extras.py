@@ -32,7 +32,7 @@ from sqlalchemy import text
 from engine.errors import CoreMemoryError
 from engine.exchange.archive import ArchiveError, ImportReport, export_timestamp
 from engine.ingest.chunking import chunk_sections
-from engine.ingest.loaders import Section, text_pieces
+from engine.loaders import Section, text_pieces
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.memory.vectors import quote_sql

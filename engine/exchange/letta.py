@@ -39,7 +39,7 @@ from engine.exchange.archive import (
     waiting_proposals,
 )
 from engine.ingest.chunking import chunk_sections
-from engine.ingest.loaders import Section, text_pieces
+from engine.loaders import Section, text_pieces
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.core import DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT
 from engine.memory.recall import DEFAULT_CONVERSATION

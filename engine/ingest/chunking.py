@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from engine.ingest.loaders import Section
+from engine.loaders import Section
 
 # all-MiniLM-L6-v2 reads 256 word pieces; English averages ~1.3 pieces a word.
 CHUNK_WORDS = 160

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from engine.errors import InputError
-from engine.ingest.loaders import load
+from engine.loaders import load
 from engine.memory.extract import facts_in
 from engine.memory.knowledge import KnowledgeStore, name_key, predicate_key
 from engine.memory.proposals import Proposal, ProposalStore

@@ -29,7 +29,7 @@ from filelock import FileLock, Timeout
 from engine.db.schema import DocumentRow
 from engine.errors import GenerationCancelled
 from engine.ingest.chunking import chunk_sections
-from engine.ingest.loaders import DocumentError, UnsupportedFile, is_supported, load
+from engine.loaders import DocumentError, UnsupportedFile, is_supported, load
 from engine.memory.archival import ArchivalStore, NewPassage, Source
 from engine.memory.documents import DocumentIndex
 

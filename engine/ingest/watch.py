@@ -31,7 +31,7 @@ from engine.ingest.ingestor import (
     canonical_path,
     excluded,
 )
-from engine.ingest.loaders import is_supported
+from engine.loaders import is_supported
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

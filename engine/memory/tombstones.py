@@ -1,6 +1,6 @@
 """Tombstones: what the person asked Mnemo to forget, kept as keyed hashes, never as text.
 
-A forget removes a text from every store (``engine.memory.forget``); its tombstone keeps it from
+A forget removes a text from every store (``engine.memory.redaction``); its tombstone keeps it from
 coming back. Each is one of:
 - ``words``: a run of words anywhere (a PIN, a name): the hash of the words, normalised;
 - ``whole``: a whole message or passage: the hash of all its words;

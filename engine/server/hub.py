@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from engine import forget
 from engine.agent import Agent
 from engine.assistants import Assistants, check_name
 from engine.errors import MnemoError, NotFoundError
 from engine.events import Event, MessageSent, TextStreamed, TurnFinished
 from engine.llm import ChatModel
-from engine.memory import forget
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.mnemo import Mnemo
 from engine.settings import Settings, touches_the_machine

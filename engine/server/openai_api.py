@@ -26,9 +26,9 @@ from fastapi import Header
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine import forget
 from engine.errors import InputError, MnemoError, user_message
 from engine.events import Event
-from engine.memory import forget
 from engine.profile import WINDOW, ProfileBusyError
 from engine.server import handoff
 from engine.server.completion_turn import (

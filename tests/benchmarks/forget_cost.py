@@ -20,9 +20,8 @@ from pathlib import Path
 
 from _common import ClusteredVectors, TextGenerator, emit
 
-from engine import Mnemo
+from engine import Mnemo, forget
 from engine.embed import default_embedder
-from engine.memory import forget
 from engine.memory.recall.messages import NewMessage
 
 SECRET = "zebra-7741-quartz"

@@ -24,7 +24,7 @@ from engine import Mnemo
 from engine.db.schema import DocumentRow
 from engine.ingest.chunking import chunk_sections
 from engine.ingest.ingestor import Ingestor
-from engine.ingest.loaders import load
+from engine.loaders import load
 
 
 def write_markdown(folder: Path, count: int, seed: int = 0) -> None:
