@@ -1,6 +1,7 @@
 """The house rules: ``engine`` never imports Qt or ``desktop``, its layers import downwards only,
 the model back-ends do not reach into memory, and no package's modules import each other in a
-circle (the contracts in pyproject.toml, checked by import-linter)."""
+circle (the contracts in pyproject.toml, checked by import-linter); and no import of the engine
+lies on a cycle at all."""
 
 import ast
 import os
@@ -158,6 +159,51 @@ def test_a_planted_wrong_import_breaks_a_contract(tmp_path, module, planted, bro
 
 
 IGNORED = shutil.ignore_patterns("__pycache__")
+
+
+# -- no cycles at all: the contracts see siblings; this sees a package and its own modules too ----
+
+CYCLES = """
+import grimp
+graph = grimp.build_graph("engine", exclude_type_checking_imports=False, cache_dir=None)
+for importer in sorted(graph.modules):
+    for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+        back = graph.chain_exists(importer=imported, imported=importer)
+        if imported.startswith("engine") and back:
+            print(importer, "->", imported)
+"""
+
+
+def import_cycles(root: Path) -> list[str]:
+    """Each import of the engine at ``root`` that lies on a cycle, type-hint imports included."""
+    result = subprocess.run(
+        [sys.executable, "-c", CYCLES],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_no_engine_module_is_on_an_import_cycle():
+    assert import_cycles(ENGINE.parent) == []
+
+
+def test_a_planted_cycle_between_a_package_and_its_own_module_is_found(tmp_path):
+    """The vector table builds its upkeep; upkeep takes the table as a protocol, not its type."""
+    shutil.copytree(ENGINE, tmp_path / "engine", ignore=IGNORED)
+    with (tmp_path / "engine/memory/vectors/upkeep.py").open("a", encoding="utf-8") as source:
+        source.write(
+            "\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+            "    from engine.memory.vectors import VectorTable\n"
+        )
+    assert import_cycles(tmp_path) == [
+        "engine.memory.vectors -> engine.memory.vectors.upkeep",
+        "engine.memory.vectors.upkeep -> engine.memory.vectors",
+    ]
 
 
 # -- the schema ----------------------------------------------------------------------------------

@@ -139,7 +139,7 @@ class VectorTable:
         self._key_column = key_column
         self._base_schema = schema
         self._write_lock = threading.RLock()
-        self.upkeep = Upkeep(self)
+        self.upkeep = Upkeep(self, self._write_lock)
         if name in connection.list_tables().tables:
             self.table = connection.open_table(name)
             self._add_missing_columns()

@@ -8,13 +8,11 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from contextlib import AbstractContextManager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine.memory.vectors.lance import lancedb
-
-if TYPE_CHECKING:  # for its type only: the table imports its upkeep, and upkeep works on it
-    from engine.memory.vectors import VectorTable
 
 log = logging.getLogger("mnemo.vectors")
 
@@ -57,12 +55,25 @@ def _unindexed_rows_max() -> int:
     return ANN_INDEX_MIN_ROWS // ANN_SEGMENT_MIN_ROWS_SHARE
 
 
+class KeptTable(Protocol):
+    """What upkeep works on: a ``VectorTable``, which builds its upkeep (so the table imports
+    upkeep, and upkeep only this)."""
+
+    name: str
+    table: Any  # the LanceDB table
+    mismatch: str | None  # set while its vectors are another embedder's
+
+    def count(self, where: str | None = None) -> int: ...
+
+
 class Upkeep:
     """One table's upkeep (``VectorTable.upkeep``). Each write tells it (``wrote``), and it
     starts when due (``schedule``)."""
 
-    def __init__(self, table: VectorTable) -> None:
+    def __init__(self, table: KeptTable, write_lock: AbstractContextManager[Any]) -> None:
+        """``write_lock`` is the table's: its writers wait for upkeep's rewrites."""
         self._table = table
+        self._write_lock = write_lock
         self._starting = threading.Lock()  # guards starting the upkeep thread
         self.running = threading.Lock()  # held while upkeep runs
         self._thread: threading.Thread | None = None
@@ -169,7 +180,7 @@ class Upkeep:
         # slower to search and found less of the exact top 10 than the same build on a quiet
         # table (archival_search.py at 1M rows). Readers are never blocked.
         try:
-            with self._table._write_lock:
+            with self._write_lock:
                 self._writes_since_optimize = self._rows_since_optimize = 0
                 if self._vector_index() is None and not self._table.table.tags.list():
                     # lancedb's own upkeep does the same without an ANN index (compact, add new
