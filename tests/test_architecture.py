@@ -53,6 +53,20 @@ def test_importing_every_engine_module_loads_no_qt():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+MAX_CLASS_LINES = 400  # a class longer than this holds more than one job (the front-door issue)
+
+
+def test_no_engine_class_is_longer_than_the_limit():
+    long = {
+        f"{path.relative_to(ENGINE.parent)}: {node.name} ({node.end_lineno - node.lineno + 1})"
+        for path in ENGINE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text("utf-8")))
+        if isinstance(node, ast.ClassDef)
+        and (node.end_lineno or node.lineno) - node.lineno + 1 > MAX_CLASS_LINES
+    }
+    assert not long
+
+
 # -- the layers: import-linter's contracts in pyproject.toml ---------------------------------------
 
 

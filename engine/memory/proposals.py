@@ -28,8 +28,7 @@ from sqlmodel import Session, col, func, select
 from engine import clock
 from engine.db import row_or_missing
 from engine.db.schema import ProposalRow
-from engine.errors import CoreMemoryError, InputError, MnemoError
-from engine.memory.archival import NewPassage
+from engine.errors import CoreMemoryError
 from engine.memory.core import CoreMemory, EditAction
 from engine.memory.knowledge import (
     USER_KEY,
@@ -39,10 +38,11 @@ from engine.memory.knowledge import (
     name_key,
     said_to_person,
 )
+from engine.memory.proposal_effects import ProposalEffects
 from engine.memory.recall import RecallStore, RecallTransaction
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.memory.search import from_timestamp
-from engine.memory.tombstones import REDACTED, Tombstones
+from engine.memory.tombstones import Tombstones
 
 if TYPE_CHECKING:
     from engine.memory.archival import ArchivalStore, Passage
@@ -215,6 +215,9 @@ def _proposal(row: ProposalRow) -> Proposal:
 
 
 class ProposalStore:
+    """Proposals recorded in the step that made them, read, and decided by the person (or the
+    ``auto`` policy); what an approved one does to the stores is ``ProposalEffects``'."""
+
     def __init__(
         self,
         engine: Engine,
@@ -227,24 +230,8 @@ class ProposalStore:
         self._engine = engine
         self._core = core
         self._recall = recall
-        self._knowledge = knowledge
-        self._archival = archival
         self._tombstones = tombstones
-
-    def _kept_out(self, row: ProposalRow) -> ProposalRow:
-        """The proposal without what the person asked to forget, wherever it came from (the
-        model, an import, a program over MCP). A core edit's text to replace and a passage's id
-        must stay as they are to apply; what they name is checked when it is applied."""
-        if self._tombstones is None:
-            return row
-        columns = ["new_content", "payload", "cause_ref"]
-        columns += [] if row.kind in ("core", "passage") else ["label"]
-        columns += [] if row.kind == "core" else ["old_content"]
-        for column in columns:
-            value = getattr(row, column)
-            if value:
-                setattr(row, column, self._tombstones.redact(value))
-        return row
+        self._effects = ProposalEffects(core, knowledge, archival, tombstones)
 
     def create_in(
         self,
@@ -281,7 +268,7 @@ class ProposalStore:
             created_at=clock.timestamp(),
             payload=json.dumps({"batch": batch}) if batch else None,
         )
-        session.add(self._kept_out(row))
+        session.add(_kept_out(row, self._tombstones))
         session.flush()
         if auto_approve and untrusted_reason is None and batch is None:
             version_id = self._core.apply_in(
@@ -294,7 +281,7 @@ class ProposalStore:
                 cause_kind="proposal",
                 cause_ref=str(row.id),
             )
-            self._decide(row, "approved", "policy", new_content, version_id)
+            _decide(row, "approved", "policy", new_content, version_id)
             session.add(row)
         return _proposal(row)
 
@@ -337,11 +324,11 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=clock.timestamp(),
         )
-        session.add(self._kept_out(row))
+        session.add(_kept_out(row, self._tombstones))
         session.flush()
         if auto_approve and untrusted_reason is None:
-            self._store_fact(session, row, obj)
-            self._decide(row, "approved", "policy", obj, None)
+            self._effects.store_fact(session, row, obj)
+            _decide(row, "approved", "policy", obj, None)
             session.add(row)
         return _proposal(row)
 
@@ -370,7 +357,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=clock.timestamp(),
         )
-        return _stored(session, self._kept_out(row))
+        return _stored(session, _kept_out(row, self._tombstones))
 
     def create_block_in(
         self,
@@ -399,7 +386,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=clock.timestamp(),
         )
-        return _stored(session, self._kept_out(row))
+        return _stored(session, _kept_out(row, self._tombstones))
 
     def create_note_in(
         self,
@@ -423,7 +410,7 @@ class ProposalStore:
             untrusted_reason=untrusted_reason,
             created_at=clock.timestamp(),
         )
-        return _stored(session, self._kept_out(row))
+        return _stored(session, _kept_out(row, self._tombstones))
 
     def create_tidy_in(
         self,
@@ -466,7 +453,7 @@ class ProposalStore:
             cause_ref=batch,
             created_at=clock.timestamp(),
         )
-        return _stored(session, self._kept_out(row))
+        return _stored(session, _kept_out(row, self._tombstones))
 
     def create_tidy_fact_in(self, session: Session, batch: str, fact: Fact) -> Proposal:
         """A tidy pass's removal of a fact that came from a musing or a question."""
@@ -482,7 +469,7 @@ class ProposalStore:
             cause_ref=batch,
             created_at=clock.timestamp(),
         )
-        return _stored(session, self._kept_out(row))
+        return _stored(session, _kept_out(row, self._tombstones))
 
     def join_batch_in(self, session: Session, proposal_id: int, batch: str) -> None:
         """A waiting proposal that a tidy pass found still right joins its batch."""
@@ -494,7 +481,7 @@ class ProposalStore:
 
     def get(self, proposal_id: int) -> Proposal:
         with Session(self._engine) as session:
-            return _proposal(self._row(session, proposal_id))
+            return _proposal(_row(session, proposal_id))
 
     def pending(self, conversation_id: str | None = None) -> list[Proposal]:
         """Proposals waiting for a decision, oldest first."""
@@ -569,86 +556,13 @@ class ProposalStore:
         with self._recall.transaction() as tx:
             row = self._pending_row(tx.session, proposal_id)
             edited = content is not None and content != row.new_content
-            applied = row.new_content if content is None else content
-            version_id = None
-            if row.kind == "fact":
-                self._store_fact(tx.session, row, applied)
-            elif row.kind == "passage":
-                self._change_passage(row, applied)
-            elif row.kind == "note":
-                self._archival.insert_client_note(applied, row.label)
-            elif row.kind == "tidy":
-                applied = row.new_content  # not edited: it merges, tags or removes
-                self._apply_tidy(tx.session, row)
-            elif row.kind == "block":
-                payload = json.loads(row.payload or "{}")
-                self._core.add_block_in(
-                    tx.session,
-                    row.label,
-                    applied,
-                    description=payload.get("description", ""),
-                    char_limit=int(payload.get("char_limit") or 2000),
-                    read_only=bool(payload.get("read_only")),
-                )
-            else:
-                version_id = self._apply_core(tx.session, row, applied, edited)
-            self._decide(row, "approved", "user", applied, version_id)
+            applied, version_id = self._effects.apply(tx.session, row, content)
+            _decide(row, "approved", "user", applied, version_id)
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
             what = _proposal(row).target_for_model
             _tell_model(tx, row, f"The user {how} your change to {what} (proposal {row.id}).")
             return _proposal(row)
-
-    def _apply_core(
-        self, session: Session, row: ProposalRow, applied: str, edited: bool
-    ) -> int | None:
-        try:
-            return self._core.apply_in(
-                session,
-                row.label,
-                row.action,  # type: ignore[arg-type]
-                applied,
-                row.old_content,
-                author="user" if edited else "model",
-                cause_kind="proposal",
-                cause_ref=str(row.id),
-            )
-        except CoreMemoryError as error:
-            raise CoreMemoryError(
-                f"Proposal {row.id} no longer fits the {row.label} block: {error} "
-                "Edit it or reject it."
-            ) from error
-
-    def _store_fact(self, session: Session, row: ProposalRow, obj: str) -> None:
-        """Store an approved fact, superseding the facts it contradicts."""
-        payload = json.loads(row.payload or "{}")
-        self._knowledge.add_in(
-            session,
-            row.label,
-            payload["predicate"],
-            obj,
-            valid_from=payload.get("valid_from"),
-            source_kind=payload.get("source_kind", "message"),
-            source_ref=payload.get("source_ref"),
-            asserted_by=payload.get("asserted_by", "model"),
-            supersede=True,
-        )
-
-    def _apply_tidy(self, session: Session, row: ProposalRow) -> None:
-        """A tidy change: a note merged or removed, tagged as history, or a fact retracted."""
-        payload = json.loads(row.payload or "{}")
-        try:
-            if payload["change"] == "retract":
-                self._knowledge.set_status_in(session, int(payload["fact"]), "retracted")
-            elif payload["change"] == "history":
-                note = self._archival.get(row.label)
-                self._archival.update(note.id, tags=[*note.tags, payload["tag"]])
-            else:
-                self._archival.delete(row.label)
-        except MnemoError as error:
-            raise CoreMemoryError(
-                f"Proposal {row.id} no longer applies: {error} Reject it."
-            ) from error
 
     def undo(self, proposal_id: int) -> Proposal:
         """Undo an approved change of a tidy pass, or of a proposal in its batch: the note
@@ -656,7 +570,7 @@ class ProposalStore:
         the fact holds again, the block is as before (a new version). The proposal is kept,
         approved, with the time it was undone, as history."""
         with self._recall.transaction() as tx:
-            row = self._row(tx.session, proposal_id)
+            row = _row(tx.session, proposal_id)
             proposal = _proposal(row)
             if row.status != "approved" or proposal.batch is None or proposal.undone:
                 state = "undone already" if proposal.undone else row.status
@@ -664,76 +578,15 @@ class ProposalStore:
                     f"Proposal {proposal_id} is {state}; only an approved change of a tidy "
                     "pass can be undone."
                 )
-            if row.kind == "tidy":
-                self._undo_tidy(tx.session, row)
-            elif row.kind == "fact":
-                self._knowledge.revert_in(tx.session, *self._stored_fact(row))
-            elif row.kind == "core":
-                self._core.apply_in(
-                    tx.session,
-                    row.label,
-                    "replace",
-                    row.old_content or "",
-                    row.applied_content,
-                    author="user",
-                    cause_kind="proposal",
-                    cause_ref=str(row.id),
-                )
+            self._effects.undo(tx.session, row)
             row.payload = json.dumps({**proposal.payload, "undone_at": clock.timestamp()})
             tx.session.add(row)
             return _proposal(row)
 
-    def _undo_tidy(self, session: Session, row: ProposalRow) -> None:
-        payload = json.loads(row.payload or "{}")
-        if payload["change"] == "retract":
-            fact = self._knowledge.fact(int(payload["fact"]))
-            if self._tombstones and self._tombstones.forgets_fact(
-                fact.subject, fact.predicate, fact.object
-            ):
-                raise InputError("That fact holds something you asked Mnemo to forget.")
-            self._knowledge.set_status_in(session, fact.id, "current")
-            return
-        if payload["change"] == "history":
-            note = self._archival.get(row.label)
-            self._archival.update(note.id, tags=[t for t in note.tags if t != payload["tag"]])
-            return
-        kept = payload["note"]
-        text = kept["text"]
-        # A forget redacts the payload too: "[forgotten]", or "[forgotten on DATE]".
-        if REDACTED.rstrip("]") in text or (self._tombstones and self._tombstones.spans(text)):
-            raise InputError("Part of that note was forgotten since, so it does not come back.")
-        self._archival.insert_many(
-            [
-                NewPassage(
-                    text,
-                    source=kept["message_id"],
-                    tags=kept["tags"],
-                    created_at=kept["created_at"],
-                    origin="user",
-                    id=row.label,
-                )
-            ]
-        )
-
-    def _stored_fact(self, row: ProposalRow) -> tuple[str, str, str]:
-        payload = json.loads(row.payload or "{}")
-        return row.label, payload["predicate"], row.applied_content or row.new_content
-
-    def _change_passage(self, row: ProposalRow, text: str) -> None:
-        try:
-            if text.strip():
-                self._archival.update(row.label, text)
-            else:
-                self._archival.delete(row.label)
-        except MnemoError as error:
-            raise CoreMemoryError(
-                f"Proposal {row.id} no longer applies: {error} Reject it."
-            ) from error
-
     def reject(self, proposal_id: int) -> Proposal:
         with self._recall.transaction() as tx:
             row = self._pending_row(tx.session, proposal_id)
-            self._decide(row, "rejected", "user", None, None)
+            _decide(row, "rejected", "user", None, None)
             tx.session.add(row)
             what = _proposal(row).target_for_model
             _tell_model(
@@ -749,34 +602,48 @@ class ProposalStore:
         Ghent" after "she moved to Antwerp"), in the caller's transaction: approving it would
         write a stale line. It is rejected by Mnemo (``WITHDRAWN_BY``), not by the person."""
         row = self._pending_row(session, proposal_id)
-        self._decide(row, "rejected", WITHDRAWN_BY, None, None)
+        _decide(row, "rejected", WITHDRAWN_BY, None, None)
         session.add(row)
         return _proposal(row)
 
     # -- helpers -------------------------------------------------------------------------------
 
-    @staticmethod
-    def _row(session: Session, proposal_id: int) -> ProposalRow:
-        return row_or_missing(
-            session, ProposalRow, proposal_id, f"There is no proposal {proposal_id}."
-        )
-
     def _pending_row(self, session: Session, proposal_id: int) -> ProposalRow:
-        row = self._row(session, proposal_id)
+        row = _row(session, proposal_id)
         if row.status != "pending":
             raise CoreMemoryError(f"Proposal {proposal_id} was already {row.status}.")
         return row
 
-    @staticmethod
-    def _decide(
-        row: ProposalRow,
-        status: str,
-        decided_by: str,
-        applied: str | None,
-        version_id: int | None,
-    ) -> None:
-        row.status = status
-        row.decided_by = decided_by
-        row.applied_content = applied
-        row.version_id = version_id
-        row.decided_at = clock.timestamp()
+
+def _row(session: Session, proposal_id: int) -> ProposalRow:
+    return row_or_missing(session, ProposalRow, proposal_id, f"There is no proposal {proposal_id}.")
+
+
+def _decide(
+    row: ProposalRow,
+    status: str,
+    decided_by: str,
+    applied: str | None,
+    version_id: int | None,
+) -> None:
+    row.status = status
+    row.decided_by = decided_by
+    row.applied_content = applied
+    row.version_id = version_id
+    row.decided_at = clock.timestamp()
+
+
+def _kept_out(row: ProposalRow, tombstones: Tombstones | None) -> ProposalRow:
+    """The proposal without what the person asked to forget, wherever it came from (the
+    model, an import, a program over MCP). A core edit's text to replace and a passage's id
+    must stay as they are to apply; what they name is checked when it is applied."""
+    if tombstones is None:
+        return row
+    columns = ["new_content", "payload", "cause_ref"]
+    columns += [] if row.kind in ("core", "passage") else ["label"]
+    columns += [] if row.kind == "core" else ["old_content"]
+    for column in columns:
+        value = getattr(row, column)
+        if value:
+            setattr(row, column, tombstones.redact(value))
+    return row
