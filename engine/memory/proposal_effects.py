@@ -5,6 +5,8 @@ undoing of an approved one. The proposal store records and decides; this applies
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from sqlmodel import Session
@@ -123,7 +125,7 @@ class ProposalEffects:
     def _apply_tidy(self, session: Session, row: ProposalRow) -> None:
         """A tidy change: a note merged or removed, tagged as history, or a fact retracted."""
         payload = json.loads(row.payload or "{}")
-        try:
+        with _still_applies(row):
             if payload["change"] == "retract":
                 self._knowledge.set_status_in(session, int(payload["fact"]), "retracted")
             elif payload["change"] == "history":
@@ -131,10 +133,6 @@ class ProposalEffects:
                 self._archival.update(note.id, tags=[*note.tags, payload["tag"]])
             else:
                 self._archival.delete(row.label)
-        except MnemoError as error:
-            raise CoreMemoryError(
-                f"Proposal {row.id} no longer applies: {error} Reject it."
-            ) from error
 
     def _undo_tidy(self, session: Session, row: ProposalRow) -> None:
         payload = json.loads(row.payload or "{}")
@@ -173,12 +171,17 @@ class ProposalEffects:
         return row.label, payload["predicate"], row.applied_content or row.new_content
 
     def _change_passage(self, row: ProposalRow, text: str) -> None:
-        try:
+        with _still_applies(row):
             if text.strip():
                 self._archival.update(row.label, text)
             else:
                 self._archival.delete(row.label)
-        except MnemoError as error:
-            raise CoreMemoryError(
-                f"Proposal {row.id} no longer applies: {error} Reject it."
-            ) from error
+
+
+@contextmanager
+def _still_applies(row: ProposalRow) -> Iterator[None]:
+    """A note or fact gone or changed since the proposal was made: a sentence to reject it."""
+    try:
+        yield
+    except MnemoError as error:
+        raise CoreMemoryError(f"Proposal {row.id} no longer applies: {error} Reject it.") from error
