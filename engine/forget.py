@@ -34,6 +34,7 @@ from engine.memory.redaction import (
     Redact,
     excerpt,
     facts,
+    held_again,
     held_files,
     holds_text,
     lance_where,
@@ -389,7 +390,7 @@ def held_on_disk(mnemo: Mnemo) -> list[str]:
         return []
     longest = max(stone.length for stone in stones)
     root = mnemo.profile.root
-    redact = outside_markers(lambda value: mnemo.tombstones.redact(value, stones, "[forgotten]"))
+    redact = held_again(mnemo, stones)
     held = []
     with mnemo.database.connect() as connection:
         held += sorted(

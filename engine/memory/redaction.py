@@ -434,16 +434,19 @@ def _remove_forgotten_facts(stores: AllStores, digests: set[str]) -> Counter[str
     return found
 
 
+def held_again(stores: AllStores, stones: list[Tombstone]) -> Redact:
+    """What ``stones`` forget, marked "[forgotten]" wherever it is found, by hash (between
+    earlier markers only)."""
+    return outside_markers(lambda value: stores.tombstones.redact(value, stones))
+
+
 def sweep(stores: AllStores, stones: list[Tombstone] | None = None) -> dict[str, int]:
     """Remove whatever the tombstones forget that is held again: after an import, a snapshot's
     restore, or a forget cut short. Reads every row (by hash there is no word to search for)."""
     chosen = stores.tombstones.active() if stones is None else stones
     if not chosen:
         return {}
-    marker = "[forgotten]"
-    found = remove(
-        stores, outside_markers(lambda value: stores.tombstones.redact(value, chosen, marker)), None
-    )
+    found = remove(stores, held_again(stores, chosen), None)
     fact_digests = {stone.digest for stone in chosen if stone.kind == "fact"}
     if fact_digests:
         found.update(_remove_forgotten_facts(stores, fact_digests))
@@ -469,16 +472,13 @@ def forget_again(stores: AllStores, stones: list[Tombstone] | None = None) -> li
     short): the snapshots that hold it go (their ids are returned), every store is swept and
     the disk scrubbed."""
     stones = stores.tombstones.active() if stones is None else stones
-    marker = "[forgotten]"
     deleted = []
     for snapshot in stores.snapshots.all():
-        if snapshot_holds(
-            stores, snapshot.id, lambda v: stores.tombstones.redact(v, stones, marker), None
-        ):
+        if snapshot_holds(stores, snapshot.id, lambda v: stores.tombstones.redact(v, stones), None):
             stores.snapshots.delete(snapshot.id)
             deleted.append(snapshot.id)
-    sweep(stores, stones)
-    scrub(stores)
+    if not sweep(stores, stones):  # (a sweep that removed something scrubbed already)
+        scrub(stores)
     return deleted
 
 
