@@ -38,12 +38,10 @@ class ProposalEffects:
         self._tombstones = tombstones
 
     def apply(
-        self, session: Session, row: ProposalRow, content: str | None
+        self, session: Session, row: ProposalRow, applied: str, edited: bool
     ) -> tuple[str, int | None]:
-        """Apply an approved proposal (``content``: the person's edit of it) in ``session``:
-        the text applied, and the core version it made."""
-        edited = content is not None and content != row.new_content
-        applied = row.new_content if content is None else content
+        """Apply an approved proposal in ``session`` with the text ``applied`` (``edited``: the
+        person changed it): the text as applied, and the core version it made."""
         version_id = None
         if row.kind == "fact":
             self.store_fact(session, row, applied)

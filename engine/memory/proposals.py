@@ -556,7 +556,8 @@ class ProposalStore:
         with self._recall.transaction() as tx:
             row = self._pending_row(tx.session, proposal_id)
             edited = content is not None and content != row.new_content
-            applied, version_id = self._effects.apply(tx.session, row, content)
+            applied = row.new_content if content is None else content
+            applied, version_id = self._effects.apply(tx.session, row, applied, edited)
             _decide(row, "approved", "user", applied, version_id)
             tx.session.add(row)
             how = "approved with edits" if edited else "approved"
