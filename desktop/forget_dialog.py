@@ -95,12 +95,13 @@ def ask_to_forget(
             counts = ", ".join(
                 f"{count} {kind}{'s' * (count != 1)}" for kind, count in result.forgotten.items()
             )
-            deleted = (
-                f" The snapshots that held it were deleted: {', '.join(result.snapshots_deleted)}."
-                if result.snapshots_deleted
+            snapshots = (
+                f" It was taken out of the snapshots that held it: "
+                f"{', '.join(result.snapshots_rewritten)}."
+                if result.snapshots_rewritten
                 else ""
             )
-            said(f"Forgotten: {plan.what} ({counts or 'the item'}).{deleted}")
+            said(f"Forgotten: {plan.what} ({counts or 'the item'}).{snapshots}")
 
         # A forget rewrites the stores' files, seconds on a large profile (forget_cost.py).
         said(f"Forgetting {plan.what}… Mnemo rewrites its files so that no copy stays behind.")

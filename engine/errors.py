@@ -88,6 +88,10 @@ class EmbedderMismatchError(MnemoError):
     """Archival memory was embedded with another model; re-embedding needs the user's consent."""
 
 
+class VectorTableDamagedError(MnemoError):
+    """A vector table cannot be read: a file of its newest version is gone (a disk fault)."""
+
+
 class ModelError(MnemoError):
     """A model cannot be loaded or used (file missing, not a GGUF, server unreachable...)."""
 

@@ -2,8 +2,9 @@
 
 Edits and undo keep every version; a forget removes a text from everywhere Mnemo holds it: the
 stores, the files in the profile's folder and the snapshots that hold it (listed in the
-preview, then deleted). The person asks, sees a preview (``plan_*``), and confirms
-(``forget``): the model never forgets on its own.
+preview, then rewritten without it, so that an import's undo or a restore still works). The
+person asks, sees a preview (``plan_*``), and confirms (``forget``): the model never forgets on
+its own.
 
 A forget first leaves a tombstone (``engine.memory.tombstones``) marked "forgetting", then the
 stores' redaction (``engine.memory.redaction``) takes the text out, by its words and by the
@@ -17,7 +18,6 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,6 +34,7 @@ from engine.memory.redaction import (
     Redact,
     excerpt,
     facts,
+    forget_in_snapshots,
     held_again,
     held_files,
     holds_text,
@@ -96,14 +97,14 @@ class ForgetPlan:
             line = f"“{words}”, all of it" if words else f"{kind} {item_id}, all of it"
             kinds.setdefault(kind, []).append(line)
         for snapshot_id in self.snapshots:
-            kinds.setdefault(SNAPSHOT, []).append(f"snapshot {snapshot_id}, deleted whole")
+            kinds.setdefault(SNAPSHOT, []).append(f"snapshot {snapshot_id}, taken out of it")
         return kinds
 
 
 @dataclass
 class ForgetResult:
     forgotten: dict[str, int]  # places by kind
-    snapshots_deleted: list[str]
+    snapshots_rewritten: list[str]  # taken out of, in place
     notes: list[str]
 
 
@@ -362,17 +363,13 @@ def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
     forgotten = Counter(kind for kind, _ in plan.items)
     remove_items(mnemo, plan.items)
     forgotten.update(remove(mnemo, redact, plan.like))
-    deleted = []
-    for snapshot_id in plan.snapshots:
-        with suppress(NotFoundError):  # gone since the preview (another forget took it)
-            mnemo.snapshots.delete(snapshot_id)
-            deleted.append(snapshot_id)
+    rewritten = forget_in_snapshots(mnemo, redact, plan.like)
     notes = scrub(mnemo)
     for stone in stones:
         mnemo.tombstones.set_status(stone.id, "done")
     # The log names the tombstones ("3 words"), never the text: it is forgotten in the log too.
     log.info("forgot %s: %s", ", ".join(label for *_, label in plan.stones), dict(forgotten))
-    return ForgetResult(dict(forgotten), deleted, notes)
+    return ForgetResult(dict(forgotten), rewritten, notes)
 
 
 # -- the check -------------------------------------------------------------------------------------

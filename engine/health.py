@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from sqlalchemy import text
 
 from engine import forget
-from engine.db import on_postgres
+from engine.db import on_postgres, writing
+from engine.errors import ProfileError
 from engine.exchange import unfinished
 from engine.memory import redaction
 from engine.memory.recall.vectors import EMBEDDED_ROLES, WHOLE_MESSAGES
@@ -100,7 +101,7 @@ def repair(mnemo: Mnemo) -> tuple[list[str], list[Problem]]:
         if cleared:  # only what it did: a file still holding the text is a problem still
             done.append(
                 f"Forgot again what was still held in {_listed(cleared)}"
-                + (f", and deleted {len(snapshots)} snapshots holding it." if snapshots else ".")
+                + (f", and took it out of {len(snapshots)} snapshots." if snapshots else ".")
             )
         found = [problem for problem in found if problem.check != FORGOTTEN]
     fixable = [problem for problem in found if problem.repairable]
@@ -174,7 +175,20 @@ def _vector_ids(mnemo: Mnemo, where: str | None = WHOLE_MESSAGES) -> list[int]:
     return [int(row["id"]) for row in mnemo.recall_vectors.rows(where, ["id"])]
 
 
+DAMAGED_VECTORS = "Rebuilt the message vectors from your messages."
+DAMAGED_PASSAGES = "Brought back the newest version of archival memory that reads whole."
+
+
 def _message_vectors(mnemo: Mnemo) -> list[Problem]:
+    if not mnemo.recall_vectors.readable():  # a file of theirs was lost: made again
+        return [
+            Problem(
+                "message vectors",
+                "The message vectors cannot be read (a file of theirs is missing), so searching "
+                "by meaning fails; your messages themselves are whole.",
+                DAMAGED_VECTORS,
+            )
+        ]
     if mnemo.recall_vectors.mismatch:
         return []  # the embedder check says it; counts mean nothing until re-embedded
     expected, known = _message_ids(mnemo)
@@ -202,6 +216,15 @@ def _message_vectors(mnemo: Mnemo) -> list[Problem]:
 
 
 def _passages(mnemo: Mnemo) -> list[Problem]:
+    if not mnemo.passage_vectors.readable():
+        return [
+            Problem(
+                "passages",
+                "Archival memory cannot be read (a file of it is missing), so its passages "
+                "cannot be searched.",
+                DAMAGED_PASSAGES,
+            )
+        ]
     rows = mnemo.passage_vectors.rows(None, ["id", "origin", "source_path"])
     ids = [row["id"] for row in rows]
     doubled = len(ids) - len(set(ids))
@@ -363,11 +386,14 @@ def _watched_folders(mnemo: Mnemo) -> list[Problem]:
 
 
 def _rebuild_keyword_index(mnemo: Mnemo) -> None:
-    with mnemo.database.begin() as connection:
+    with writing(mnemo.database).begin() as connection:
         connection.execute(text("INSERT INTO message_fts (message_fts) VALUES ('rebuild')"))
 
 
 def _fix_message_vectors(mnemo: Mnemo) -> None:
+    if not mnemo.recall_vectors.readable():
+        mnemo.recall.rebuild_vectors()
+        return
     expected, known = _message_ids(mnemo)
     stored = Counter(_vector_ids(mnemo))
     present = set(stored)
@@ -376,7 +402,7 @@ def _fix_message_vectors(mnemo: Mnemo) -> None:
     for chunk in chunked(sorted(stray | doubled), 500):
         mnemo.recall_vectors.delete(f"id IN ({', '.join(map(str, chunk))})")
     again = (expected - present) | doubled
-    with mnemo.database.begin() as connection:
+    with writing(mnemo.database).begin() as connection:
         for chunk in chunked(sorted(again), 500):
             connection.execute(
                 text(f"UPDATE message SET embedded = 0 WHERE id IN ({', '.join(map(str, chunk))})")
@@ -386,6 +412,13 @@ def _fix_message_vectors(mnemo: Mnemo) -> None:
 
 def _fix_passages(mnemo: Mnemo) -> None:
     table = mnemo.passage_vectors
+    if not table.readable():
+        if table.restore_readable() is None:
+            raise ProfileError(
+                "no version of archival memory reads whole; restore a snapshot "
+                "(`mnemo snapshot list`), or add your documents again"
+            )
+        return
     rows = table.rows(None, ["id", "origin", "source_path"])
     doubled = {i for i, count in Counter(row["id"] for row in rows).items() if count > 1}
     for passage_id in doubled:
@@ -408,7 +441,7 @@ def _update_indexes(mnemo: Mnemo) -> None:
 
 def _set_aside_proposals(mnemo: Mnemo) -> None:
     dangling = _dangling_proposals(mnemo)
-    with mnemo.database.begin() as connection:
+    with writing(mnemo.database).begin() as connection:
         for proposal_id in dangling:
             connection.execute(
                 text(

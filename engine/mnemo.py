@@ -106,13 +106,26 @@ class Mnemo:
                 f"Cannot open archival memory at {where} ({error}); check that it is reachable, "
                 "readable and not damaged."
             ) from error
+        locks = profile.root / "locks"  # every process's writers of a table take turns here
         self._message_vectors: VectorTable = (
             PgVectorTable(self._engine, "recall_vectors", embedder)
             if on_postgres(self._engine)
-            else VectorTable(lance, "recall_vectors", recall.VECTOR_SCHEMA, embedder)
+            else VectorTable(
+                lance,
+                "recall_vectors",
+                recall.VECTOR_SCHEMA,
+                embedder,
+                lock_path=locks / "recall_vectors.lock",
+            )
         )
         self._passage_vectors = VectorTable(
-            lance, "passages", archival.SCHEMA, embedder, fts_column="text", key_column="id"
+            lance,
+            "passages",
+            archival.SCHEMA,
+            embedder,
+            fts_column="text",
+            key_column="id",
+            lock_path=locks / "passages.lock",
         )
         self.tombstones = Tombstones(profile.root)  # what the person asked to forget
         self.core = CoreMemory(self._engine, self.tombstones)

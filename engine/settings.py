@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from engine.db import write_session
 from engine.db.schema import Setting
 from engine.errors import MnemoError
 
@@ -154,7 +155,7 @@ class Settings:
 
     def store(self, key: str, value: Any) -> Any:
         """Store a checked value, including those only the engine may place."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = session.get(Setting, key) or Setting(key=key, value="")
             row.value = json.dumps(value)
             session.add(row)
@@ -163,7 +164,7 @@ class Settings:
 
     def reset(self, key: str) -> None:
         """Back to the default: the value is no longer the user's choice (``is_set``)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = session.get(Setting, key)
             if row is not None:
                 session.delete(row)

@@ -18,6 +18,9 @@ import pytest
 from keyring.backend import KeyringBackend
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A transaction that reads and then writes fails at once under another writer: every test says so
+# (engine.db.writing), and so does every `mnemo` process a test starts (it inherits this).
+os.environ.setdefault("MNEMO_STRICT_WRITES", "1")
 
 from engine import Mnemo  # noqa: E402
 from engine.embed import default_embedder  # noqa: E402

@@ -218,7 +218,9 @@ def test_a_planted_cycle_between_a_package_and_its_own_module_is_found(tmp_path)
         )
     assert import_cycles(tmp_path) == [
         "engine.memory.vectors -> engine.memory.vectors.upkeep",
+        "engine.memory.vectors -> engine.memory.vectors.versions",
         "engine.memory.vectors.upkeep -> engine.memory.vectors",
+        "engine.memory.vectors.versions -> engine.memory.vectors.upkeep",
     ]
 
 

@@ -50,8 +50,9 @@ def confirm_and_forget(
     result = forget.forget(mnemo, plan)
     counts = ", ".join(f"{n} {kind}{'s' * (n != 1)}" for kind, n in result.forgotten.items())
     out.write(f"Forgotten: {plan.what} ({counts or 'the item'}).\n")
-    if result.snapshots_deleted:
-        out.write(f"Deleted the snapshots that held it: {', '.join(result.snapshots_deleted)}.\n")
+    if result.snapshots_rewritten:
+        listed = ", ".join(result.snapshots_rewritten)
+        out.write(f"Took it out of the snapshots that held it: {listed}.\n")
     for note in result.notes:
         out.write(note + "\n")
     out.write("Exports made before this still hold it; delete those files yourself.\n")

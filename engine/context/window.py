@@ -19,6 +19,7 @@ from sqlmodel import Session
 
 from engine import clock
 from engine.context.summary import summarize
+from engine.db import write_session
 from engine.db.schema import AgentStateRow
 from engine.functions import SEND_MESSAGE, function_schemas
 from engine.llm.base import (
@@ -348,7 +349,7 @@ class ContextWindow:
         state.summarized_count += len(evicted)
         state.context_start_id = hits[cut].id
         state.pressure_warned = False
-        with Session(self._mnemo.database) as session:
+        with write_session(self._mnemo.database) as session:
             save_state_in(session, state)
             session.commit()
         return len(evicted)

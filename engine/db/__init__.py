@@ -1,9 +1,18 @@
-"""The profile's SQLite database: opening it, applying migrations, refusing a newer one.
+"""The profile's SQLite database: opening it, applying migrations, refusing a newer one, and
+how its transactions begin.
 
 The schema itself (each migration, and the table classes for the tables they create) is in
 ``engine.db.schema``. ``PRAGMA user_version`` records how many migrations have been applied. A
 database whose version is higher than the code knows was written by a newer Mnemo and is refused
 untouched.
+
+Several writers share one profile (the window, `mnemo chat`, `mnemo serve`, `mnemo mcp`, an import,
+a forget). SQLite lets one write at a time and makes the others wait (the busy timeout), but only
+when a transaction asks for the write lock before it has read anything: one that reads first and
+writes later gets SQLITE_BUSY at once, without waiting, when another connection wrote meanwhile
+("database is locked"). So every transaction that writes begins as a write (``BEGIN IMMEDIATE``):
+``writing(engine)`` is the engine that begins them so, and a transaction that began as a read and
+then writes is a bug, refused where ``MNEMO_STRICT_WRITES`` is set (the tests set it).
 """
 
 from __future__ import annotations
@@ -12,9 +21,12 @@ import functools
 import inspect
 import logging
 import os
+import re
 import shutil
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
@@ -28,12 +40,121 @@ from engine.errors import NotFoundError, ProfileError, ProfileTooNewError, envir
 log = logging.getLogger("mnemo.db")
 
 SCHEMA_VERSION = len(MIGRATIONS)
-# How long a write waits for another program (or Mnemo window) to release the database.
-BUSY_TIMEOUT_S = 10.0
+# How long a write waits for another program (or Mnemo window) to release the database: longer
+# than the longest write of another (a forget's vacuum of a large profile takes seconds).
+BUSY_TIMEOUT_S = 60.0
 MIN_FREE_BYTES = 1 << 20  # less free space than this counts as a full disk
+WRITES = "mnemo_writes"  # the execution option of ``writing``'s engine
+STRICT_WRITES = "MNEMO_STRICT_WRITES"  # set: a read that turns into a write raises
+_WRITE_STATEMENT = re.compile(r"\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b", re.I)
+_LOCKED = "mnemo_locked"  # in a connection's info: its transaction holds the write lock
+_READ = "mnemo_read"  # in a connection's info: its deferred transaction has read
+
+
+class ReadThenWriteError(RuntimeError):
+    """A transaction that began as a read wrote: it can fail at once with "database is locked"
+    when another writer came between (begin it with ``writing(engine)``)."""
+
+
+class NestedWriteError(RuntimeError):
+    """A thread that holds the write lock on one connection asked for it on another: it would
+    wait for itself until the busy timeout ran out."""
+
+
+_held = threading.local()  # per thread: the database's path -> the write it holds there
+_TOKEN = "mnemo_write"  # in a connection's info: the mark of the write it holds now
+
+
+def _holding(connection: Connection, raw: sqlite3.Connection) -> None:
+    """Note that ``raw`` holds the write lock; refuse a second connection of this thread (a
+    pooled connection's earlier write, since ended and perhaps another thread's now, does not
+    count: its mark is gone with the end of that transaction)."""
+    writers: dict[str, tuple[dict[Any, Any], object, sqlite3.Connection]]
+    writers = _held.__dict__.setdefault("writers", {})
+    database = str(connection.engine.url.database)
+    held = writers.get(database)
+    if held is not None:
+        info, token, other = held
+        if other is not raw and info.get(_TOKEN) is token and _in_transaction(other):
+            raise NestedWriteError(
+                "this thread already writes the database on another connection; write in that "
+                "transaction, or after it ends"
+            )
+    token = object()
+    connection.info[_TOKEN] = token
+    writers[database] = (connection.info, token, raw)
+
+
+def _in_transaction(raw: sqlite3.Connection) -> bool:
+    try:
+        return raw.in_transaction
+    except sqlite3.ProgrammingError:  # closed since (its engine was disposed)
+        return False
+
+
+def writing(engine: Engine) -> Engine:
+    """``engine``, beginning each transaction as a write (``BEGIN IMMEDIATE``): it waits its
+    turn for the write lock at the start, before it reads, so it never fails halfway because
+    another writer came between. Use it for every transaction that writes."""
+    return engine.execution_options(**{WRITES: True})
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A session that holds the write lock from its start (``writing``): what it reads, and
+    what it checks against the tombstones before it writes, is what the database holds while
+    no other writer can change it (a forget's scan comes wholly before or after it)."""
+    with Session(writing(engine)) as session:
+        session.connection()  # begins the transaction, and with it BEGIN IMMEDIATE
+        yield session
+
+
+def _begin(connection: Connection) -> None:
+    """Begin SQLite's transaction as SQLAlchemy begins its own: a write as a write."""
+    _end(connection)
+    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+        return
+    raw = connection.connection.dbapi_connection
+    assert isinstance(raw, sqlite3.Connection)
+    if raw.isolation_level is not None and not raw.in_transaction:
+        raw.isolation_level = None  # (SQLAlchemy sets it back after an autocommit connection)
+    writes = bool(connection.get_execution_options().get(WRITES))
+    if writes:
+        _holding(connection, raw)
+    raw.execute("BEGIN IMMEDIATE" if writes else "BEGIN")
+    connection.info[_LOCKED] = writes
+    connection.info[_READ] = False
+
+
+def _watch_statement(connection: Connection, _cursor: Any, statement: str, *_args: Any) -> None:
+    """Note what a transaction begun as a read does: its first write after a read is the
+    read-then-write that fails at once under another writer."""
+    if connection.info.get(_LOCKED, True):
+        return
+    if not _WRITE_STATEMENT.match(statement):
+        connection.info[_READ] = True
+        return
+    if connection.info.get(_READ):
+        problem = (
+            "a transaction that began as a read now writes; begin it with writing(engine): "
+            + " ".join(statement.split())[:200]
+        )
+        if os.environ.get(STRICT_WRITES):
+            raise ReadThenWriteError(problem)
+        log.warning("%s", problem)
+    raw = connection.connection.dbapi_connection
+    assert isinstance(raw, sqlite3.Connection)
+    _holding(connection, raw)
+    connection.info[_LOCKED] = True  # the write took the lock (it waited its turn)
+
+
+def _end(connection: Connection) -> None:
+    for key in (_LOCKED, _READ, _TOKEN):
+        connection.info.pop(key, None)
 
 
 def _configure_connection(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # transactions are begun by ``_begin``, not pysqlite
     cursor = dbapi_connection.cursor()
     cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     cursor.execute("PRAGMA foreign_keys = ON")
@@ -57,11 +178,12 @@ def committed(
     method: Callable[Concatenate[Store, Session, Params], Result],
 ) -> Callable[Concatenate[Store, Params], Result]:
     """The form of an ``…_in(session, …)`` method that runs in a session of its own and commits
-    (``add = committed(add_in)``): one signature for the two, where each was written out."""
+    (``add = committed(add_in)``): one signature for the two, where each was written out. The
+    session holds the write lock from its start (``write_session``)."""
 
     @functools.wraps(method)
     def run(store: Store, /, *args: Params.args, **kwargs: Params.kwargs) -> Result:
-        with Session(store._engine) as session:
+        with write_session(store._engine) as session:
             result = method(store, session, *args, **kwargs)
             session.commit()
             return result
@@ -129,6 +251,10 @@ def open_database(
         connect_args={"check_same_thread": False, "timeout": BUSY_TIMEOUT_S},
     )
     event.listen(engine, "connect", _configure_connection)
+    event.listen(engine, "begin", _begin)
+    event.listen(engine, "before_cursor_execute", _watch_statement)
+    for ended in ("commit", "rollback"):
+        event.listen(engine, ended, _end)
     return engine, read_only
 
 

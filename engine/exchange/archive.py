@@ -380,12 +380,13 @@ def import_archive(mnemo: Mnemo, path: Path, progress: Progress | None = None) -
         report = ImportReport()
         snapshot = mnemo.snapshot_before(f"importing {path.name}")
         report.snapshot = snapshot.id if snapshot else None
-        try:
-            _import(mnemo, archive, manifest, report, progress or (lambda *_args: None))
-        except Exception as error:
-            if snapshot is not None:
-                mnemo.snapshots.restore(snapshot.id, keep_current=False)
-            raise import_failed(path.name, error) from error
+        with mnemo.snapshots.needed(report.snapshot, f"importing {path.name}"):
+            try:
+                _import(mnemo, archive, manifest, report, progress or (lambda *_args: None))
+            except Exception as error:
+                if snapshot is not None:
+                    mnemo.snapshots.restore(snapshot.id, keep_current=False)
+                raise import_failed(path.name, error) from error
     return report
 
 

@@ -429,6 +429,8 @@ def import_conversations(
         else:
             snapshot = mnemo.snapshot_before(f"importing {path.name}")
             journal.snapshot = snapshot.id if snapshot else None
+            if snapshot is not None:  # until it ends: a forget rewrites it, never deletes it
+                mnemo.snapshots.need(snapshot.id, f"importing {path.name}")
             unfinished.write(mnemo, journal)
         report.snapshot = journal.snapshot
         missing = missing_parts([part.name for part in parts], _manifest(path))

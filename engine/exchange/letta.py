@@ -188,32 +188,33 @@ def import_agent_file(mnemo: Mnemo, path: Path) -> ImportReport:
     conversation_id = earlier or (
         DEFAULT_CONVERSATION if fresh else f"letta:{agent.get('id', name)}"
     )
-    try:
-        _import_blocks(mnemo, data, agent, fresh, report, path.name)
-        conversation = agent_messages(agent, conversation_id)
-        known = message_keys(mnemo)
-        new = []
-        for message in conversation.messages:
-            key = new_message_key(message)
-            if key in known:
-                report.skipped["messages"] += 1
-            else:
-                known.add(key)
-                new.append(message)
-        with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
-            transaction.add_many(new)
-            transaction.session.execute(
-                text(
-                    "INSERT INTO conversation (id, title, origin, created_at) "
-                    "VALUES (:id, :title, 'Letta', :created_at) ON CONFLICT DO NOTHING"
-                ),
-                {"id": conversation_id, "title": name, "created_at": time.time()},
-            )
-        report.added["messages"] += len(new)
-    except Exception as error:
-        if snapshot is not None:
-            mnemo.snapshots.restore(snapshot.id, keep_current=False)
-        raise import_failed(path.name, error) from error
+    with mnemo.snapshots.needed(report.snapshot, f"importing {path.name}"):
+        try:
+            _import_blocks(mnemo, data, agent, fresh, report, path.name)
+            conversation = agent_messages(agent, conversation_id)
+            known = message_keys(mnemo)
+            new = []
+            for message in conversation.messages:
+                key = new_message_key(message)
+                if key in known:
+                    report.skipped["messages"] += 1
+                else:
+                    known.add(key)
+                    new.append(message)
+            with mnemo.recall.transaction(embed_failure_raises=True) as transaction:
+                transaction.add_many(new)
+                transaction.session.execute(
+                    text(
+                        "INSERT INTO conversation (id, title, origin, created_at) "
+                        "VALUES (:id, :title, 'Letta', :created_at) ON CONFLICT DO NOTHING"
+                    ),
+                    {"id": conversation_id, "title": name, "created_at": time.time()},
+                )
+            report.added["messages"] += len(new)
+        except Exception as error:
+            if snapshot is not None:
+                mnemo.snapshots.restore(snapshot.id, keep_current=False)
+            raise import_failed(path.name, error) from error
     if data.get("legacy"):
         report.notes.insert(0, f"{path.name} is in {LEGACY}; it was read as such.")
     if conversation.left_out:

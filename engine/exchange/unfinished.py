@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 
+from engine.db import writing
 from engine.exchange.archive import ArchiveError
 from engine.memory.recall import keyword_text
 from engine.memory.search import chunked
@@ -103,6 +104,10 @@ def write(mnemo: Mnemo, journal: Unfinished) -> None:
 
 
 def clear(mnemo: Mnemo) -> None:
+    """The import has ended (finished or undone): its snapshot is no longer needed."""
+    journal = read(mnemo)
+    if journal is not None:
+        mnemo.snapshots.release(journal.snapshot)
     _journal(mnemo).unlink(missing_ok=True)
 
 
@@ -182,7 +187,7 @@ def undo(mnemo: Mnemo, journal: Unfinished) -> int:
     for source in journal.sources:
         mnemo.archival.delete_by_source(source)
     origins = ", ".join(quote_sql(origin) for origin in ORIGINS)
-    with mnemo.database.begin() as connection:
+    with writing(mnemo.database).begin() as connection:
         rows = connection.execute(
             text(
                 "SELECT id, conversation_id FROM message WHERE id >= :first AND conversation_id "

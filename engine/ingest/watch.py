@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from engine.db import write_session
 from engine.db.schema import WatchedFolderRow
 from engine.errors import MnemoError
 from engine.ingest.ingestor import (
@@ -75,7 +76,7 @@ class WatchedFolders:
         if not folder.is_dir():
             raise MnemoError(f"{folder} is not a folder; watch a folder, or ingest a single file.")
         rules = tuple(DEFAULT_EXCLUDES if exclude is None else (*DEFAULT_EXCLUDES, *exclude))
-        with Session(self._database) as session:
+        with write_session(self._database) as session:
             row = session.get(WatchedFolderRow, str(folder)) or WatchedFolderRow(
                 path=str(folder), added_at=time.time()
             )
@@ -87,7 +88,7 @@ class WatchedFolders:
 
     def remove(self, path: str | Path) -> None:
         folder = str(canonical_path(path))
-        with Session(self._database) as session:
+        with write_session(self._database) as session:
             row = session.get(WatchedFolderRow, folder)
             if row is None:
                 raise MnemoError(

@@ -156,6 +156,38 @@ def _expiry(when: datetime | date | str | float | None, origin: str) -> float | 
     return expiry_timestamp(when)
 
 
+def _names_kept_out(item: NewPassage, tombstones: Tombstones) -> NewPassage:
+    """A new passage's tags and source with what the person asked to forget kept out."""
+    source = _as_source(item.source)
+    return replace(
+        item,
+        tags=[tombstones.redact(tag) for tag in item.tags],
+        source=replace(
+            source,
+            path=source.path and tombstones.redact(source.path),
+            section=source.section and tombstones.redact(source.section),
+        ),
+    )
+
+
+def _still_kept_out(
+    row: dict[str, Any], tombstones: Tombstones, vectors: VectorTable
+) -> dict[str, Any]:
+    """A row made before a forget that began meanwhile, kept out as that forget says (the
+    forget read the table before this row was in it)."""
+    kept: dict[str, Any] = {
+        "text": tombstones.redact(row["text"]),
+        "tags": [tombstones.redact(tag) for tag in row["tags"]],
+        "source_path": row["source_path"] and tombstones.redact(row["source_path"]),
+        "source_section": row["source_section"] and tombstones.redact(row["source_section"]),
+    }
+    if all(kept[key] == row[key] for key in kept):
+        return row
+    if kept["text"] != row["text"]:
+        kept["vector"] = vectors.embed([kept["text"]])[0]
+    return {**row, **kept}
+
+
 def _passage(row: Mapping[str, Any], score: float | None = None, weak: bool = False) -> Passage:
     return Passage(
         id=row["id"],
@@ -223,19 +255,6 @@ class ArchivalStore:
         program's name so that its source shows wherever the note does."""
         return self.insert(text, tags=("mcp", client), origin="model")
 
-    def _kept_out(self, item: NewPassage) -> NewPassage:
-        assert self._tombstones is not None
-        source = _as_source(item.source)
-        return replace(
-            item,
-            tags=[self._tombstones.redact(tag) for tag in item.tags],
-            source=replace(
-                source,
-                path=source.path and self._tombstones.redact(source.path),
-                section=source.section and self._tombstones.redact(source.section),
-            ),
-        )
-
     def insert_many(self, passages: Iterable[NewPassage | Mapping[str, Any] | str]) -> list[str]:
         """Store many passages, embedding them in batches; return their ids in order."""
         self._vectors.require_current_embedder()
@@ -252,7 +271,7 @@ class ArchivalStore:
             clean = redact(item.text)  # an API key, from a model's note or a document
             if self._tombstones is not None:  # what the person asked to forget stays out,
                 clean = self._tombstones.redact(clean)  # of its tags and source's names too
-                item = self._kept_out(item)
+                item = _names_kept_out(item, self._tombstones)
             items.append(item if clean == item.text else replace(item, text=clean, vector=None))
         ids: list[str] = []
         now = clock.timestamp()
@@ -285,7 +304,10 @@ class ArchivalStore:
                 )
             if any(row["expires_at"] is not None for row in rows):
                 self._any_expiry = True
-            self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
+            with self._vectors.writer_lock:  # no forget runs now: its tombstones are all there
+                if self._tombstones is not None:
+                    rows = [_still_kept_out(row, self._tombstones, self._vectors) for row in rows]
+                self._vectors.add(pa.Table.from_pylist(rows, schema=self._vectors.table.schema))
         return ids
 
     # -- duplicates ----------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, func
 from sqlmodel import Session, col, select
 
 from engine import clock
-from engine.db import committed, row_or_missing
+from engine.db import committed, row_or_missing, write_session
 from engine.db.schema import CoreBlock, CoreBlockVersion
 from engine.errors import CoreMemoryError, NotFoundError
 from engine.memory.search import from_timestamp
@@ -119,7 +119,7 @@ class CoreMemory:
         self._ensure_defaults()
 
     def _ensure_defaults(self) -> None:
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             for position, (label, description) in enumerate(DEFAULT_BLOCKS.items()):
                 if session.get(CoreBlock, label) is None:
                     value = resource_path(f"prompts/{label}.txt").read_text("utf-8").strip()
@@ -310,7 +310,7 @@ class CoreMemory:
             raise CoreMemoryError(
                 f"The {label} block is built in and cannot be removed; clear its text instead."
             )
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._row(session, label)
             session.add(self._version_row(label, "remove", row.value, None, author, None, None))
             session.delete(row)
@@ -325,7 +325,7 @@ class CoreMemory:
         read_only: bool | None = None,
     ) -> Block:
         """Change a block's settings (the user's call, so it works on read-only blocks too)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._row(session, label)
             if char_limit is not None:
                 if char_limit > MAX_CHAR_LIMIT:
@@ -430,7 +430,7 @@ class CoreMemory:
         cause_kind: str | None,
         cause_ref: str | None,
     ) -> Block:
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             self._apply(session, label, edit, action, author, cause_kind, cause_ref)
             session.commit()
             return _block(self._row(session, label))

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from engine.db import write_session
 from engine.db.schema import DocumentRow
 
 UNFINISHED = ("queued", "indexing")
@@ -45,7 +46,7 @@ class DocumentIndex:
 
     def set(self, path: str, **values: object) -> None:
         """Update a file's row (created queued if it has none)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = session.get(DocumentRow, path) or DocumentRow(
                 path=path, status="queued", updated_at=0.0
             )
@@ -58,7 +59,7 @@ class DocumentIndex:
     def queue(self, paths: Iterable[str]) -> None:
         """Mark files as queued in one transaction, so a crash leaves a list to resume from;
         a file that failed or was skipped before is tried again."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             for path in paths:
                 row = session.get(DocumentRow, path)
                 if row is None:
@@ -69,7 +70,7 @@ class DocumentIndex:
             session.commit()
 
     def delete(self, path: str) -> None:
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = session.get(DocumentRow, path)
             if row is not None:
                 session.delete(row)

@@ -15,6 +15,7 @@ from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, func, select
 
 from engine import clock
+from engine.db import write_session
 from engine.db.schema import EntityAliasRow, EntityRow, RelationRow
 from engine.errors import InputError, NotFoundError
 
@@ -64,7 +65,7 @@ class EntityNames:
 
     def entity(self, name: str, kind: EntityKind = "other") -> Entity:
         """The entity named ``name``, created if there is none."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._entity_row(session, name, kind)
             session.commit()
             return self._entity(session, row)
@@ -120,7 +121,7 @@ class EntityNames:
         return (entities + close)[:limit]
 
     def add_alias(self, name: str, alias: str) -> Entity:
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._require(session, name)
             self._alias(session, row, alias)
             session.commit()
@@ -129,7 +130,7 @@ class EntityNames:
     def merge(self, keep: str, merge: str) -> Entity:
         """Fold ``merge`` into ``keep`` (the user confirmed they are one): its facts, aliases and
         name move over; the merged entity stays only as a pointer, so old references resolve."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             kept, gone = self._require(session, keep), self._require(session, merge)
             if kept.id == gone.id:
                 raise InputError(f"{kept.name} and {merge} are already the same entity.")

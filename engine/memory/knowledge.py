@@ -20,7 +20,7 @@ from sqlalchemy import Engine, or_
 from sqlmodel import Session, col, select
 
 from engine import clock
-from engine.db import committed, row_or_missing
+from engine.db import committed, row_or_missing, write_session
 from engine.db.schema import EntityRow, RelationRow
 from engine.errors import InputError
 from engine.memory.entities import (
@@ -353,7 +353,7 @@ class KnowledgeStore(EntityNames):
     def correct(self, fact_id: int, obj: str) -> Fact:
         """Put right what a fact says (the user edited it): the new fact supersedes the old
         one, which stays in the history."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._relation(session, fact_id)
             if row.status != "current":
                 raise InputError(f"Fact {fact_id} is {row.status}; only a current fact is edited.")
@@ -385,7 +385,7 @@ class KnowledgeStore(EntityNames):
     def set_expiry(self, fact_id: int, when: datetime | date | str | float | None) -> Fact:
         """Make a fact stop holding at ``when`` (None: for good, which brings back an expired
         one)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._relation(session, fact_id)
             row.expires_at = expiry_timestamp(when)
             session.add(row)
@@ -411,7 +411,7 @@ class KnowledgeStore(EntityNames):
     def purge_expired(self) -> int:
         """Delete facts whose grace after expiring is over (unless another fact points at
         them: a history stays whole)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             pointed = select(RelationRow.superseded_by).where(
                 col(RelationRow.superseded_by).is_not(None)
             )
@@ -428,7 +428,7 @@ class KnowledgeStore(EntityNames):
 
     def retract(self, fact_id: int) -> Fact:
         """Mark a wrong fact retracted (kept in the history, gone from current facts)."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._relation(session, fact_id)
             row.status = "retracted"
             session.add(row)
@@ -438,7 +438,7 @@ class KnowledgeStore(EntityNames):
     def end(self, fact_id: int) -> Fact:
         """A fact that stopped holding with nothing in its place (a pet that died): kept in
         the history, ``ended`` today, gone from current facts."""
-        with Session(self._engine) as session:
+        with write_session(self._engine) as session:
             row = self._relation(session, fact_id)
             row.status, row.valid_to = "ended", clock.timestamp()
             session.add(row)

@@ -23,7 +23,9 @@ the stores (``AllStores``), not the open profile, so the profile can call it.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -33,14 +35,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import SQLAlchemyError
 
-from engine.db import on_postgres
+from engine.db import on_postgres, writing
 from engine.errors import NotFoundError
 from engine.loaders import is_supported, load
 from engine.memory import trace
 from engine.memory.archival import ArchivalStore
 from engine.memory.recall import RecallStore, keyword_text
-from engine.memory.snapshots import SnapshotStore
+from engine.memory.snapshots import Snapshot, SnapshotStore, backup
 from engine.memory.tombstones import Tombstone, Tombstones, replace_spans, runs_in, words
 from engine.memory.vectors import VectorTable, clear_query_vectors, quote_sql
 from engine.profile import Profile, forget_prompt_states
@@ -307,10 +310,10 @@ def remove_items(stores: AllStores, items: list[tuple[str, str]]) -> None:
         elif kind == "archival passage":
             stores.archival.delete(item_id)
         elif kind == "fact":
-            with stores.database.begin() as connection:
+            with writing(stores.database).begin() as connection:
                 _delete_relations(connection, [int(item_id)])
         elif kind == "conversation":
-            with stores.database.begin() as connection:
+            with writing(stores.database).begin() as connection:
                 for table, key in (("conversation", "id"), ("agent_state", "conversation_id")):
                     connection.execute(
                         text(f"DELETE FROM {table} WHERE {key} = :c"), {"c": item_id}
@@ -318,33 +321,122 @@ def remove_items(stores: AllStores, items: list[tuple[str, str]]) -> None:
 
 
 def remove(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
-    """Every place ``redact`` changes, changed (entities, names and facts removed whole)."""
+    """Every place ``redact`` changes, changed (entities, names and facts removed whole).
+
+    The forget's tombstones are written before this runs, and every writer checks what it
+    stores against them once it holds its store's lock. So each store is read and changed
+    under its lock: a write that began before the tombstones commits before this reads, and one
+    after them keeps the text out itself."""
     found: Counter[str] = Counter()
-    changed_messages: list[int] = []
-    with stores.database.begin() as connection:
-        for table, key, columns, kind in COLUMNS:
-            for row in _rows(connection, table, key, columns, like):
-                values = {c: row[c] for c in columns if isinstance(row[c], str)}
-                new = {c: redact(v) for c, v in values.items() if redact(v) != v}
-                if not new:
-                    continue
-                found[kind] += 1
-                if table in REMOVED_WHOLE and REMOVED_WHOLE[table] in new:
-                    _delete_whole(connection, table, row[key])
-                    continue
-                sets = ", ".join(f"{column} = :{column}" for column in new)
-                if table == "message":
-                    sets += ", search_text = :text, embedded = 0"
-                    changed_messages.append(int(row[key]))
-                connection.execute(
-                    text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
-                )
-        if changed_messages:
-            _reindex(connection, changed_messages)
+    with stores.recall_vectors.writer_lock:  # the messages and their vectors, one step
+        found += _remove_from_database(stores, redact, like)
+    with stores.passage_vectors.writer_lock:
+        found += _remove_from_passages(stores, redact, like)
+    for kind, path in held_files(stores, redact):
+        found[kind] += 1
+        path.unlink(missing_ok=True)
+    for path in log_files(stores):
+        content = path.read_text(encoding="utf-8", errors="replace")
+        if redact(content) != content:
+            found[LOG] += 1
+            path.write_text(redact(content), encoding="utf-8")
+    return found
+
+
+def _remove_from_database(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
+    with writing(stores.database).begin() as connection:
+        found, changed_messages = redact_rows(connection, redact, like)
     if changed_messages:
         ids = ", ".join(map(str, changed_messages))
         stores.recall_vectors.delete(f"id IN ({ids})")
         stores.recall.embed_missing()  # their vectors, made again from what is left
+    return found
+
+
+def redact_rows(
+    connection: Connection, redact: Redact, like: str | None
+) -> tuple[Counter[str], list[int]]:
+    """Every row ``redact`` changes, changed (entities, names and facts removed whole), in the
+    database ``connection`` writes; returns the places by kind and the messages changed (their
+    vectors are the caller's)."""
+    found: Counter[str] = Counter()
+    changed_messages: list[int] = []
+    for table, key, columns, kind in COLUMNS:
+        for row in _rows(connection, table, key, columns, like):
+            values = {c: row[c] for c in columns if isinstance(row[c], str)}
+            new = {c: redact(v) for c, v in values.items() if redact(v) != v}
+            if not new:
+                continue
+            found[kind] += 1
+            if table in REMOVED_WHOLE and REMOVED_WHOLE[table] in new:
+                _delete_whole(connection, table, row[key])
+                continue
+            sets = ", ".join(f"{column} = :{column}" for column in new)
+            if table == "message":
+                sets += ", search_text = :text, embedded = 0"
+                changed_messages.append(int(row[key]))
+            connection.execute(
+                text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
+            )
+    if changed_messages:
+        _reindex(connection, changed_messages)
+    return found, changed_messages
+
+
+def redact_snapshot(stores: AllStores, snapshot_id: str, redact: Redact, like: str | None) -> None:
+    """Take the text out of a snapshot in place: its copy of the database is rewritten and
+    vacuumed, and its versions of the Lance tables that held the text (a tagged version cannot
+    be rewritten) are let go of. Restoring it then leaves those tables as they are, and after a
+    message's text changed, embeds every message again (the vectors kept are not the
+    snapshot's).
+
+    The copy is rewritten beside it and put in its place whole: a kill halfway leaves the old
+    copy, whose rows the next forget or check still finds, never one whose rows are clean while
+    its keyword index and free pages still hold the words."""
+    copy = stores.snapshots.database_copy(snapshot_id)
+    dropped = set()
+    tag = f"snapshot-{snapshot_id}"
+    table = stores.passage_vectors
+    if table.has_tag(tag) and passages(table.rows_at(tag, lance_where(like), PASSAGE_READ), redact):
+        dropped.add(table.name)
+    partial = copy.with_name(copy.name + ".partial")
+    partial.unlink(missing_ok=True)  # one a kill left
+    backup(copy, partial)
+    if _rewrite_copy(partial, redact, like):
+        dropped.add(stores.recall_vectors.name)  # the tagged vectors were made from the text
+    os.replace(partial, copy)
+    for left in ("-wal", "-shm"):  # the old copy's, from a reader: they held its pages
+        copy.with_name(copy.name + left).unlink(missing_ok=True)
+    if dropped:
+        stores.snapshots.drop_tables(snapshot_id, dropped)
+
+
+def _rewrite_copy(path: Path, redact: Redact, like: str | None) -> bool:
+    """Redact a database copy's rows, then its keyword index's old segments and its free pages
+    (both held the words too); returns whether a message's text changed (every message is then
+    marked for embedding again)."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as connection:
+            _found, changed_messages = redact_rows(connection, redact, like)
+            if changed_messages:
+                connection.execute(text("UPDATE message SET embedded = 0"))
+    finally:
+        engine.dispose()
+    raw = sqlite3.connect(path, isolation_level=None)
+    try:
+        raw.execute("INSERT INTO message_fts(message_fts) VALUES('optimize')")
+        raw.execute("VACUUM")
+        raw.execute("PRAGMA journal_mode = DELETE")  # one file, to be put in the copy's place
+    finally:
+        raw.close()
+    return bool(changed_messages)
+
+
+def _remove_from_passages(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
+    found: Counter[str] = Counter()
     for row in passages(stores.passage_vectors.rows(lance_where(like), PASSAGE_READ), redact):
         found[PASSAGE] += 1
         left = row["new"].get("text", row["text"])
@@ -354,14 +446,6 @@ def remove(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
             stores.archival.rewrite(row["id"], row["new"])
         else:
             stores.archival.delete(row["id"])
-    for kind, path in held_files(stores, redact):
-        found[kind] += 1
-        path.unlink(missing_ok=True)
-    for path in log_files(stores):
-        content = path.read_text(encoding="utf-8", errors="replace")
-        if redact(content) != content:
-            found[LOG] += 1
-            path.write_text(redact(content), encoding="utf-8")
     return found
 
 
@@ -428,7 +512,7 @@ def _remove_forgotten_facts(stores: AllStores, digests: set[str]) -> Counter[str
         for fact_id, subject, predicate, obj in facts(stores)
         if stores.tombstones.fact_digest(subject, predicate, obj) in digests
     ]
-    with stores.database.begin() as connection:
+    with writing(stores.database).begin() as connection:
         _delete_relations(connection, gone)
         found["fact"] += len(gone)
     return found
@@ -440,9 +524,12 @@ def held_again(stores: AllStores, stones: list[Tombstone]) -> Redact:
     return outside_markers(lambda value: stores.tombstones.redact(value, stones))
 
 
-def sweep(stores: AllStores, stones: list[Tombstone] | None = None) -> dict[str, int]:
+def sweep(
+    stores: AllStores, stones: list[Tombstone] | None = None, *, scrubbed: bool = True
+) -> dict[str, int]:
     """Remove whatever the tombstones forget that is held again: after an import, a snapshot's
-    restore, or a forget cut short. Reads every row (by hash there is no word to search for)."""
+    restore, or a forget cut short. Reads every row (by hash there is no word to search for).
+    The disk is scrubbed after a removal, unless not ``scrubbed`` (the caller scrubs)."""
     chosen = stores.tombstones.active() if stones is None else stones
     if not chosen:
         return {}
@@ -451,7 +538,8 @@ def sweep(stores: AllStores, stones: list[Tombstone] | None = None) -> dict[str,
     if fact_digests:
         found.update(_remove_forgotten_facts(stores, fact_digests))
     if found:
-        scrub(stores)
+        if scrubbed:
+            scrub(stores)
         log.info("forgot again what tombstones forget: %s", dict(found))
     return dict(found)
 
@@ -467,19 +555,42 @@ def finish_forgets(stores: AllStores) -> None:
         stores.tombstones.set_status(stone.id, "done")
 
 
+def forget_in_snapshots(stores: AllStores, redact: Redact, like: str | None) -> list[str]:
+    """Take the text out of every snapshot that holds it, in place (``redact_snapshot``): the
+    person asked to forget a text, not to lose the snapshots (an import's undo among them). One
+    that cannot be rewritten (its copy is damaged) is deleted whole. Run after the text left the
+    stores, with the snapshots' lock held: a snapshot another program was taking meanwhile is
+    found too. Returns the ids rewritten."""
+    with stores.snapshots.lock:
+        holding = [
+            snapshot
+            for snapshot in stores.snapshots.all()
+            if snapshot_holds(stores, snapshot.id, redact, like)
+        ]
+        return [snapshot.id for snapshot in holding if _rewrite(stores, snapshot, redact, like)]
+
+
+def _rewrite(stores: AllStores, snapshot: Snapshot, redact: Redact, like: str | None) -> bool:
+    """``redact_snapshot``; a snapshot that cannot be rewritten is deleted whole (False)."""
+    try:
+        redact_snapshot(stores, snapshot.id, redact, like)
+        return True
+    except (OSError, sqlite3.Error, SQLAlchemyError):
+        log.exception("could not rewrite snapshot %s; it is deleted", snapshot.id)
+        with suppress(NotFoundError):
+            stores.snapshots.delete(snapshot.id)
+        return False
+
+
 def forget_again(stores: AllStores, stones: list[Tombstone] | None = None) -> list[str]:
     """Forget again what tombstones forget, still held (`mnemo check --repair`, a forget cut
-    short): the snapshots that hold it go (their ids are returned), every store is swept and
-    the disk scrubbed."""
+    short): the snapshots that hold it are rewritten without it (their ids are returned), every
+    store is swept and the disk scrubbed."""
     stones = stores.tombstones.active() if stones is None else stones
-    deleted = []
-    for snapshot in stores.snapshots.all():
-        if snapshot_holds(stores, snapshot.id, lambda v: stores.tombstones.redact(v, stones), None):
-            stores.snapshots.delete(snapshot.id)
-            deleted.append(snapshot.id)
-    if not sweep(stores, stones):  # (a sweep that removed something scrubbed already)
-        scrub(stores)
-    return deleted
+    sweep(stores, stones, scrubbed=False)
+    rewritten = forget_in_snapshots(stores, held_again(stores, stones), None)
+    scrub(stores)  # after the snapshots: the versions they let go of are pruned too
+    return rewritten
 
 
 # -- the disk --------------------------------------------------------------------------------------

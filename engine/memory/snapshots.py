@@ -14,6 +14,10 @@ leave SQLite pointing at vectors that are not there.
 
 Automatic snapshots are taken before risky operations (``Mnemo.snapshot_before``) and pruned
 beyond ``KEEP_AUTOMATIC`` or ``AUTOMATIC_CAP_BYTES``; the user's own are kept until deleted.
+
+An import that is not over needs the snapshot it took (its undo, or its restore when it fails):
+it marks the snapshot ``needed_by`` itself until it ends. Pruning skips such a snapshot, and a
+forget takes its text out of it in place instead of deleting it (``engine.memory.redaction``).
 """
 
 from __future__ import annotations
@@ -24,13 +28,15 @@ import shutil
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from engine.errors import MnemoError, NotFoundError
+from engine.locks import WriterLock
 from engine.memory.search import from_timestamp
 
 log = logging.getLogger("mnemo.snapshots")
@@ -54,6 +60,7 @@ class TaggedTable(Protocol):
 FOLDER = "snapshots"
 DATABASE = "mnemo.sqlite"
 META = "snapshot.json"
+NEEDED = "needed-by.txt"  # in a snapshot's folder: what unfinished import needs it
 TAG_PREFIX = "snapshot-"
 # Automatic snapshots kept: the newest 10, and no more than 2 GiB of database copies between
 # them (ten copies of a profile with years of messages stay under the cap).
@@ -75,6 +82,7 @@ class Snapshot:
     automatic: bool
     size: int  # bytes of the database copy (the Lance data it keeps alive is not counted)
     tables: dict[str, int]  # Lance table -> the version kept
+    needed_by: str | None = None  # the unfinished import that needs it ("importing x.json")
 
     def describe(self) -> str:
         kind = "automatic" if self.automatic else "yours"
@@ -103,6 +111,9 @@ class SnapshotStore:
         self._database_path = database_path
         self._tables = tables
         self._unavailable = unavailable
+        # Held while a snapshot is taken, restored, deleted or rewritten, in any process: a
+        # forget's rewrite never misses a snapshot still being copied.
+        self.lock = WriterLock(root / "locks" / "snapshots.lock", "the snapshots")
         self.after_restore: Callable[[], object] | None = None  # forgets what was forgotten
 
     # -- taking -------------------------------------------------------------------------------
@@ -111,6 +122,14 @@ class SnapshotStore:
         """Take a snapshot now (it takes as long as copying the SQLite file)."""
         if self._unavailable:
             raise SnapshotError(self._unavailable)
+        with self.lock:
+            snapshot_id = self._create(note, automatic)
+        log.info("snapshot %s taken (%s)", snapshot_id, note or "no note")
+        if automatic:
+            self.prune()
+        return self.get(snapshot_id)
+
+    def _create(self, note: str, automatic: bool) -> str:
         snapshot_id = time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
         partial = self._folder / f"{snapshot_id}.partial"
         try:
@@ -136,10 +155,7 @@ class SnapshotStore:
                 f"The snapshot could not be written to {self._folder} ({error}); free some disk "
                 "space or check that the profile folder is writable."
             ) from error
-        log.info("snapshot %s taken (%s)", snapshot_id, note or "no note")
-        if automatic:
-            self.prune()
-        return self.get(snapshot_id)
+        return snapshot_id
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -169,9 +185,53 @@ class SnapshotStore:
                 automatic=bool(meta.get("automatic")),
                 size=int(meta.get("size", 0)),
                 tables={str(k): int(v) for k, v in meta.get("tables", {}).items()},
+                needed_by=_needed_by(path),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    # -- what an unfinished import needs ------------------------------------------------------
+
+    def need(self, snapshot_id: str, by: str) -> None:
+        """Mark the snapshot as needed by ``by`` (an import, until it ends): it is not pruned,
+        and a forget takes its text out of it instead of deleting it."""
+        (self._folder / self.get(snapshot_id).id / NEEDED).write_text(by, encoding="utf-8")
+
+    def release(self, snapshot_id: str | None) -> None:
+        """The import that needed it has ended (finished or undone)."""
+        if snapshot_id and Path(snapshot_id).name == snapshot_id:  # (a journal's word for it)
+            (self._folder / snapshot_id / NEEDED).unlink(missing_ok=True)
+
+    @contextmanager
+    def needed(self, snapshot_id: str | None, by: str) -> Iterator[None]:
+        """``need`` while the block runs (an import that restores the snapshot if it fails)."""
+        if snapshot_id is None:
+            yield
+            return
+        self.need(snapshot_id, by)
+        try:
+            yield
+        finally:
+            self.release(snapshot_id)
+
+    def database_copy(self, snapshot_id: str) -> Path:
+        """The snapshot's copy of the database (a forget rewrites a needed one in place)."""
+        return self._folder / self.get(snapshot_id).id / DATABASE
+
+    def drop_tables(self, snapshot_id: str, names: set[str]) -> None:
+        """Let go of the snapshot's versions of these Lance tables (a forget, for a version
+        that held the text): restoring it then leaves those tables as they are."""
+        with self.lock:
+            snapshot = self.get(snapshot_id)
+            for table in self._tables:
+                if table.name in names:
+                    table.drop_tag(TAG_PREFIX + snapshot.id)
+            path = self._folder / snapshot.id / META
+            meta = json.loads(path.read_text(encoding="utf-8"))
+            meta["tables"] = {k: v for k, v in meta.get("tables", {}).items() if k not in names}
+            partial = path.with_name(META + ".partial")
+            partial.write_text(json.dumps(meta, indent=2), encoding="utf-8")
+            partial.replace(path)
 
     # -- restoring and deleting ------------------------------------------------------------------
 
@@ -182,6 +242,10 @@ class SnapshotStore:
         the restore (the window's pages, caches) shows the old state."""
         if self._unavailable:
             raise SnapshotError(self._unavailable)
+        with self.lock:
+            return self._restore(snapshot_id, keep_current)
+
+    def _restore(self, snapshot_id: str, keep_current: bool) -> Snapshot | None:
         snapshot = self.get(snapshot_id)
         before = (
             self.create(f"before restoring {snapshot.id}", automatic=True) if keep_current else None
@@ -205,14 +269,15 @@ class SnapshotStore:
         return before
 
     def delete(self, snapshot_id: str) -> None:
-        snapshot = self.get(snapshot_id)
-        for table in self._tables:
-            table.drop_tag(TAG_PREFIX + snapshot.id)
-        shutil.rmtree(self._folder / snapshot.id)
+        with self.lock:
+            snapshot = self.get(snapshot_id)
+            for table in self._tables:
+                table.drop_tag(TAG_PREFIX + snapshot.id)
+            shutil.rmtree(self._folder / snapshot.id)
 
     def prune(self) -> list[str]:
         """Delete the oldest automatic snapshots beyond the count and the size cap."""
-        automatic = [s for s in self.all() if s.automatic]  # newest first
+        automatic = [s for s in self.all() if s.automatic and not s.needed_by]  # newest first
         total, gone = 0, []
         for kept, snapshot in enumerate(automatic, start=1):
             total += snapshot.size
@@ -220,6 +285,13 @@ class SnapshotStore:
                 self.delete(snapshot.id)
                 gone.append(snapshot.id)
         return gone
+
+
+def _needed_by(folder: Path) -> str | None:
+    try:
+        return (folder / NEEDED).read_text(encoding="utf-8").strip() or "an import"
+    except OSError:
+        return None
 
 
 def backup(source: Path, target: Path) -> None:

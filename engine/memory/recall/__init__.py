@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from engine import clock
 from engine.cross_encoder import CrossEncoder
-from engine.db import on_postgres
+from engine.db import on_postgres, write_session, writing
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
 from engine.memory.recall import keyword_text
@@ -236,7 +236,7 @@ class RecallStore:
         whole batch, and the import may wait (or stop) there.
         """
         with self._index.lock:
-            with Session(self._engine) as session:
+            with write_session(self._engine) as session:
                 transaction = RecallTransaction(session, self._tombstones)
                 yield transaction
                 session.commit()
@@ -264,7 +264,7 @@ class RecallStore:
 
     def delete(self, message_id: int) -> None:
         """Forget a message: its row, its vector, and its words in its neighbours' index text."""
-        with self._engine.begin() as connection:
+        with writing(self._engine).begin() as connection:
             row = connection.execute(
                 text("SELECT conversation_id FROM message WHERE id = :id"), {"id": message_id}
             ).first()
@@ -289,6 +289,10 @@ class RecallStore:
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Recompute every message vector with the current embedder (ask the user first)."""
         return self._index.reembed(progress)
+
+    def rebuild_vectors(self) -> int:
+        """Make every message vector again in a new table (the old one cannot be read)."""
+        return self._index.rebuild()
 
     def wait_until_indexed(self) -> None:
         """Block until the start-up repair of missing vectors has finished."""

@@ -17,6 +17,7 @@ from datetime import datetime
 from sqlalchemy import Engine, text
 
 from engine import clock
+from engine.db import writing
 from engine.errors import NotFoundError
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
 from engine.settings import Settings
@@ -72,7 +73,7 @@ class Conversations:
             self._settings.store(CURRENT, empty)
             return str(empty)
         conversation_id = f"c-{uuid.uuid4().hex[:12]}"
-        with self._engine.begin() as connection:
+        with writing(self._engine).begin() as connection:
             connection.execute(
                 text(
                     "INSERT INTO conversation (id, title, origin, created_at) "
@@ -96,7 +97,7 @@ class Conversations:
         """A conversation another program names (its id chosen by the caller), made the first
         time with ``title``; it does not become the current one."""
         if not self.exists(conversation_id):
-            with self._engine.begin() as connection:
+            with writing(self._engine).begin() as connection:
                 connection.execute(
                     text(
                         "INSERT INTO conversation (id, title, origin, created_at) "
@@ -134,7 +135,7 @@ class Conversations:
 
     def rename(self, conversation_id: str, title: str) -> None:
         title = one_line(title.strip(), TITLE_CHARS)
-        with self._engine.begin() as connection:
+        with writing(self._engine).begin() as connection:
             changed = connection.execute(
                 text("UPDATE conversation SET title = :title WHERE id = :id"),
                 {"title": title, "id": conversation_id},

@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 
 from engine.cross_encoder import CrossEncoder
 from engine.db import on_postgres
+from engine.errors import VectorTableDamagedError
 from engine.memory import trace, word_match
 from engine.memory.recall import keyword_text
 from engine.memory.recall.messages import COLUMNS, MessageHit, check_role, hit_from_row
@@ -89,11 +90,9 @@ class RecallSearch:
         In WAL mode (and PostgreSQL's repeatable read) a transaction reads one snapshot, so a
         concurrent writer can never make the page and its total disagree.
         """
-        with self._engine.connect() as connection:
+        with self._engine.connect() as connection:  # (SQLite's begins with it: engine.db)
             if self._postgres:  # one snapshot for both queries
                 connection.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"))
-            else:
-                connection.exec_driver_sql("BEGIN")
             total = int(connection.execute(text(count_sql), params).scalar_one())
             rows = connection.execute(
                 text(sql), {**params, "limit": limit, "offset": (page - 1) * limit}
@@ -131,9 +130,14 @@ class RecallSearch:
         semantic: dict[int, float] = {}
         dropped: list[tuple[Any, float]] = []
         if vectors:
-            semantic = self._semantic_scores(
-                query, semantic_pool, start, end, roles, conversation_id, dropped
-            )
+            try:
+                semantic = self._semantic_scores(
+                    query, semantic_pool, start, end, roles, conversation_id, dropped
+                )
+            except VectorTableDamagedError as error:
+                if mode != "hybrid":
+                    raise
+                notes.append(str(error))  # words still find the messages until the repair
         elif mode == "hybrid":
             notes.append(str(self._vectors.mismatch))  # words still work while vectors wait
         keyword, keyword_weight = keyword_future.result() if keyword_future else ({}, 0.0)

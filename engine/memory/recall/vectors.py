@@ -4,8 +4,10 @@ Messages are committed to SQLite first; their vectors follow (this module, keyed
 message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
 writes is repaired when the profile next opens (on a thread of its own) instead of leaving a
 message unfindable by meaning. The same start-up thread also gives messages stored before
-neighbour indexing existed their keyword context, once. The lock keeps the repair from embedding
-a message that a writer is about to embed itself.
+neighbour indexing existed their keyword context, once. The vector table's lock, which every
+process's writers take turns by, is held from a message's insert to its vector's write: so the
+repair (in this process or another) never embeds a message that a writer is about to embed
+itself, nor takes a vector written a moment ago for a stray.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 from sqlalchemy import Engine, text
 
-from engine.db import on_postgres
+from engine.db import on_postgres, writing
 from engine.memory.recall import keyword_text
 from engine.memory.search import chunked
 from engine.memory.vectors import VectorTable, quote_sql
@@ -120,7 +122,7 @@ class MessageVectors:
     def __init__(self, engine: Engine, vectors: VectorTable) -> None:
         self._engine = engine
         self._vectors = vectors
-        self.lock = threading.Lock()  # held from a message's insert to its vector's write
+        self.lock = vectors.writer_lock  # held from a message's insert to its vector's write
         # Set once the table holds only EMBEDDED_ROLES' vectors (older versions embedded every
         # row; the start-up repair removes the rest): a search of those roles then needs no
         # filter, which slows every vector search (recall_search.py).
@@ -185,7 +187,7 @@ class MessageVectors:
             if turns:
                 self._vectors.add(self._vector_rows(turns))
             ids = ",".join(str(row["id"]) for row in chunk)
-            with self._engine.begin() as connection:
+            with writing(self._engine).begin() as connection:
                 connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
 
     def _vector_rows(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
@@ -241,7 +243,7 @@ class MessageVectors:
             ]
         for conversation_id in pending:
             if on_postgres(self._engine):  # rows are locked as they are written; no BEGIN IMMEDIATE
-                with self._engine.begin() as connection:
+                with writing(self._engine).begin() as connection:
                     keyword_text.refresh(
                         lambda sql, params: connection.execute(text(sql), params).all(),
                         lambda sql, rows: connection.execute(text(sql), rows),
@@ -268,18 +270,8 @@ class MessageVectors:
         except Exception:
             log.exception("could not index message contexts; will retry on next open")
         try:
-            others = "role NOT IN (" + ",".join(map(quote_sql, EMBEDDED_ROLES)) + ")"
-            if not self._vectors.mismatch and self._vectors.count(others):
-                self._vectors.delete(others)
-            # Vectors of messages the database never committed (a snapshot's archival side is
-            # taken a moment after its database copy): a later message would reuse the id.
-            with self._engine.connect() as connection:
-                latest = connection.execute(
-                    text("SELECT coalesce(max(id), 0) FROM message")
-                ).scalar()
-            beyond = f"id > {int(latest or 0)}"
-            if self._vectors.count(beyond):
-                self._vectors.delete(beyond)
+            with self.lock:  # no writer, here or in another process, is between its two stores
+                self._remove_strays()
             self.only_turns.set()
         except Exception:
             log.exception("could not remove stray message vectors; will retry on next open")
@@ -291,6 +283,18 @@ class MessageVectors:
             self._embed_pending_sentences()
         except Exception:
             log.exception("could not embed older messages' sentences; will retry on next open")
+
+    def _remove_strays(self) -> None:
+        others = "role NOT IN (" + ",".join(map(quote_sql, EMBEDDED_ROLES)) + ")"
+        if not self._vectors.mismatch and self._vectors.count(others):
+            self._vectors.delete(others)
+        # Vectors of messages the database never committed (a snapshot's archival side is
+        # taken a moment after its database copy): a later message would reuse the id.
+        with self._engine.connect() as connection:
+            latest = connection.execute(text("SELECT coalesce(max(id), 0) FROM message")).scalar()
+        beyond = f"id > {int(latest or 0)}"
+        if self._vectors.count(beyond):
+            self._vectors.delete(beyond)
 
     def _embed_missing(self) -> None:
         with self.lock:
@@ -329,7 +333,7 @@ class MessageVectors:
                     ids = ",".join(str(row["id"]) for row in chunk)
                     self._vectors.delete(f"id IN ({ids}) AND part > 0")  # a retry starts clean
                     self._vectors.add(self._part_rows(chunk, self._vectors.stored_embedder[1]))
-            with self._engine.begin() as connection:
+            with writing(self._engine).begin() as connection:
                 connection.execute(
                     text("DELETE FROM message_sentences_pending WHERE conversation_id = :c"),
                     {"c": conversation_id},
@@ -340,11 +344,22 @@ class MessageVectors:
         """A sentence describing a change of embedder that needs a re-embed, or None."""
         return self._vectors.mismatch
 
+    def rebuild(self) -> int:
+        """Make every message vector again from the messages, in a new empty table (the table
+        could not be read: a file of it was lost); returns how many messages."""
+        with self.lock:
+            self._vectors.rebuild_empty()
+            with writing(self._engine).begin() as connection:
+                connection.execute(text("UPDATE message SET embedded = 0"))
+                rows = _rows_to_embed(connection, "1 = 1")
+            self.embed(rows)
+        return len(rows)
+
     def reembed(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Recompute every message vector with the current embedder (ask the user first)."""
         with self.lock:
             self._vectors.replace_all([])
-            with self._engine.begin() as connection:
+            with writing(self._engine).begin() as connection:
                 connection.execute(text("UPDATE message SET embedded = 0"))
                 rows = _rows_to_embed(connection, "1 = 1")
             with self._vectors.bulk(len(rows)):

@@ -3,6 +3,13 @@
 Both archival passages and recall's message vectors live in such a table: add, delete, search,
 and the snapshots' tags. Its upkeep (compaction, indexing new rows, pruning old versions, the ANN
 index) is ``engine.memory.vectors.upkeep``'s.
+
+Several processes may write one table (the window, `mnemo forget`, `mnemo import`, `mnemo mcp`).
+Every write, in any of them, holds the table's ``WriterLock`` (``engine.locks``) and starts from
+the newest version another may have committed (``_writing``). So two commits never conflict, a
+delete sees the rows appended a moment before, and a rewrite (compaction, a forget's scrub) never
+deletes the files of an append in progress. A read that finds a data file gone (another process
+compacted the table and pruned the version it was reading) reads the newest version again.
 """
 
 from __future__ import annotations
@@ -11,20 +18,22 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from engine.embed.base import Embedder
 from engine.embed.kept import keep
-from engine.errors import EmbedderMismatchError
+from engine.errors import EmbedderMismatchError, VectorTableDamagedError
+from engine.locks import WriterLock
 from engine.memory.search import RELEVANCE_FLOOR, SearchMode, relevance
 from engine.memory.vectors.lance import lancedb
-from engine.memory.vectors.upkeep import COMPACT_TARGET_ROWS, Upkeep
+from engine.memory.vectors.upkeep import Upkeep
+from engine.memory.vectors.versions import TableVersions
 from engine.profile import cache_folder
 from engine.resources import resource_path
 
@@ -117,9 +126,27 @@ def _keep_query_vector(embedder: Embedder, query: str, vector: np.ndarray) -> No
 
 
 _SQL_TYPES = {"double": "DOUBLE", "string": "STRING", "int64": "BIGINT", "int32": "INT"}
+Read = TypeVar("Read")
+# What a person calls each table, in a sentence about it.
+DESCRIBED = {"recall_vectors": "message vectors", "passages": "archival passages"}
 
 
-class VectorTable:
+def lock_path_for(connection: DBConnection, name: str) -> Path:
+    """Where the writers of table ``name`` take turns (``WriterLock``): beside the tables in a
+    folder, or for tables in object storage, in this computer's cache folder."""
+    uri = str(connection.uri)
+    if "://" not in uri or uri.startswith("file://"):
+        return Path(uri.removeprefix("file://")) / "locks" / f"{name}.lock"
+    digest = hashlib.sha256(uri.encode()).hexdigest()[:16]
+    return cache_folder() / "locks" / f"{digest}-{name}.lock"
+
+
+def _file_gone(error: Exception) -> bool:
+    """Whether LanceDB failed because a file of the version it read is gone."""
+    return "Not found" in str(error) or "No such file" in str(error)
+
+
+class VectorTable(TableVersions):
     """One LanceDB table whose ``vector`` column holds one embedder's vectors."""
 
     def __init__(
@@ -131,15 +158,20 @@ class VectorTable:
         *,
         fts_column: str | None = None,
         key_column: str | None = None,
+        lock_path: Path | None = None,
     ) -> None:
+        """``lock_path``: the file the table's writers in every process take turns by
+        (``lock_path_for`` when not given)."""
         self.name = name
         self._connection = connection
         self._embedder = embedder
         self._fts_column = fts_column
         self._key_column = key_column
         self._base_schema = schema
-        self._write_lock = threading.RLock()
-        self.upkeep = Upkeep(self, self._write_lock)
+        self._write_lock: AbstractContextManager[Any] = WriterLock(
+            lock_path or lock_path_for(connection, name), f"the {name} vector table"
+        )
+        self.upkeep = Upkeep(self, self._writing)
         if name in connection.list_tables().tables:
             self.table = connection.open_table(name)
             self._add_missing_columns()
@@ -157,6 +189,51 @@ class VectorTable:
             self.table.add_columns(
                 {f.name: f"CAST(NULL AS {_SQL_TYPES[str(f.type)]})" for f in missing}
             )
+
+    @property
+    def writer_lock(self) -> AbstractContextManager[Any]:
+        """The lock every writer of this table holds, in every process (re-entrant): a writer
+        that must see the table unchanged across several steps holds it around them."""
+        return self._write_lock
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the table's lock (every process's writers take turns by it), on its newest
+        version: what this process writes builds on what another committed."""
+        with self._write_lock:
+            self.table.checkout_latest()
+            yield
+
+    def _reading(self, read: Callable[[], Read]) -> Read:
+        """``read()``, once more on the newest version if a file it needed is gone (another
+        process compacted the table and pruned the version this one was reading). Gone from
+        the newest version too, the table is damaged: said in a sentence with its repair."""
+        try:
+            return read()
+        except (OSError, RuntimeError, ValueError) as error:
+            if not _file_gone(error):
+                raise
+            log.info("a file of %s went while it was read; reading the newest version", self.name)
+        self.table.checkout_latest()
+        try:
+            return read()
+        except (OSError, RuntimeError, ValueError) as error:
+            if not _file_gone(error):
+                raise
+            log.exception("%s cannot be read", self.name)
+            raise VectorTableDamagedError(
+                f"Part of the {DESCRIBED.get(self.name, self.name)} cannot be read: a file of "
+                "theirs is missing from the profile folder. Run `mnemo check --repair` (or "
+                "Repair in the window's banner) to rebuild them."
+            ) from error
+
+    def readable(self) -> bool:
+        """Whether every row of the newest version reads (the health check asks)."""
+        try:
+            self._reading(lambda: self.table.to_arrow())
+        except VectorTableDamagedError:
+            return False
+        return True
 
     # -- embedder bookkeeping ------------------------------------------------------------------
 
@@ -225,71 +302,12 @@ class VectorTable:
         new version of the same table: a snapshot taken before can still bring the old back."""
         schema = self._schema_for(self._embedder)
         self.wait_for_maintenance()
-        with self._write_lock:
+        with self._writing():
             self.table.add(pa.Table.from_pylist(rows, schema=schema), mode="overwrite")
             self._create_indexes(self.table)
             self.mismatch = None
             self.upkeep.recount()
         self.upkeep.schedule()
-
-    # -- snapshots (engine.memory.snapshots) --------------------------------------------------
-
-    def tag(self, name: str) -> int:
-        """Keep the table's current version under ``name`` (upkeep never prunes it)."""
-        with self._write_lock:
-            self.table.checkout_latest()
-            self.table.tags.create(name, self.table.version)
-            return int(self.table.version)
-
-    def restore_tag(self, name: str) -> None:
-        """Make the version kept as ``name`` the newest one (later versions stay in history
-        until upkeep prunes them)."""
-        self.wait_for_maintenance()
-        with self._write_lock:
-            self.table.checkout(name)
-            self.table.restore()
-            self.table.checkout_latest()
-            self.mismatch = self._describe_mismatch()
-            self.upkeep.recount()
-        self.upkeep.schedule()
-
-    def has_tag(self, name: str) -> bool:
-        return name in self.table.tags.list()
-
-    def drop_tag(self, name: str) -> None:
-        with self._write_lock:
-            if self.has_tag(name):
-                self.table.tags.delete(name)
-
-    def rows_at(self, tag: str, where: str | None, columns: list[str]) -> list[dict[str, Any]]:
-        """The matching rows of the version kept as ``tag`` (a snapshot's), read through a
-        handle of their own: the table in use stays at its newest version."""
-        older = self._connection.open_table(self.name)
-        older.checkout(tag)
-        query = older.search().select(columns)
-        if where:
-            query = query.where(where)
-        return query.limit(max(1, older.count_rows(where))).to_list()
-
-    def scrub(self) -> None:
-        """Leave nothing of rows deleted or changed on disk (a forget): the data files that
-        still hold them are rewritten, the keyword index is made anew, and every older version
-        no snapshot keeps is deleted at once."""
-        self.wait_for_maintenance()
-        with self.upkeep.running, self._write_lock:
-            self.table.checkout_latest()
-            self.table.to_lance().optimize.compact_files(
-                target_rows_per_fragment=COMPACT_TARGET_ROWS,
-                materialize_deletions=True,
-                materialize_deletions_threshold=0.0,
-            )
-            self.table.checkout_latest()
-            self._create_indexes(self.table)
-            self.table.to_lance().cleanup_old_versions(
-                older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False
-            )
-            self.table.checkout_latest()
-            self.upkeep.recount()
 
     @contextmanager
     def bulk(self, rows: int) -> Iterator[None]:
@@ -313,14 +331,14 @@ class VectorTable:
         if not len(rows):
             return
         self.require_current_embedder()
-        with self._write_lock:
+        with self._writing():
             self.table.add(rows)
             self.upkeep.wrote(len(rows))
         self.upkeep.schedule()
 
     def upsert(self, rows: list[dict[str, Any]], key: str = "id") -> None:
         self.require_current_embedder()
-        with self._write_lock:
+        with self._writing():
             self.table.merge_insert(
                 key
             ).when_matched_update_all().when_not_matched_insert_all().execute(rows)
@@ -329,19 +347,19 @@ class VectorTable:
 
     def update_values(self, where: str, values: dict[str, str]) -> None:
         """Set columns (SQL expressions) of the matching rows, in place."""
-        with self._write_lock:
+        with self._writing():
             self.table.update(where=where, values_sql=values)
             self.upkeep.wrote(0)
         self.upkeep.schedule()
 
     def delete(self, where: str) -> None:
-        with self._write_lock:
+        with self._writing():
             self.table.delete(where)
             self.upkeep.wrote(0)
         self.upkeep.schedule()
 
     def count(self, where: str | None = None) -> int:
-        return int(self.table.count_rows(where))
+        return self._reading(lambda: int(self.table.count_rows(where)))
 
     def rows(
         self,
@@ -361,7 +379,7 @@ class VectorTable:
         query = query.limit(limit if limit is not None else max(1, self.count(where)))
         if offset:
             query = query.offset(offset)
-        return query.to_list()
+        return self._reading(query.to_list)
 
     def vector_search(
         self, vector: np.ndarray, limit: int, where: str | None, columns: list[str]
@@ -378,7 +396,7 @@ class VectorTable:
         )
         if where:
             query = query.where(where, prefilter=True)
-        return query.to_list()
+        return self._reading(query.to_list)
 
     def searched_in(self, mode: SearchMode) -> bool:
         """Whether a search in ``mode`` reads these vectors: always by meaning alone (which then
@@ -451,7 +469,7 @@ class VectorTable:
         )
         if where:
             query = query.where(where, prefilter=True)
-        return query.to_list()
+        return self._reading(query.to_list)
 
     # -- upkeep (engine.memory.vectors.upkeep) ----------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any, Protocol
@@ -70,10 +71,13 @@ class Upkeep:
     """One table's upkeep (``VectorTable.upkeep``). Each write tells it (``wrote``), and it
     starts when due (``schedule``)."""
 
-    def __init__(self, table: KeptTable, write_lock: AbstractContextManager[Any]) -> None:
-        """``write_lock`` is the table's: its writers wait for upkeep's rewrites."""
+    def __init__(
+        self, table: KeptTable, writing: Callable[[], AbstractContextManager[Any]]
+    ) -> None:
+        """``writing`` holds the table's lock (its writers, in every process, wait for
+        upkeep's rewrites) on the table's newest version."""
         self._table = table
-        self._write_lock = write_lock
+        self._writing = writing
         self._starting = threading.Lock()  # guards starting the upkeep thread
         self.running = threading.Lock()  # held while upkeep runs
         self._thread: threading.Thread | None = None
@@ -180,7 +184,7 @@ class Upkeep:
         # slower to search and found less of the exact top 10 than the same build on a quiet
         # table (archival_search.py at 1M rows). Readers are never blocked.
         try:
-            with self._write_lock:
+            with self._writing():
                 self._writes_since_optimize = self._rows_since_optimize = 0
                 if self._vector_index() is None and not self._table.table.tags.list():
                     # lancedb's own upkeep does the same without an ANN index (compact, add new
