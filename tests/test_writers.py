@@ -267,3 +267,53 @@ def test_writes_wait_their_turn_in_another_process_instead_of_failing(tmp_path, 
     finally:
         holder.wait()
         mnemo.close()
+
+
+def test_a_commit_that_conflicts_with_another_writers_is_tried_again(mnemo, monkeypatch):
+    """A writer that does not take the lock (an older Mnemo) may still commit between: Lance
+    then says "Retryable commit conflict", and the write is made again on the newest version."""
+    table = mnemo.passage_vectors
+    real_add = table.table.add
+    conflicts = []
+
+    def add_after_a_conflict(rows, *args, **kwargs):
+        if not conflicts:
+            conflicts.append(1)
+            raise RuntimeError("lance error: Retryable commit conflict for version 7")
+        return real_add(rows, *args, **kwargs)
+
+    monkeypatch.setattr(table.table, "add", add_after_a_conflict)
+    passage = mnemo.archival.insert("The boiler was serviced on 3 March.")
+    assert conflicts and mnemo.archival.get(passage).text.startswith("The boiler")
+    assert table.count(f"id = '{passage}'") == 1
+
+
+def cli(profile: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "engine.cli", "--profile", str(profile), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_one_command_after_another_finds_what_the_first_wrote(tmp_path, real_files):
+    """Each command's writes are whole and readable when it exits: an import and then a
+    search, two forgets and then a search of what was not forgotten."""
+    export = tmp_path / "conversations.json"
+    whole = json.loads((real_files / "chatgpt_2026" / "conversations-002.json").read_text())
+    export.write_text(json.dumps(whole[:5]), encoding="utf-8")
+    profile = tmp_path / "profile"
+    cli(profile, "import", str(export))
+    assert "showing 0 of 0" not in cli(profile, "search", "recall", "bebé meses")
+    cli(profile, "archival", "insert", "The lighthouse keeper painted the boat blue.")
+    for secret in ("zqalpha1", "zqbeta2"):
+        cli(profile, "archival", "insert", f"The shed key code is {secret}.")
+    for secret in ("zqalpha1", "zqbeta2"):
+        cli(profile, "forget", secret, "--yes")
+    found = cli(profile, "search", "archival", "lighthouse keeper")
+    assert "painted the boat blue" in found
+    assert held_in(profile, "zqalpha1") == held_in(profile, "zqbeta2") == []

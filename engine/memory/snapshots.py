@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from engine.db import BUSY_TIMEOUT_S
 from engine.errors import MnemoError, NotFoundError
 from engine.locks import WriterLock
 from engine.memory.search import from_timestamp
@@ -299,7 +300,7 @@ def backup(source: Path, target: Path) -> None:
     the last committed state, whatever else is writing (the target is replaced page by page in
     one transaction, so its other readers see the old or the new, never half)."""
     with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as reader:
-        with sqlite3.connect(target) as writer:
+        with sqlite3.connect(target, timeout=BUSY_TIMEOUT_S) as writer:  # its turn to write
             reader.backup(writer, pages=BACKUP_PAGES)
         writer.close()
     reader.close()

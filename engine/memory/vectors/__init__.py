@@ -127,6 +127,7 @@ def _keep_query_vector(embedder: Embedder, query: str, vector: np.ndarray) -> No
 
 _SQL_TYPES = {"double": "DOUBLE", "string": "STRING", "int64": "BIGINT", "int32": "INT"}
 Read = TypeVar("Read")
+COMMIT_TRIES = 3  # a commit that conflicts with another writer's is tried again
 # What a person calls each table, in a sentence about it.
 DESCRIBED = {"recall_vectors": "message vectors", "passages": "archival passages"}
 
@@ -203,6 +204,21 @@ class VectorTable(TableVersions):
         with self._write_lock:
             self.table.checkout_latest()
             yield
+
+    def _committed(self, write: Callable[[], object]) -> None:
+        """``write()`` (inside ``_writing``), again on the newest version if Lance reports a
+        commit conflict: a writer that does not take the lock (an older Mnemo, another tool)
+        may still have committed between. A conflicting commit wrote nothing, so the retry
+        cannot double a row."""
+        for attempt in range(COMMIT_TRIES):
+            try:
+                write()
+                return
+            except (OSError, RuntimeError, ValueError) as error:
+                if "conflict" not in str(error).lower() or attempt == COMMIT_TRIES - 1:
+                    raise
+                log.warning("a commit to %s conflicted with another writer's; again", self.name)
+                self.table.checkout_latest()
 
     def _reading(self, read: Callable[[], Read]) -> Read:
         """``read()``, once more on the newest version if a file it needed is gone (another
@@ -332,29 +348,34 @@ class VectorTable(TableVersions):
             return
         self.require_current_embedder()
         with self._writing():
-            self.table.add(rows)
+            self._committed(lambda: self.table.add(rows))
             self.upkeep.wrote(len(rows))
         self.upkeep.schedule()
 
     def upsert(self, rows: list[dict[str, Any]], key: str = "id") -> None:
         self.require_current_embedder()
         with self._writing():
-            self.table.merge_insert(
-                key
-            ).when_matched_update_all().when_not_matched_insert_all().execute(rows)
+            self._committed(
+                lambda: (
+                    self.table.merge_insert(key)
+                    .when_matched_update_all()
+                    .when_not_matched_insert_all()
+                    .execute(rows)
+                )
+            )
             self.upkeep.wrote(len(rows))
         self.upkeep.schedule()
 
     def update_values(self, where: str, values: dict[str, str]) -> None:
         """Set columns (SQL expressions) of the matching rows, in place."""
         with self._writing():
-            self.table.update(where=where, values_sql=values)
+            self._committed(lambda: self.table.update(where=where, values_sql=values))
             self.upkeep.wrote(0)
         self.upkeep.schedule()
 
     def delete(self, where: str) -> None:
         with self._writing():
-            self.table.delete(where)
+            self._committed(lambda: self.table.delete(where))
             self.upkeep.wrote(0)
         self.upkeep.schedule()
 
