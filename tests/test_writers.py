@@ -317,3 +317,17 @@ def test_one_command_after_another_finds_what_the_first_wrote(tmp_path, real_fil
     found = cli(profile, "search", "archival", "lighthouse keeper")
     assert "painted the boat blue" in found
     assert held_in(profile, "zqalpha1") == held_in(profile, "zqbeta2") == []
+
+
+def test_six_writers_at_once_one_killed_now_and_then_lose_nothing(tmp_path):
+    """The chat, an import, forgets, the tidy pass, an MCP client's notes and a second process,
+    all at once on one profile, with kill -9s (tests/benchmarks/writers.py, for half a minute)."""
+    from tests.benchmarks.writers import stress
+
+    result = stress(tmp_path, seconds=40, seed=72, kill_every=10)
+    assert result["kills"] >= 2
+    assert result["messages_acknowledged"] > 50 and result["notes_acknowledged"] > 5
+    assert result["forgets"] >= 1
+    failures = ("lost", "doubled", "forgotten_held", "locked", "conflicts", "errors")
+    assert {name: result[name] for name in failures} == dict.fromkeys(failures, 0), result
+    assert result["check"] == "clean" and result["searchable"]
