@@ -16,6 +16,7 @@ chooses what is kept, so neither retrieved text nor a small model's inventions b
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,7 @@ from engine.memory.knowledge import (
 from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
+from engine.resources import resource_path
 from engine.transcript import ANSWER_FROM_FACTS, NOTHING_FOUND, SECTION_HEAD, spoken_date
 
 if TYPE_CHECKING:
@@ -999,7 +1001,32 @@ def _sentences(text: str) -> list[str]:
             sentences[-1] += " " + piece
         else:
             sentences.append(piece)
-    return sentences
+    return [without_tag_question(sentence) for sentence in sentences]
+
+
+TAG_WORDS = 5  # a tag question is this short at most ("isn't that cute?")
+
+
+@functools.cache
+def _tag_openers() -> frozenset[str]:
+    lines = resource_path("language/tag_questions.txt").read_text("utf-8").splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def without_tag_question(sentence: str) -> str:
+    """A statement with a tag question after it ("I have a cat called Olive, isn't that
+    cute?") as the statement it is ("I have a cat called Olive."); any other sentence as it
+    is. The tag's first words are data (``language/tag_questions.txt``)."""
+    stripped = sentence.rstrip()
+    if not stripped.endswith("?") or "," not in stripped:
+        return sentence
+    head, tag = stripped.rsplit(",", 1)
+    words = tag.strip().rstrip("?").replace("\u2019", "'").lower().split()
+    if not words or len(words) > TAG_WORDS or words[0] not in _tag_openers():
+        return sentence
+    if len(head.split()) < 3:  # "Right, is it?": no statement before the tag
+        return sentence
+    return head.rstrip() + "."
 
 
 _CLAUSE = re.compile(r"(,?\s+(?:and|but)\s+)(?=(?:I|I'm|I've|my|My|we|We|our|Our)\b)")

@@ -25,6 +25,9 @@ approved change can be undone (``ProposalStore.undo``) and keeps its history.
 
 from __future__ import annotations
 
+import functools
+import os
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -48,11 +51,43 @@ from engine.memory.knowledge import (
 )
 from engine.memory.proposals import Proposal
 from engine.memory.recall.messages import DEFAULT_CONVERSATION
+from engine.memory.search import same_word
+from engine.resources import resource_path
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 NOTES_READ = 10_000  # the person's notes a pass reads at most (months of use hold hundreds)
+PROPOSALS_READ = 2_000  # the latest proposals read for the block lines the person rejected
+
+
+@functools.cache
+def _safety_words() -> tuple[str, ...]:
+    lines = resource_path("language/safety.txt").read_text("utf-8").splitlines()
+    return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+def details(text: str) -> frozenset[str]:
+    """The details of a note or line that must never be lost by tidying: its numbers ("8am",
+    "2") and its words of health, allergies, medication and care (``language/safety.txt``)."""
+    words = [word.lower() for word in re.findall(r"\w+", text)]
+    return frozenset(
+        word for word in words if any(char.isdigit() for char in word) or _of_safety(word)
+    )
+
+
+def _of_safety(word: str) -> bool:
+    """A word of ``language/safety.txt``, or one that starts as it does ("allergies" for
+    "allergic": their first five letters, or the whole of a shorter one, "vets" for "vet")."""
+    return any(
+        len(os.path.commonprefix((word, safe))) >= min(len(safe), 5) for safe in _safety_words()
+    )
+
+
+def says_more(text: str, than: str) -> bool:
+    """Whether ``text`` holds a detail (``details``) that ``than`` does not."""
+    theirs = details(than)
+    return any(not any(same_word(mine, other) for other in theirs) for mine in details(text))
 
 
 @dataclass
@@ -173,11 +208,57 @@ def plan(mnemo: Mnemo) -> Tidying:
     tidying.history = [(note, now) for note, now in tidying.history if note.id not in merged]
     tidying.musing_facts = _facts_from_musings(mnemo, current)
     tidying.stale, tidying.restated = _waiting(mnemo, current)
+    rejected = [
+        proposal
+        for proposal in mnemo.proposals.all(PROPOSALS_READ)
+        if proposal.status == "rejected" and not proposal.withdrawn
+    ]
+    _without_turned_down(tidying, rejected)
     human = mnemo.core.get("human")
-    tidied = tidy_block(human, facts)
-    if tidied != human:
+    rejected_human = [proposal for proposal in rejected if proposal.label == "human"]
+    tidied = tidy_block(human, facts, _rejected_lines(rejected_human))
+    turned_down = any(
+        (p.old_content, p.new_content) == (human, tidied)
+        for p in rejected_human
+        if p.cause_kind == "tidy"
+    )
+    if tidied != human and not turned_down:  # the same change, rejected: not again
         tidying.human = (human, tidied)
     return tidying
+
+
+def _without_turned_down(tidying: Tidying, rejected: list[Proposal]) -> None:
+    """Leave out of the plan each change the person rejected in an earlier batch: the same
+    note merged into the same note, kept as history, or removed; the same fact retracted."""
+    turned_down = {
+        (p.payload.get("change"), p.label, p.payload.get("into"))
+        for p in rejected
+        if p.kind == "tidy"
+    }
+    tidying.merges = [
+        (kept, gone)
+        for kept, merged in tidying.merges
+        if (gone := [n for n in merged if ("merge", n.id, kept.id) not in turned_down])
+    ]
+    tidying.history = [
+        (note, now)
+        for note, now in tidying.history
+        if ("history", note.id, None) not in turned_down
+    ]
+    tidying.musings = [n for n in tidying.musings if ("musing", n.id, None) not in turned_down]
+    tidying.musing_facts = [
+        fact for fact in tidying.musing_facts if ("retract", str(fact.id), None) not in turned_down
+    ]
+
+
+def _rejected_lines(rejected: list[Proposal]) -> frozenset[str]:
+    """The lines the person turned down for the human block: those each rejected proposal
+    would have added."""
+    lines: set[str] = set()
+    for proposal in rejected:
+        before = set((proposal.old_content or "").splitlines())
+        lines.update(line for line in proposal.new_content.splitlines() if line not in before)
+    return frozenset(lines)
 
 
 def _is_history(note: Passage) -> bool:
@@ -287,7 +368,9 @@ def _duplicates(
         gone = [
             note
             for note in group
-            if note is not kept_note and (note not in points or _said_again(note, first))
+            if note is not kept_note
+            and (note not in points or _said_again(note, first))
+            and not says_more(said(note), said(kept_note))  # a need, a dose, an allergy
         ]
         if gone:
             merges.append((kept_note, gone))
@@ -382,21 +465,28 @@ def _said_since(mnemo: Mnemo, proposal: Proposal) -> bool:
     )
 
 
-def tidy_block(block: str, facts: Iterable[Fact]) -> str:
+def tidy_block(block: str, facts: Iterable[Fact], rejected: frozenset[str] = frozenset()) -> str:
     """The human block short and current: a line for each current fact about the person, in
-    the order learned ("Your cat is Olive."), then the block's lines that say more than those:
-    a line that names only what the person's facts hold or held (a value since replaced, or
-    one a fact's line says), a line of the moment, and a line said again (the same names, or
-    the same words in another order, such as "cats over dogs" after "dogs over cats": the
-    later stays) go."""
+    the order learned ("Your cat is Olive."), but one the person rejected (``rejected``), then
+    the block's lines that say more than those: a line that names only what the person's facts
+    hold or held (a value since replaced, or one a fact's line says), a line of the moment, and
+    a line said again (the same names, or the same words in another order, such as "cats over
+    dogs" after "dogs over cats": the later stays) go. A line that holds a detail no other line
+    holds (a need, a dose, an allergy: ``details``) always stays, as it was written."""
     facts = [fact for fact in facts if fact.subject_is(USER)]
     current = sorted((f for f in facts if f.status == "current"), key=lambda f: f.learned_at)
     held = topics(facts)
     lines = [assisted.as_sentence(said_to_person(fact.sentence())) for fact in current]
+    lines = [line for line in lines if line not in rejected]
     kept: list[str] = []
     for line in block.splitlines():
         named = assisted.names_held(line)
-        if not line.strip() or line.strip() in EMPTY_TEXTS or not assisted.lasting(line):
+        if not line.strip() or line.strip() in EMPTY_TEXTS:
+            continue
+        if says_more(line, "\n".join(lines)):
+            kept.append(" ".join(line.split()))
+            continue
+        if not assisted.lasting(line):
             continue
         if named <= held.keys() and (named or any(names(line, value) for value in held)):
             continue  # its fact's line says it, or it held once
@@ -411,13 +501,13 @@ def tidy_block(block: str, facts: Iterable[Fact]) -> str:
 def _without_repeats(lines: list[str]) -> list[str]:
     """Lines that name the same things (the first stays), or say the same words in any order
     (the last stays: "dogs over cats" said after "cats over dogs")."""
-    by_names: set[frozenset[str]] = set()
+    by_names: dict[frozenset[str], str] = {}
     first: list[str] = []
     for line in lines:
         named = assisted.names_held(line)
-        if named and named in by_names:
+        if named and named in by_names and not says_more(line, by_names[named]):
             continue
-        by_names.add(named)
+        by_names.setdefault(named, line)
         first.append(line)
     last: dict[frozenset[str], str] = {}
     for line in first:
