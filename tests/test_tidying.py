@@ -209,7 +209,8 @@ def test_the_window_shows_the_batch_the_person_approves_part_and_undoes_one(qtbo
         )
         merge, history, musing, human = months.proposals.batch(heading.batch)
         card = panel.card(merge.id)
-        assert card.diff.text().startswith("You said: “My cat Miso sleeps on the sofa.” It says again")
+        said = "You said: “My cat Miso sleeps on the sofa.” It says again"
+        assert card.diff.text().startswith(said)
         assert not card.edit_button.isEnabled()
         qtbot.mouseClick(card.approve_button, Qt.MouseButton.LeftButton)
         qtbot.waitUntil(lambda: panel.count == 3, timeout=TIMEOUT_MS)
