@@ -139,7 +139,8 @@ class ChatWorker(QObject):
 
         def work(agent: Agent, cancel: threading.Event) -> TurnFinished:
             try:
-                stored = store_history(self._mnemo, agent.conversation_id, handed.history)
+                program = None if handed.person else handed.program  # whose word it is
+                stored = store_history(self._mnemo, agent.conversation_id, handed.history, program)
                 self.handed_started.emit(handed, stored)
                 record = TurnRecord(agent.conversation_id, len(stored))
                 reply = ReplyForClient(lambda: agent.mode.mode == "self", handed.send)
@@ -149,7 +150,9 @@ class ChatWorker(QObject):
                     record.add(event)
                     reply.add(event)
 
-                finished = agent.send(handed.text, on_event=on_event, cancel=cancel)
+                finished = agent.send(
+                    handed.text, on_event=on_event, cancel=cancel, program=program
+                )
             except Exception as error:
                 handed.tell({"error": describe_failure(error)})
                 raise

@@ -182,11 +182,11 @@ def test_every_route_is_classified_as_a_programs_or_the_persons():
     kinds = {
         "GET /v1/version": "open",
         "GET /v1/models": "program",
-        "POST /v1/chat/completions": "program",
+        "POST /v1/chat/completions": "caller",  # any token; a program's words wait for the person
         "GET /v1/assistants": "program",
         "POST /v1/assistants": "person",
         "GET /v1/assistants/{name}/messages": "program",
-        "POST /v1/assistants/{name}/turns": "program",
+        "POST /v1/assistants/{name}/turns": "caller",  # the same
         "POST /v1/assistants/{name}/call": "caller",  # decided per call: wire.READS
         "GET /v1/assistants/{name}/core": "program",
         "PUT /v1/assistants/{name}/core/{label}": "person",

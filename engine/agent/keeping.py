@@ -42,6 +42,12 @@ log = logging.getLogger("mnemo.agent")
 PASTED_PROPOSALS = 3  # statements of a pasted text proposed for the human block, at most
 
 
+def untrusted_of(user: MessageHit) -> str | None:
+    """Why a message of the user's is not their own word, or None: a program sent it, or it
+    holds pasted text."""
+    return user.untrusted_reason or pasted_reason(user.text)
+
+
 class Keeper:
     """Keeps what the person's message said (``Agent.keeper``)."""
 
@@ -66,10 +72,11 @@ class Keeper:
           of core memory (``HumanBlockLines``), where the person approves it.
 
         The trust rules are those of any write: typed text is kept at once; text the user
-        pasted (``pasted_reason``) becomes proposals that wait for them."""
+        pasted (``pasted_reason``), and a program's message (its ``untrusted_reason``), become
+        proposals that wait for them."""
         today = user.created_at.astimezone().date()
         lost = assisted.ended_names(user.text)  # "my dog Biscuit died" states no dog now
-        if pasted_reason(user.text) is None:  # a pasted text's "we lost Tofu" ends nothing
+        if untrusted_of(user) is None:  # a pasted text's "we lost Tofu" ends nothing
             self._end_lost(user.text)
         known = self._known_facts()
         last_named = self._last_named(user)
@@ -175,7 +182,7 @@ class Keeper:
         if correction:
             arguments["correction"] = str(correction)
         emit(FunctionCalled(REMEMBER, arguments, describe_call(REMEMBER, arguments)))
-        untrusted = pasted_reason(user.text)
+        untrusted = untrusted_of(user)
         proposals: list[Proposal] = []
         outcomes: list[str] = []
         if untrusted is None:

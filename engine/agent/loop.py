@@ -31,6 +31,11 @@ from engine.transcript import CITE, RECALL, read_call, result_ok
 log = logging.getLogger("mnemo.agent")
 
 
+def sent_by(program: str) -> str:
+    """Why a program's message is not the person's word, as the proposals it makes say it."""
+    return f"sent by {program}"
+
+
 def _ignore(_event: Event) -> None:
     pass
 
@@ -76,8 +81,11 @@ class Agent:
         *,
         on_event: EventCallback | None = None,
         cancel: threading.Event | None = None,
+        program: str | None = None,
     ) -> TurnFinished:
-        """Store the user's message and run the turn it starts."""
+        """Store the user's message and run the turn it starts. A message a ``program`` sent
+        (`mnemo serve`'s chat with a program's token) is not the person's word: what it says
+        about them waits for the person as a proposal marked with that program."""
         text = text.strip()
         if not text:
             raise MnemoError("Type a message first; an empty message was not sent.")
@@ -87,7 +95,12 @@ class Agent:
                 "set your terminal to UTF-8 (for example LANG=C.UTF-8)."
             )
         with self._lock:
-            self.mnemo.recall.add("user", text, conversation_id=self.conversation_id)
+            self.mnemo.recall.add(
+                "user",
+                text,
+                conversation_id=self.conversation_id,
+                untrusted_reason=None if program is None else sent_by(program),
+            )
             return self._run_turn(_ignore if on_event is None else on_event, cancel)
 
     @property

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import uvicorn
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Depends, FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
@@ -46,6 +46,7 @@ from engine.ingest.ingestor import Ingestor
 from engine.profile import ProfileBusyError
 from engine.server import openai_api, wire
 from engine.server.accounts import Accounts, Credential
+from engine.server.completion_turn import program_name
 from engine.server.handoff import WindowBusyError
 from engine.server.hub import (
     BusyError,
@@ -375,7 +376,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
     async def run(work: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(work)
 
-    openai_api.register(app, hub, User)
+    openai_api.register(app, hub, User, Caller)
 
     @app.get("/v1/version")
     async def version() -> dict[str, str]:
@@ -398,7 +399,14 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
         return served(wire.plain(await run(lambda: opened.mnemo.recall.recent(limit))), opened)
 
     @app.post("/v1/assistants/{name}/turns")
-    async def turn(user: User, name: str, body: NewTurn) -> StreamingResponse:
+    async def turn(
+        caller: Caller,
+        name: str,
+        body: NewTurn,
+        user_agent: str | None = Header(default=None),
+    ) -> StreamingResponse:
+        user = caller.user
+        sender = None if caller.person else program_name(user_agent)  # not the person's word
         claimed = await run(lambda: hub.start_turn(user, name))  # 404, 409, 429 before the stream
         loop = asyncio.get_running_loop()
         events: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
@@ -417,6 +425,7 @@ def create_app(accounts: Accounts, hub: Hub, limits: Limits | None = None) -> Fa
                     claimed,
                     body.text,
                     lambda e: put((event_name(e), served(wire.encode(e), claimed.opened))),
+                    program=sender,
                 )
             except MnemoError as error:
                 put(("error", {"error": user_message(error) or str(error)}))

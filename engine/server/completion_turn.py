@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from engine.agent.loop import sent_by
 from engine.events import (
     Event,
     FunctionCalled,
@@ -25,6 +26,12 @@ from engine.mnemo import Mnemo
 API_ORIGIN = "API"  # the origin of conversations a client names
 
 
+def program_name(user_agent: str | None) -> str:
+    """How a program that chats through the server is named to the person: its User-Agent's
+    product ("OpenAI/Python"), else "another program"."""
+    return (user_agent or "another program").split(" ")[0][:80] or "another program"
+
+
 def named_conversation(name: str) -> str:
     """The id of the conversation a client names (its ``user`` field or header)."""
     return "api-" + hashlib.sha256(name.encode()).hexdigest()[:12]
@@ -38,10 +45,14 @@ def conversation_for(mnemo: Mnemo, name: str | None) -> str:
 
 
 def store_history(
-    mnemo: Mnemo, conversation_id: str, earlier: Sequence[tuple[str, str]]
+    mnemo: Mnemo,
+    conversation_id: str,
+    earlier: Sequence[tuple[str, str]],
+    program: str | None = None,
 ) -> list[tuple[str, str]]:
     """Store the request's earlier (role, text) user and assistant messages that the
-    conversation does not hold yet (compared by role and text); return those stored."""
+    conversation does not hold yet (compared by role and text); return those stored. A
+    ``program``'s history is its word, not the person's (``sent_by``)."""
     recall = mnemo.recall
     held = Counter(
         (hit.role, hit.text.strip())
@@ -55,7 +66,8 @@ def store_history(
         if held[(role, text)] > 0:
             held[(role, text)] -= 1
             continue
-        recall.add(role, text, conversation_id=conversation_id)
+        reason = None if program is None else sent_by(program)
+        recall.add(role, text, conversation_id=conversation_id, untrusted_reason=reason)
         stored.append((role, text))
     return stored
 

@@ -54,6 +54,7 @@ class HandedTurn:
     conversation: str | None
     program: str
     folder: Path
+    person: bool = False  # sent with the person's own token: their word, not a program's
 
     def tell(self, event: dict[str, Any]) -> None:
         line = json.dumps(event, ensure_ascii=False) + "\n"
@@ -88,13 +89,21 @@ def ask(
     history: list[tuple[str, str]],
     conversation: str | None,
     program: str,
+    person: bool = False,
 ) -> str:
-    """Leave a turn for the window of the profile at ``root``; returns its id."""
+    """Leave a turn for the window of the profile at ``root``; returns its id. ``person``: it
+    came with the person's own token (else a program's, whose word it is not)."""
     folder = root / FOLDER
     folder.mkdir(exist_ok=True)
     _remove_stale(folder)
     turn_id = uuid.uuid4().hex
-    request = {"text": text, "history": history, "conversation": conversation, "program": program}
+    request = {
+        "text": text,
+        "history": history,
+        "conversation": conversation,
+        "program": program,
+        "person": person,
+    }
     aside = folder / f"{turn_id}.tmp"
     aside.write_text(json.dumps(request, ensure_ascii=False), "utf-8")
     os.replace(aside, folder / f"{turn_id}.ask")
@@ -123,6 +132,7 @@ def claim(root: Path) -> HandedTurn | None:
                 request.get("conversation") or None,
                 str(request.get("program") or "another program"),
                 folder,
+                request.get("person") is True,
             )
         except FileNotFoundError:
             continue

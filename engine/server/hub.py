@@ -185,9 +185,11 @@ class Hub:
         text: str,
         on_event: Callable[[Event], None],
         conversation_id: str = DEFAULT_CONVERSATION,
+        program: str | None = None,
     ) -> TurnFinished:
         """Run a claimed turn once a worker is free (``turn.cancel`` ends it early). A request
-        to forget is not a turn: it is said where the person forgets, and nothing is kept."""
+        to forget is not a turn: it is said where the person forgets, and nothing is kept. A
+        ``program``'s message is its word, not the person's (``Agent.send``)."""
         try:
             if (what := forget.requested(text)) is not None:
                 reply = forget.ELSEWHERE.format(what=what)
@@ -208,7 +210,9 @@ class Hub:
                     ):
                         opened.agent = Agent(opened.mnemo, model, conversation_id=conversation_id)
                     assert opened.agent is not None
-                    return opened.agent.send(text, on_event=on_event, cancel=turn.cancel)
+                    return opened.agent.send(
+                        text, on_event=on_event, cancel=turn.cancel, program=program
+                    )
         finally:
             self.release_turn(turn)
 

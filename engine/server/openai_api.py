@@ -35,6 +35,7 @@ from engine.server.completion_turn import (
     ReplyForClient,
     TurnRecord,
     conversation_for,
+    program_name,
     store_history,
 )
 from engine.server.hub import Hub
@@ -96,8 +97,9 @@ def text_of(message: ChatMessage) -> str:
     return "\n".join(parts)
 
 
-def register(app: Any, hub: Hub, user_dependency: Any) -> None:
-    """Add the two routes to ``app`` (``user_dependency`` checks the token and the rate)."""
+def register(app: Any, hub: Hub, user_dependency: Any, caller_dependency: Any) -> None:
+    """Add the two routes to ``app`` (``user_dependency`` checks the token and the rate;
+    ``caller_dependency`` also says whether it is the person's own token or a program's)."""
 
     @app.get("/v1/models")
     async def models(user: user_dependency) -> dict[str, Any]:
@@ -112,11 +114,14 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(
-        user: user_dependency,
+        caller: caller_dependency,
         body: ChatRequest,
         mnemo_conversation: str | None = Header(default=None, max_length=200),
         user_agent: str | None = Header(default=None),
     ) -> Any:
+        user = caller.user
+        # A program's message is its word, not the person's: what it says of them waits.
+        sender = None if caller.person else program_name(user_agent)
         last = body.messages[-1]
         texts = [text_of(message) for message in body.messages]
         if has_lone_surrogate(*texts, body.model, body.user, mnemo_conversation, user_agent):
@@ -151,9 +156,9 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
             if busy.holder.get("program") != WINDOW:
                 raise
             root = hub.get(user, name).mnemo.profile.root
-            program = (user_agent or "another program").split(" ")[0][:80]
+            program = program_name(user_agent)
             turn_id = await asyncio.to_thread(
-                lambda: handoff.ask(root, text_of(last), earlier, named, program)
+                lambda: handoff.ask(root, text_of(last), earlier, named, program, caller.person)
             )
             record = TurnRecord(named or "", 0)
             await asyncio.to_thread(lambda: _handed(root, turn_id, cancel, record, put))
@@ -165,7 +170,7 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
                     lambda: conversation_for(opened.mnemo, named)
                 )
                 history = await asyncio.to_thread(
-                    lambda: store_history(opened.mnemo, conversation_id, earlier)
+                    lambda: store_history(opened.mnemo, conversation_id, earlier, sender)
                 )
             except BaseException:
                 hub.release_turn(claimed)
@@ -183,7 +188,11 @@ def register(app: Any, hub: Hub, user_dependency: Any) -> None:
             def work() -> None:
                 try:
                     finished = hub.run_turn(
-                        claimed, text_of(last), on_event, conversation_id=conversation_id
+                        claimed,
+                        text_of(last),
+                        on_event,
+                        conversation_id=conversation_id,
+                        program=sender,
                     )
                     if not record.reply and finished.reply:
                         record.reply = finished.reply

@@ -182,9 +182,14 @@ class RecallStore:
         created_at: datetime | date | str | float | None = None,
         conversation_id: str = DEFAULT_CONVERSATION,
         name: str | None = None,
+        untrusted_reason: str | None = None,
     ) -> int:
-        """Store one message (committed before this returns) and return its id."""
-        return self.add_many([NewMessage(role, text_, created_at, conversation_id, name)])[0]
+        """Store one message (committed before this returns) and return its id;
+        ``untrusted_reason`` says why its text is not the person's (a program sent it)."""
+        message = NewMessage(
+            role, text_, created_at, conversation_id, name, untrusted_reason=untrusted_reason
+        )
+        return self.add_many([message])[0]
 
     def add_many(self, messages: Iterable[NewMessage | Mapping[str, Any]]) -> list[int]:
         """Store many messages in one transaction, then embed them in batches; return their ids."""

@@ -29,7 +29,7 @@ def pasted_reason(user_text: str) -> str | None:
     return f"written after you pasted a long text ({len(user_text):,} characters)"
 
 
-COLUMNS = "m.id, m.role, m.text, m.created_at, m.conversation_id, m.name"
+COLUMNS = "m.id, m.role, m.text, m.created_at, m.conversation_id, m.name, m.untrusted_reason"
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,8 @@ class MessageHit:
     name: str | None = None
     score: float | None = None
     weak: bool = False  # found, but neither clearly close in meaning nor sharing most words
+    # Why its text is not the person's own words, or None: pasted text, or a program's message.
+    untrusted_reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ def hit_from_row(row: Any, score: float | None = None, weak: bool = False) -> Me
         name=row.name,
         score=score,
         weak=weak,
+        untrusted_reason=getattr(row, "untrusted_reason", None),
     )
 
 
