@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -51,6 +52,7 @@ from engine.memory.redaction import (
 from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, words
 from engine.mnemo import Mnemo
+from engine.profile import FORGOTTEN, last_forget, prompt_states_folder
 
 log = logging.getLogger("mnemo.forget")
 
@@ -389,6 +391,8 @@ def held_on_disk(mnemo: Mnemo) -> list[str]:
     root = mnemo.profile.root
     redact = held_again(mnemo, stones)
     held = []
+    if _prompt_states_from_before_a_forget():
+        held.append("the local model's kept prompt states (in the cache folder)")
     with mnemo.database.connect() as connection:
         held += sorted(
             {f"the database ({place.kind})" for place in sql_places(connection, redact, None)}
@@ -407,3 +411,15 @@ def held_on_disk(mnemo: Mnemo) -> list[str]:
                     break
                 carried = " ".join(word.text for word in words(text_)[-longest:])
     return held
+
+
+def _prompt_states_from_before_a_forget() -> bool:
+    """Whether a kept prompt state is older than the last forget (every forget removes them
+    all, so one is left only by a model that kept it while the forget ran): its tokens hold core
+    memory and conversations as they were."""
+    last = last_forget()
+    for path in prompt_states_folder().glob("*"):
+        with suppress(OSError):
+            if path.name != FORGOTTEN and path.stat().st_mtime <= last:
+                return True
+    return False

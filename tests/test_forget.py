@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 import unicodedata
 import zipfile
 from pathlib import Path
@@ -502,3 +503,57 @@ def test_a_prompt_state_being_kept_while_a_forget_runs_is_not_kept(tmp_path, mon
     assert model.step(prompt).text
     model.keep_state()  # as `mnemo chat -m` does after its reply
     assert [path.name for path in (tmp_path / "prompt-states").iterdir()] == ["forgotten"]
+
+
+def test_a_prompt_read_before_a_forget_is_never_kept_nor_carried_into_later_steps(
+    tmp_path, monkeypatch
+):
+    """A chat that read its prompt (core memory, with the text) just before a forget, and
+    stepped on it after, wrote a prompt state 23 s after the forget: what counts is when the
+    prompt's memory was read, not when its step began. And the context it evaluated is not
+    carried into the next step either."""
+    import engine.profile
+    from engine.llm.base import ChatMessage, Prompt
+    from engine.llm.local import LlamaModel
+
+    monkeypatch.setattr(engine.profile, "cache_folder", lambda: tmp_path)
+    model = LlamaModel(context_length=2048, seed=7)
+    lines = f"The PIN is {PIN}. Lives in Lyon, near the river. Walks a lot on Sundays.\n" * 3
+    memory = f"### Core memory\n<human>\n{lines}</human>"
+    read = Prompt("You are Mnemo, an assistant.", [], memory, [ChatMessage("user", "Hello")])
+    time.sleep(0.05)
+    engine.profile.forget_prompt_states()  # another process forgets, after the read
+    time.sleep(0.05)
+    assert model.step(read).text
+    model.keep_state()
+    assert [path.name for path in (tmp_path / "prompt-states").iterdir()] == ["forgotten"]
+    clean = Prompt(
+        "You are Mnemo, an assistant.",
+        [],
+        "### Core memory\n<human>\nLives in Lyon.\n</human>",
+        [ChatMessage("user", "Hello")],
+    )
+    assert model.step(clean).text
+    assert model._states._asides == []  # the read-before context was not set aside either
+    model.keep_state()  # the clean prompt's state may be kept
+    kept = sorted(path.suffix for path in (tmp_path / "prompt-states").iterdir())
+    assert kept == ["", ".state", ".tokens"]
+
+
+def test_mnemo_check_finds_a_prompt_state_kept_while_a_forget_ran(used, tmp_path, monkeypatch):
+    import os
+
+    import engine.profile
+
+    monkeypatch.setattr(engine.profile, "cache_folder", lambda: tmp_path)
+    forget.forget(used, forget.plan_text(used, PASSPORT))
+    assert forget.held_on_disk(used) == []
+    stale = tmp_path / "prompt-states" / "0123.state"  # written by a model as the forget ran
+    stale.write_bytes(b"tokens")
+    when = engine.profile.last_forget() - 1
+    os.utime(stale, (when, when))
+    assert forget.held_on_disk(used) == [
+        "the local model's kept prompt states (in the cache folder)"
+    ]
+    health.repair(used)
+    assert not stale.exists() and forget.held_on_disk(used) == []

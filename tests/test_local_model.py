@@ -345,6 +345,6 @@ def test_a_new_process_starts_from_the_kept_state_of_an_earlier_one(tmp_path, mo
     assert [path.name for path in states.iterdir()] == ["forgotten"]
     sixth.keep_state()  # its context still holds what it evaluated before the forget
     assert [path.name for path in states.iterdir()] == ["forgotten"]
-    sixth.step(question)  # evaluated anew (from the first token that changed)
+    sixth.step(plain(memory, *question.messages))  # read anew, after the forget: evaluated anew
     sixth.keep_state()
     assert len(list(states.glob("*.state"))) == 1

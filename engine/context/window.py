@@ -12,7 +12,8 @@ half is folded into the summary and ``context_start_id`` moves on. Evicted messa
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from sqlmodel import Session
@@ -63,6 +64,7 @@ class AgentState:
     summary: str = ""
     summarized_count: int = 0
     pressure_warned: bool = False
+    read_at: float = field(default_factory=time.time)  # when the summary was read
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,7 @@ class ContextWindow:
         """The prompt of the next step. ``assisted``: no functions, plain replies with the
         recalled notes, and today's date after core memory (it changes once a day, where a
         clock beside the newest message would change the prompt's tail every turn)."""
+        read_at = min(time.time(), state.read_at)  # what the prompt holds was read since
         hits = self.messages(state)
         chat = [self._fit(message) for message in to_chat_messages(hits, plain=assisted)]
         if chat and status:
@@ -300,6 +303,7 @@ class ContextWindow:
             allowed=allowed,
             # An assisted reply is a few sentences; a self-managed step writes a call.
             max_tokens=self._mnemo.settings.reply_tokens if assisted else None,
+            read_at=read_at,
         )
         count = self.tokens
         stats = ContextStats(

@@ -15,6 +15,7 @@ import contextlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -107,6 +108,9 @@ class Prompt:
     temperature: float | None = None
     # The most tokens this step may write (an assisted reply's cap); None: the model's own.
     max_tokens: int | None = None
+    # When the memory it holds was read: a state of it is never kept, nor carried into later
+    # steps, once something was forgotten since (``engine.llm.prompt_states``).
+    read_at: float = field(default_factory=time.time)
 
     def output_tokens(self, model_limit: int) -> int:
         """The tokens this step may write, for a model that allows ``model_limit``."""

@@ -210,7 +210,7 @@ class LlamaModel:
         messages = self._chat(prompt)
         tokens = self._render(messages)
         system = [] if self._llama.n_tokens else self._system_prefix(messages[0], tokens)
-        self._states.before_step(tokens, system)
+        self._states.before_step(tokens, system, prompt.read_at)
         return tokens
 
     def _system_prefix(self, system: dict[str, str], tokens: list[int]) -> list[int]:
@@ -365,10 +365,11 @@ class LlamaModel:
         max_tokens: int,
         cancel: threading.Event | None = None,
     ) -> str:
+        read_at = time.time()
         with self._lock:
             tokens = self._render(
                 [{"role": "system", "content": system}, {"role": "user", "content": text}]
             )
-            self._states.before_step(tokens, [])  # the conversation's state is set aside
+            self._states.before_step(tokens, [], read_at)  # the conversation's is set aside
             output, _ = self._generate(tokens, max_tokens, None, None, None, cancel)
         return output.decode("utf-8", errors="replace").strip()

@@ -33,7 +33,6 @@ import ctypes
 import hashlib
 import logging
 import os
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,7 +59,7 @@ class _Aside:
     tokens: list[int]
     data: ctypes.Array[ctypes.c_uint8]
     size: int
-    taken_at: float
+    read_at: float  # when the oldest memory it holds was read
 
 
 class PromptStates:
@@ -81,17 +80,25 @@ class PromptStates:
             )
         )
         self._model = hashlib.sha256(identity.encode()).hexdigest()[:16]
-        self._stepped_at = 0.0
+        # When the oldest memory the context holds was read (a prompt's ``read_at``): a forget
+        # since then may have taken out what it holds.
+        self._context_read_at = 0.0
         self._asides: list[_Aside] = []  # the newest last
 
-    def before_step(self, tokens: list[int], system: list[int]) -> None:
-        """Before each step on ``tokens``. In a fresh context, stand as far into them as a kept
-        state goes, and at least at the end of ``system`` (the system prompt's tokens:
-        evaluated and kept when no state covers them). The step then evaluates the rest."""
-        self._stepped_at = time.time()
+    def before_step(self, tokens: list[int], system: list[int], read_at: float) -> None:
+        """Before each step on ``tokens``, made of memory read at ``read_at``. A context that
+        holds memory read before the last forget is dropped first, with what was set aside (a
+        chat that read its prompt just before a forget, and stepped after it, kept a state of
+        the forgotten text). In a fresh context, stand as far into them as a kept state goes,
+        and at least at the end of ``system`` (the system prompt's tokens: evaluated and kept
+        when no state covers them). The step then evaluates the rest."""
+        if self._llama.n_tokens and last_forget() >= self._context_read_at:
+            self._drop_context()
         if self._llama.n_tokens:
+            self._context_read_at = min(self._context_read_at, read_at)
             self._swap_aside(tokens)
             return
+        self._context_read_at = read_at
         standing = self._read_longest(tokens)
         if len(system) >= MIN_SHARED and standing < len(system):
             self._llama.eval(system[standing:])
@@ -104,12 +111,18 @@ class PromptStates:
         if count >= MIN_SHARED:
             self._keep(self._llama.input_ids[:count].tolist())
 
+    def _drop_context(self) -> None:
+        """Forget what the model has evaluated, in its context and set aside."""
+        self._asides = []
+        self._llama.reset()
+        self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+
     # -- set aside in memory --------------------------------------------------------------------
 
     def _swap_aside(self, tokens: list[int]) -> None:
         """Before a step that would throw away ``MIN_SHARED`` or more evaluated tokens, set
         them aside; when a state set aside shares more with ``tokens``, stand in it instead."""
-        if self._asides and last_forget() >= min(a.taken_at for a in self._asides):
+        if self._asides and last_forget() >= min(a.read_at for a in self._asides):
             self._asides = []  # they may hold what the person asked to forget
         count = self._llama.n_tokens
         standing = _shared(self._llama.input_ids[:count].tolist(), tokens[:-1])
@@ -137,7 +150,8 @@ class PromptStates:
         if not written:
             return None
         count = self._llama.n_tokens
-        return _Aside(self._llama.input_ids[:count].tolist(), data, written, time.time())
+        tokens = self._llama.input_ids[:count].tolist()
+        return _Aside(tokens, data, written, self._context_read_at)
 
     def _put_back(self, aside: _Aside, tokens: list[int]) -> bool:
         """Stand in ``aside``, cut back to what it shares with ``tokens``."""
@@ -148,6 +162,7 @@ class PromptStates:
             self._llama._ctx.kv_cache_seq_rm(-1, 0, -1)
             return False
         self._stand_at(tokens, _shared(aside.tokens, tokens[:-1]))
+        self._context_read_at = min(self._context_read_at, aside.read_at)
         return True
 
     def _stand_at(self, tokens: list[int], shared: int) -> None:
@@ -200,9 +215,9 @@ class PromptStates:
     # -- keeping -------------------------------------------------------------------------------
 
     def _keep(self, tokens: list[int]) -> None:
-        """Write the state for ``tokens``, unless something was forgotten since this step began
-        (before or while it is written: the state would hold it)."""
-        if last_forget() >= self._stepped_at:
+        """Write the state for ``tokens``, unless something was forgotten since the memory it
+        holds was read (before or while it is written: the state would hold it)."""
+        if last_forget() >= self._context_read_at:
             return
         digest = hashlib.sha256(array.array("i", tokens).tobytes()).hexdigest()[:24]
         path = prompt_states_folder() / f"{self._model}-{digest}{STATE}"
@@ -225,7 +240,7 @@ class PromptStates:
             partials[0].replace(path)
             partials[1].write_bytes(array.array("i", tokens).tobytes())
             partials[1].replace(path.with_suffix(TOKENS))
-            if last_forget() >= self._stepped_at:  # a forget ran while it was written
+            if last_forget() >= self._context_read_at:  # a forget ran while it was written
                 _remove(path)
                 return
         except OSError as error:
