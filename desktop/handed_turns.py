@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
 from desktop.chat import ChatView
 from desktop.workers import ChatWorker
+from engine.mnemo import Mnemo
 from engine.server import handoff
 from engine.server.completion_turn import named_conversation
 
@@ -26,14 +26,15 @@ class HandedTurns(QObject):
 
     def __init__(
         self,
-        root: Path,
+        mnemo: Mnemo,
         chat: ChatView,
         worker: ChatWorker,
         conversation: Callable[[], str],
         parent: QObject,
     ) -> None:
         super().__init__(parent)
-        self._root = root
+        self._mnemo = mnemo
+        root = self._root = mnemo.profile.root
         self._chat = chat
         self._worker = worker
         self._conversation = conversation
@@ -61,7 +62,7 @@ class HandedTurns(QObject):
         if handed is None:
             return
         named = handed.conversation
-        if named and named_conversation(named) != self._conversation():
+        if named and named_conversation(self._mnemo, named) != self._conversation():
             handed.refuse(
                 f"Mnemo's window shows another conversation than {named!r}, and answers only "
                 "there; send the message without naming a conversation, or close the window."

@@ -377,7 +377,7 @@ class MainWindow(QMainWindow):
 
         if not self.remote:  # messages sent through `mnemo serve --local` are answered here
             self.handed_turns = HandedTurns(
-                self.mnemo.profile.root,
+                on_this_computer(self.mnemo, "Answering other programs"),
                 self.chat,
                 self.chat_worker,
                 lambda: self.conversation_id,

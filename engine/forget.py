@@ -15,6 +15,7 @@ profile itself calls only the redaction.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter
@@ -53,6 +54,7 @@ from engine.memory.search import _STOPWORDS
 from engine.memory.tombstones import Kind, words
 from engine.mnemo import Mnemo
 from engine.profile import FORGOTTEN, last_forget, prompt_states_folder
+from engine.resources import resource_path
 
 log = logging.getLogger("mnemo.forget")
 
@@ -156,13 +158,6 @@ def plan_entity(mnemo: Mnemo, name: str) -> ForgetPlan:
     return plan
 
 
-# "forget my passport number", "please forget about Jordan", "delete my PIN from your memory"
-_REQUEST = re.compile(
-    r"^\W*(?:(?:please|can you|could you|would you)\W+)?(?:forget|erase|delete|remove)\W+"
-    r"(?:(?:everything|all)\W+(?:about|on)\W+|about\W+|that\W+|the\W+|my\W+)*(?P<what>.+?)"
-    r"(?:\W+(?:from|in)\W+(?:your|my)\W+memory)?\W*$",
-    re.IGNORECASE,
-)
 # The answer to a request to forget that came where no preview can be shown (a program's chat).
 ELSEWHERE = (
     "Forgetting is done by you, with a preview of everything that goes: to forget {what!r}, "
@@ -184,15 +179,79 @@ def _value_after(topic: Phrases, sentence: str) -> str | None:
     return found.group() if found else None
 
 
+REQUEST_CHARS = 200  # a longer message is no request to forget: it says more
+
+
+@functools.cache
+def _request_phrases() -> dict[str, list[tuple[str, ...]]]:
+    """The phrases of each part of a request to forget (``language/forget_requests.txt``),
+    longest first, as words."""
+    sections: dict[str, list[tuple[str, ...]]] = {}
+    section = ""
+    for line in resource_path("language/forget_requests.txt").read_text("utf-8").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            continue
+        sections.setdefault(section, []).append(tuple(line.split()))
+    return {name: sorted(found, key=len, reverse=True) for name, found in sections.items()}
+
+
+_REQUEST_WORD = re.compile(r"[\w']+")
+
+
+def _starting(words: list[str], section: str) -> int:
+    """How many of ``words`` the longest phrase of ``section`` they begin with takes (0)."""
+    for phrase in _request_phrases()[section]:
+        if tuple(words[: len(phrase)]) == phrase:
+            return len(phrase)
+    return 0
+
+
 def requested(message: str) -> str | None:
     """What a chat message asks Mnemo to forget ("passport number"), or None. Such a message
-    is never given to the model: the person sees the preview and decides."""
-    found = _REQUEST.match(message.strip())
-    if found is None or len(message) > 200:
+    is never given to the model: the person sees the preview and decides. It reads
+    "[openers] verb [fillers] what [endings]", each part's phrases being data
+    (``language/forget_requests.txt``)."""
+    text = message.strip().replace("\u2019", "'")
+    if len(text) > REQUEST_CHARS:
         return None
-    what = found.group("what").strip()
+    found = list(_REQUEST_WORD.finditer(text))
+    said = [match.group().lower() for match in found]
+    at = 0
+    while taken := _starting(said[at:], "openers"):
+        at += taken
+    strong = _starting(said[at:], "verbs")  # "don't remember my PIN" is one
+    if not strong and _starting(said[at:], "not"):
+        return None  # "don't forget to call Mum"
+    weak = 0 if strong else _starting(said[at:], "weak verbs")
+    if not strong and not weak:
+        return None
+    at += strong or weak
+    start = at
+    while taken := _starting(said[at:], "fillers"):
+        at += taken
+    end = len(said)
+    while end > at and (taken := _ending(said[at:end])):
+        end -= taken
+    if at >= end:
+        return None
+    from_memory = bool({"memory", "notes"} & set(said[end:]))
+    if weak and not (_starting(said[start:], "personal") or from_memory):
+        return None  # "remove the stain with vinegar": not one of the person's own things
+    what = text[found[at].start() : found[end - 1].end()].strip(" ,.;:!?")
     named = [word.text for word in words(what)]
     return what if [word for word in named if word not in _STOPWORDS] else None  # "forget it"
+
+
+def _ending(words: list[str]) -> int:
+    """How many of ``words``' last ones an ending phrase takes (0)."""
+    for phrase in _request_phrases()["endings"]:
+        if len(words) > len(phrase) and tuple(words[-len(phrase) :]) == phrase:
+            return len(phrase)
+    return 0
 
 
 def plan_topic(mnemo: Mnemo, topic: str) -> ForgetPlan:

@@ -22,11 +22,13 @@ the stores (``AllStores``), not the open profile, so the profile can call it.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import sqlite3
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import suppress
@@ -43,6 +45,7 @@ from engine.loaders import is_supported, load
 from engine.memory import trace
 from engine.memory.archival import ArchivalStore
 from engine.memory.recall import RecallStore, keyword_text
+from engine.memory.recall.conversations import move_in
 from engine.memory.snapshots import Snapshot, SnapshotStore, backup
 from engine.memory.tombstones import Tombstone, Tombstones, replace_spans, runs_in, words
 from engine.memory.vectors import VectorTable, clear_query_vectors, quote_sql
@@ -151,13 +154,39 @@ def outside_markers(redact: Redact) -> Redact:
 # -- where a text is held --------------------------------------------------------------------------
 
 
+JSON_COLUMNS = {"payload"}  # a proposal's: JSON, whose strings may be written as escapes
+
+
+def redacted(column: str, value: str, redact: Redact) -> str:
+    """``value`` of ``column`` redacted; a JSON column's strings as they read, not as their
+    escapes are written (a merged note's "Zo\\u00eb" stayed after "Zoë" was forgotten)."""
+    if column not in JSON_COLUMNS:
+        return redact(value)
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return redact(value)
+    clean = _redact_json(data, redact)
+    return value if clean == data else json.dumps(clean, ensure_ascii=False)
+
+
+def _redact_json(data: Any, redact: Redact) -> Any:
+    if isinstance(data, str):
+        return redact(data)
+    if isinstance(data, list):
+        return [_redact_json(item, redact) for item in data]
+    if isinstance(data, dict):
+        return {key: _redact_json(item, redact) for key, item in data.items()}
+    return data
+
+
 def sql_places(connection: Connection, redact: Redact, like: str | None) -> list[Place]:
     places = []
     for table, key, columns, kind in COLUMNS:
         for row in _rows(connection, table, key, columns, like):
             for column in columns:
                 value = row[column]
-                if isinstance(value, str) and redact(value) != value:
+                if isinstance(value, str) and redacted(column, value, redact) != value:
                     places.append(Place(kind, f"{kind} {row[key]}", excerpt(value, None)))
                     break
     return places
@@ -345,26 +374,49 @@ def remove(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
 
 def _remove_from_database(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:
     with writing(stores.database).begin() as connection:
-        found, changed_messages = redact_rows(connection, redact, like)
+        found, changed = redact_rows(connection, redact, like)
+        moved = _rename_named(connection, changed)
+    changed_messages = changed.get("message", [])
     if changed_messages:
         ids = ", ".join(map(str, changed_messages))
         stores.recall_vectors.delete(f"id IN ({ids})")
         stores.recall.embed_missing()  # their vectors, made again from what is left
+    for old, new in moved.items():
+        stores.recall_vectors.update_values(
+            f"conversation_id = {quote_sql(old)}", {"conversation_id": quote_sql(new)}
+        )
     return found
+
+
+NAMED_BY = "api-"  # the id of a conversation a program named: a hash of the name
+
+
+def _rename_named(connection: Connection, changed: dict[str, list[Any]]) -> dict[str, str]:
+    """A conversation a program named, whose name (its title) held the forgotten text, gets a
+    new id that has nothing to do with the name: its id was a hash of it. Returns old -> new."""
+    moved = {
+        old: NAMED_BY + uuid.uuid4().hex[:16]
+        for old in changed.get("conversation", [])
+        if str(old).startswith(NAMED_BY)
+    }
+    for old, new in moved.items():
+        move_in(connection, old, new)
+    return moved
 
 
 def redact_rows(
     connection: Connection, redact: Redact, like: str | None
-) -> tuple[Counter[str], list[int]]:
+) -> tuple[Counter[str], dict[str, list[Any]]]:
     """Every row ``redact`` changes, changed (entities, names and facts removed whole), in the
-    database ``connection`` writes; returns the places by kind and the messages changed (their
-    vectors are the caller's)."""
+    database ``connection`` writes; returns the places by kind and the keys changed by table
+    (the messages' vectors are the caller's)."""
     found: Counter[str] = Counter()
-    changed_messages: list[int] = []
+    changed: dict[str, list[Any]] = {}
+    changed_messages = changed.setdefault("message", [])
     for table, key, columns, kind in COLUMNS:
         for row in _rows(connection, table, key, columns, like):
             values = {c: row[c] for c in columns if isinstance(row[c], str)}
-            new = {c: redact(v) for c, v in values.items() if redact(v) != v}
+            new = {c: r for c, v in values.items() if (r := redacted(c, v, redact)) != v}
             if not new:
                 continue
             found[kind] += 1
@@ -375,12 +427,14 @@ def redact_rows(
             if table == "message":
                 sets += ", search_text = :text, embedded = 0"
                 changed_messages.append(int(row[key]))
+            elif table != "message":
+                changed.setdefault(table, []).append(row[key])
             connection.execute(
                 text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
             )
     if changed_messages:
         _reindex(connection, changed_messages)
-    return found, changed_messages
+    return found, changed
 
 
 def redact_snapshot(stores: AllStores, snapshot_id: str, redact: Redact, like: str | None) -> None:
@@ -413,15 +467,17 @@ def redact_snapshot(stores: AllStores, snapshot_id: str, redact: Redact, like: s
 
 def _rewrite_copy(path: Path, redact: Redact, like: str | None) -> bool:
     """Redact a database copy's rows, then its keyword index's old segments and its free pages
-    (both held the words too); returns whether a message's text changed (every message is then
-    marked for embedding again)."""
+    (both held the words too); returns whether a message's text or a conversation's id changed
+    (every message is then marked for embedding again)."""
     from sqlalchemy import create_engine
 
     engine = create_engine(f"sqlite:///{path}")
     try:
         with engine.begin() as connection:
-            _found, changed_messages = redact_rows(connection, redact, like)
-            if changed_messages:
+            _found, changed = redact_rows(connection, redact, like)
+            moved = _rename_named(connection, changed)
+            renewed = bool(changed.get("message") or moved)
+            if renewed:  # the vectors kept are let go of: all made again after a restore
                 connection.execute(text("UPDATE message SET embedded = 0"))
     finally:
         engine.dispose()
@@ -432,7 +488,7 @@ def _rewrite_copy(path: Path, redact: Redact, like: str | None) -> bool:
         raw.execute("PRAGMA journal_mode = DELETE")  # one file, to be put in the copy's place
     finally:
         raw.close()
-    return bool(changed_messages)
+    return renewed
 
 
 def _remove_from_passages(stores: AllStores, redact: Redact, like: str | None) -> Counter[str]:

@@ -32,16 +32,27 @@ def program_name(user_agent: str | None) -> str:
     return (user_agent or "another program").split(" ")[0][:80] or "another program"
 
 
-def named_conversation(name: str) -> str:
-    """The id of the conversation a client names (its ``user`` field or header)."""
+def named_conversation(mnemo: Mnemo, name: str) -> str:
+    """The id of the conversation a client names (its ``user`` field or header): a keyed hash
+    of the name, like a tombstone's, so that the id gives no name away (a forgotten one least)."""
+    return "api-" + mnemo.tombstones.keyed(name)
+
+
+def _unkeyed(name: str) -> str:
+    """The id an older Mnemo gave the conversation a client names."""
     return "api-" + hashlib.sha256(name.encode()).hexdigest()[:12]
 
 
 def conversation_for(mnemo: Mnemo, name: str | None) -> str:
-    """The conversation a request names (made the first time), else the assistant's current."""
+    """The conversation a request names (made the first time), else the assistant's current.
+    One an older Mnemo named by an unkeyed hash moves to its keyed id."""
     if not name:
         return mnemo.conversations.current()
-    return mnemo.conversations.ensure(named_conversation(name), name, API_ORIGIN)
+    conversation_id = named_conversation(mnemo, name)
+    older = _unkeyed(name)
+    if not mnemo.conversations.exists(conversation_id) and mnemo.conversations.exists(older):
+        mnemo.recall.move_conversation(older, conversation_id)
+    return mnemo.conversations.ensure(conversation_id, name, API_ORIGIN)
 
 
 def store_history(

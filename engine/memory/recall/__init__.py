@@ -22,7 +22,7 @@ from engine.db import on_postgres, write_session, writing
 from engine.db.schema import Message
 from engine.errors import NotFoundError, redact
 from engine.memory.recall import keyword_text
-from engine.memory.recall.conversations import all_conversations
+from engine.memory.recall.conversations import all_conversations, move_in
 from engine.memory.recall.messages import (
     COLUMNS,
     DEFAULT_CONVERSATION,
@@ -39,7 +39,7 @@ from engine.memory.recall.search import RecallSearch
 from engine.memory.recall.vectors import VECTOR_SCHEMA, WHOLE_MESSAGES, MessageVectors
 from engine.memory.search import Page, SearchMode, to_timestamp
 from engine.memory.tombstones import Tombstones
-from engine.memory.vectors import VectorTable
+from engine.memory.vectors import VectorTable, quote_sql
 
 __all__ = [
     "DEFAULT_CONVERSATION",
@@ -283,6 +283,15 @@ class RecallStore:
                 message_id,
             )
         self._vectors.delete(f"id = {int(message_id)}")
+
+    def move_conversation(self, old: str, new: str) -> None:
+        """Give a conversation another id, in the database and in its messages' vectors."""
+        with self._index.lock:
+            with writing(self._engine).begin() as connection:
+                move_in(connection, old, new)
+            self._vectors.update_values(
+                f"conversation_id = {quote_sql(old)}", {"conversation_id": quote_sql(new)}
+            )
 
     # -- the vectors ---------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, text
 
 from engine import clock
 from engine.db import writing
@@ -164,6 +164,28 @@ class Conversations:
             for info in all_conversations(self._engine)
             if info.messages or info.origin != OWN or info.id == current
         ]
+
+
+# Where a conversation's id is written: its messages, window state, proposals and the
+# indexing work waiting for it, and the conversation itself.
+HELD_IN = (
+    ("message", "conversation_id"),
+    ("agent_state", "conversation_id"),
+    ("proposal", "conversation_id"),
+    ("message_context_pending", "conversation_id"),
+    ("message_sentences_pending", "conversation_id"),
+    ("conversation", "id"),
+)
+
+
+def move_in(connection: Connection, old: str, new: str) -> None:
+    """Give the conversation ``old`` the id ``new`` wherever the database holds it (its
+    vectors are the recall store's, ``RecallStore.move_conversation``)."""
+    for table, column in HELD_IN:
+        connection.execute(
+            text(f"UPDATE {table} SET {column} = :new WHERE {column} = :old"),
+            {"new": new, "old": old},
+        )
 
 
 def all_conversations(engine: Engine) -> list[ConversationInfo]:
