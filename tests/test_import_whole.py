@@ -488,3 +488,44 @@ def test_a_turns_message_is_stored_while_an_import_embeds_its_batch(mnemo):
     importing.join(60)
     assert mnemo.recall_vectors.count("part = 0") == YIELD_CHUNK * 3 + 1
     assert mnemo.recall.search("own words", mode="hybrid")[0].text == "A turn's own words."
+
+
+def test_an_undo_after_a_pause_keeps_what_the_person_wrote_in_an_imported_conversation(
+    mnemo, tmp_path, monkeypatch
+):
+    """Paused, then the person wrote in one of the imported conversations, then undid the
+    import: their message was taken out with it (it had an id after the import's first, in a
+    conversation of the import's origin). The undo takes out the ids the import's batches
+    recorded, and nothing else."""
+    monkeypatch.setattr(chat_exports, "BATCH", 6)
+    path = write_export(tmp_path / "conversations.json", chatgpt_export(8, 4))
+    pause = threading.Event()
+
+    def progress(_what, done, _total):
+        if done >= 10:
+            pause.set()
+
+    with pytest.raises(MnemoError, match="paused"):
+        import_file(mnemo, path, progress=progress, pause=pause)
+    mnemo.recall.add("user", "My own reply in the old talk.", conversation_id="chatgpt:c0")
+    assert unfinished.undo_unfinished(mnemo) == ("conversations.json", 12)
+    assert [hit.text for hit in mnemo.recall.recent(10, "chatgpt:c0")] == [
+        "My own reply in the old talk."
+    ]
+
+
+def test_a_planted_journal_takes_out_nothing(mnemo, tmp_path):
+    """A journal nobody's import wrote (planted, or left by another Mnemo) made the undo take
+    out every earlier imported conversation: it names no batch, so nothing goes."""
+    path = write_export(tmp_path / "conversations.json", chatgpt_export(3, 4))
+    assert import_file(mnemo, path).added["messages"] == 12
+    planted = {
+        "path": str(tmp_path / "other.json"),
+        "first_message_id": 0,
+        "first_proposal_id": 0,
+        "started_at": 0,
+        "pid": 999_999,
+    }
+    (mnemo.profile.root / unfinished.JOURNAL).write_text(json.dumps(planted), encoding="utf-8")
+    assert unfinished.undo_unfinished(mnemo) == ("other.json", 0)
+    assert imported_counts(mnemo) == (12, 3, 12)

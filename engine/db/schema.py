@@ -302,10 +302,34 @@ MIGRATIONS: list[Migration] = [
             SELECT DISTINCT conversation_id FROM message WHERE role = 'user';
         """,
     ),
+    Migration(
+        # The messages each batch of a chat export's import wrote (ids first to last), in the
+        # batch's own transaction: its undo takes out these and nothing else (not a message the
+        # person wrote meanwhile in an imported conversation, nor an earlier import's).
+        "import_batches",
+        sql="""
+        CREATE TABLE import_batch (
+            id INTEGER PRIMARY KEY,
+            import_id TEXT NOT NULL,
+            first_id BIGINT NOT NULL,
+            last_id BIGINT NOT NULL
+        );
+        CREATE INDEX import_batch_import ON import_batch (import_id);
+        """,
+    ),
 ]
 
 
 # -- the tables ---------------------------------------------------------------------------------
+
+
+class ImportBatch(SQLModel, table=True):
+    __tablename__ = "import_batch"
+
+    id: int | None = Field(default=None, primary_key=True)
+    import_id: str
+    first_id: int
+    last_id: int
 
 
 class Message(SQLModel, table=True):

@@ -28,7 +28,7 @@ import re
 import shlex
 import time
 import zipfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -44,7 +44,7 @@ from engine.errors import InputError, MnemoError, user_message
 from engine.ingest.watch import WatchedFolders
 from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.recall.messages import NewMessage
-from engine.memory.search import from_timestamp, to_timestamp
+from engine.memory.search import from_timestamp, held_seconds, to_timestamp
 from engine.settings import DEFAULTS, PLACED_AT_CREATION
 
 if TYPE_CHECKING:
@@ -143,16 +143,27 @@ class ImportReport:
         return lines + self.notes + offers
 
 
-def export_timestamp(value: Any) -> float | None:
-    """A time as a chat export writes it (UNIX seconds, or ISO 8601 text), or None."""
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str) and value:
+UNTRUE_TIMES = "times that could not be true (read as unknown)"
+
+
+def export_timestamp(value: Any, left_out: Counter[str] | None = None) -> float | None:
+    """A time as a chat export writes it (UNIX seconds, or ISO 8601 text), or None. One that
+    cannot be true (NaN, Infinity, words, before 1900 or after next year: a damaged or edited
+    file) is None too, and counted in ``left_out`` for the import's report: one bad time never
+    refuses a whole export."""
+    if value is None or value == "":
+        return None
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = held_seconds(float(value))
+    elif isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            seconds = to_timestamp(datetime.fromisoformat(value.replace("Z", "+00:00")))
         except ValueError:
-            return None
-    return None
+            seconds = None
+    if seconds is None and left_out is not None:
+        left_out[UNTRUE_TIMES] += 1
+    return seconds
 
 
 # -- export ---------------------------------------------------------------------------------------

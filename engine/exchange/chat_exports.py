@@ -42,6 +42,7 @@ from sqlalchemy import text
 from engine.errors import GenerationCancelled, MnemoError
 from engine.exchange import unfinished
 from engine.exchange.archive import (
+    UNTRUE_TIMES,
     ArchiveError,
     ImportReport,
     Progress,
@@ -234,12 +235,14 @@ def _kind(content_type: str) -> str:
 
 def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
     conversation_id = str(item.get("conversation_id") or item.get("id") or "")
+    left_out: Counter[str] = Counter()
     result = Conversation(
         f"chatgpt:{conversation_id}",
         item.get("title") or "Untitled",
         "ChatGPT",
-        item.get("create_time"),
+        export_timestamp(item.get("create_time"), left_out),
     )
+    result.left_out.update(left_out)
     mapping: dict[str, Any] = item.get("mapping") or {}
     for message in _shown_branch(mapping, item.get("current_node")):
         role = (message.get("author") or {}).get("role")
@@ -273,8 +276,8 @@ def chatgpt_conversation(item: dict[str, Any]) -> Conversation:
         result.left_out["attachments"] += len(attachments) if isinstance(attachments, list) else 0
         body = "\n".join(texts).strip()
         if body:
-            when = message.get("create_time") or result.created_at
-            result.messages.append(NewMessage(role, body, when, result.id))
+            when = export_timestamp(message.get("create_time"), result.left_out)
+            result.messages.append(NewMessage(role, body, when or result.created_at, result.id))
         else:
             result.left_out["messages without text"] += 1
     return result
@@ -289,8 +292,7 @@ def _shown_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]
         ]
 
         def created(node: dict[str, Any]) -> float:
-            when = (node.get("message") or {}).get("create_time")
-            return float(when) if isinstance(when, int | float) else 0.0
+            return export_timestamp((node.get("message") or {}).get("create_time")) or 0.0
 
         current = max(leaves, key=created).get("id") if leaves else None
     branch = []
@@ -305,12 +307,14 @@ def _shown_branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]
 
 
 def claude_conversation(item: dict[str, Any]) -> Conversation:
+    left_out: Counter[str] = Counter()
     result = Conversation(
         f"claude:{item.get('uuid', '')}",
         item.get("name") or "Untitled",
         "Claude",
-        export_timestamp(item.get("created_at")),
+        export_timestamp(item.get("created_at"), left_out),
     )
+    result.left_out.update(left_out)
     messages = [m for m in item.get("chat_messages") or [] if isinstance(m, dict)]
     shown = _claude_shown_branch(messages)
     on_branch = {id(message) for message in shown}
@@ -335,7 +339,8 @@ def claude_conversation(item: dict[str, Any]) -> Conversation:
             body = str(message.get("text") or "")
         _count_files(message, result.left_out)
         if role and body.strip():
-            when = export_timestamp(message.get("created_at")) or result.created_at
+            when = export_timestamp(message.get("created_at"), result.left_out)
+            when = when or result.created_at
             result.messages.append(NewMessage(role, body.strip(), when, result.id))
         elif role:
             result.left_out["messages without text"] += 1
@@ -504,7 +509,7 @@ def _import(
         written = None
         try:
             with mnemo.recall.transaction(embed_failure_raises=True, between=between) as written:
-                written.add_many(batch)
+                unfinished.record_batch(written.session, journal, written.add_many(batch))
                 for conversation_id, (title, origin, created_at) in titles.items():
                     written.session.execute(
                         text(
@@ -576,6 +581,12 @@ def _import(
         files = f" in {len(parts)} files" if len(parts) > 1 else ""
         report.notes.insert(
             0, f"From {' and '.join(sorted(origins))}; {size / 2**20:.1f} MB read{files}."
+        )
+    untrue = left_out.pop(UNTRUE_TIMES, 0)
+    if untrue:
+        report.notes.append(
+            f"{untrue} {UNTRUE_TIMES}: their messages carry their conversation's time, or the "
+            "import's."
         )
     kinds = [(count, kind) for kind, count in sorted(left_out.items()) if count]
     if kinds:

@@ -44,6 +44,7 @@ from engine.memory.archival import IMPORTED_TAG, NewPassage, Source
 from engine.memory.core import DEFAULT_CHAR_LIMIT, MAX_CHAR_LIMIT
 from engine.memory.recall import DEFAULT_CONVERSATION
 from engine.memory.recall.messages import NewMessage
+from engine.memory.search import from_timestamp
 from engine.resources import resource_path
 from engine.settings import BUNDLED_MODEL
 
@@ -470,7 +471,7 @@ def export_agent_file(mnemo: Mnemo, path: Path, conversation_id: str = DEFAULT_C
 
 
 def _iso(timestamp: float) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).isoformat()
+    return from_timestamp(timestamp).astimezone(UTC).isoformat()
 
 
 def _message(message_id: str, role: str, body: str, created_at: float) -> dict[str, Any]:

@@ -8,7 +8,9 @@ have written, and the archival sources it wrote. Then:
 
 - importing the same file again resumes it: what is already in is skipped (as in any re-import);
 - ``undo`` takes out exactly what it brought, and nothing the person wrote meanwhile (a snapshot
-  restore would take their new messages too);
+  restore would take their new messages too): each batch records the ids it wrote in the same
+  transaction (``record_batch``), and the undo takes out those ids only (a journal planted or
+  left by another import names no batch of this one, and takes nothing out);
 - the journal is removed when the import ends either way. While it is there, another import is
   refused, and the health check says so (its repair is the undo).
 """
@@ -18,25 +20,23 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import text
+from sqlmodel import Session
 
 from engine.db import writing
 from engine.exchange.archive import ArchiveError
 from engine.memory.recall import keyword_text
 from engine.memory.search import chunked
-from engine.memory.vectors import quote_sql
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
 
 JOURNAL = "import-unfinished.json"
-# The conversations an import brings are the only ones with these origins and id prefixes.
-ORIGINS = ("ChatGPT", "Claude")
-ID_PREFIXES = ("chatgpt:", "claude:")
 # An import writes its journal after every batch (seconds apart): one silent this long is dead.
 QUIET_S = 600
 
@@ -51,6 +51,7 @@ class Unfinished:
     snapshot: str | None = None
     stored: int = 0  # messages stored so far
     sources: list[str] = field(default_factory=list)  # archival passages' source paths it wrote
+    id: str = ""  # names its batches (``record_batch``); a journal without one names none
 
     @property
     def name(self) -> str:
@@ -80,18 +81,35 @@ def read(mnemo: Mnemo) -> Unfinished | None:
     return journal
 
 
+_IN_BATCHES = (
+    "SELECT m.id, m.conversation_id FROM message m JOIN import_batch b "
+    "ON m.id BETWEEN b.first_id AND b.last_id WHERE b.import_id = :import"
+)
+
+
 def _brought(mnemo: Mnemo, journal: Unfinished) -> int:
-    """The messages in the database that the import brought."""
-    origins = ", ".join(quote_sql(origin) for origin in ORIGINS)
+    """The messages in the database that the import brought (its batches' ids)."""
     with mnemo.database.connect() as connection:
-        return int(
-            connection.execute(
-                text(
-                    "SELECT count(*) FROM message WHERE id >= :first AND conversation_id "
-                    f"IN (SELECT id FROM conversation WHERE origin IN ({origins}))"
-                ),
-                {"first": journal.first_message_id},
-            ).scalar_one()
+        rows = connection.execute(text(_IN_BATCHES), {"import": journal.id}).all()
+    return len(rows)
+
+
+def record_batch(session: Session, journal: Unfinished, ids: list[int]) -> None:
+    """Record the ids a batch wrote, in the batch's own transaction (a kill after its commit
+    leaves them recorded): each run of consecutive ids is one row."""
+    runs: list[list[int]] = []
+    for message_id in sorted(ids):
+        if runs and message_id == runs[-1][1] + 1:
+            runs[-1][1] = message_id
+        else:
+            runs.append([message_id, message_id])
+    for first, last in runs:
+        session.execute(
+            text(
+                "INSERT INTO import_batch (import_id, first_id, last_id) "
+                "VALUES (:import, :first, :last)"
+            ),
+            {"import": journal.id, "first": first, "last": last},
         )
 
 
@@ -104,10 +122,15 @@ def write(mnemo: Mnemo, journal: Unfinished) -> None:
 
 
 def clear(mnemo: Mnemo) -> None:
-    """The import has ended (finished or undone): its snapshot is no longer needed."""
+    """The import has ended (finished or undone): its snapshot and its batches' record are no
+    longer needed."""
     journal = read(mnemo)
     if journal is not None:
         mnemo.snapshots.release(journal.snapshot)
+        with writing(mnemo.database).begin() as connection:
+            connection.execute(
+                text("DELETE FROM import_batch WHERE import_id = :import"), {"import": journal.id}
+            )
     _journal(mnemo).unlink(missing_ok=True)
 
 
@@ -172,29 +195,26 @@ def begin(mnemo: Mnemo, path: Path) -> tuple[Unfinished, bool]:
         first_proposal_id=int(first_proposal),
         started_at=time.time(),
         pid=os.getpid(),
+        id=uuid.uuid4().hex,
     )
     write(mnemo, journal)
     return journal, False
 
 
 def undo(mnemo: Mnemo, journal: Unfinished) -> int:
-    """Take out what the import brought, and only that; return how many messages went.
+    """Take out what the import brought, and only that (its batches' ids): return how many
+    messages went.
 
     Vectors go first: were the process killed before the rows, the rows keep their ids (SQLite
     reuses a deleted top id), the journal stays, and the next undo finishes the work."""
-    imported = " OR ".join(f"conversation_id LIKE {quote_sql(p + '%')}" for p in ID_PREFIXES)
-    mnemo.recall_vectors.delete(f"id >= {int(journal.first_message_id)} AND ({imported})")
+    with mnemo.database.connect() as connection:
+        brought = [row[0] for row in connection.execute(text(_IN_BATCHES), {"import": journal.id})]
+    for ids in chunked(brought, 500):
+        mnemo.recall_vectors.delete(f"id IN ({', '.join(str(int(i)) for i in ids)})")
     for source in journal.sources:
         mnemo.archival.delete_by_source(source)
-    origins = ", ".join(quote_sql(origin) for origin in ORIGINS)
     with writing(mnemo.database).begin() as connection:
-        rows = connection.execute(
-            text(
-                "SELECT id, conversation_id FROM message WHERE id >= :first AND conversation_id "
-                f"IN (SELECT id FROM conversation WHERE origin IN ({origins}))"
-            ),
-            {"first": journal.first_message_id},
-        ).all()
+        rows = connection.execute(text(_IN_BATCHES), {"import": journal.id}).all()
         first_removed: dict[str, int] = {}
         for message_id, conversation_id in rows:
             first_removed.setdefault(conversation_id, message_id)

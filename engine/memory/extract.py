@@ -423,9 +423,23 @@ _IN_MONTH = re.compile(
 _IN_YEAR = re.compile(r"\b(?:in|since)\s+(?P<year>(?:19|20)\d{2})\b")
 
 
+EARLIEST_YEAR = 1900  # a change said to be before this is none anyone lived ("5000 years ago")
+
+
 def change_date(sentence: str, today: date) -> str | None:
     """When a change a sentence tells of happened, as YYYY-MM-DD, from the common ways of saying
-    it ("last month", "two weeks ago", "in March", "since 2019"); None when it does not say."""
+    it ("last month", "two weeks ago", "in March", "since 2019"); None when it does not say, or
+    says a time no one lived ("99999999 days ago", "5000 years ago")."""
+    try:
+        found = _change_date(sentence, today)
+    except (OverflowError, ValueError):  # before the year 1 of the calendar
+        return None
+    if found is None or date.fromisoformat(found).year < EARLIEST_YEAR:
+        return None
+    return found
+
+
+def _change_date(sentence: str, today: date) -> str | None:
     text = sentence.casefold()
     if re.search(r"\b(?:yesterday|last night)\b", text):
         return (today - timedelta(days=1)).isoformat()

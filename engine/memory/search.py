@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
+from engine import clock
 from engine.errors import InputError
 
 T = TypeVar("T")
@@ -337,17 +338,34 @@ def expiry_timestamp(when: datetime | date | str | float | None) -> float | None
     return to_timestamp(when)
 
 
+# The times memory holds: from 1900 to a year from now. Anything else is no time anyone said
+# something ("99999999 days ago", a file's created_at of 9e18, NaN): date arithmetic on it raised,
+# and every turn and search that met it failed. So it is no time at all (``held_seconds``), and a
+# stored one out of range reads as the nearest time in range (``from_timestamp``).
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC).timestamp()
+AHEAD_S = 366 * 86400
+
+
+def held_seconds(value: float) -> float | None:
+    """``value`` as UNIX seconds memory can hold, or None (not finite, before 1900, or more
+    than a year from now)."""
+    if not math.isfinite(value) or not EARLIEST <= value <= clock.timestamp() + AHEAD_S:
+        return None
+    return float(value)
+
+
 def to_timestamp(
     value: datetime | date | str | float | None, *, end_of_day: bool = False
 ) -> float | None:
-    """UNIX seconds for a datetime, a date (its first or last instant) or an ISO-8601 string.
+    """UNIX seconds for a datetime, a date (its first or last instant) or an ISO-8601 string;
+    None for a number memory cannot hold (``held_seconds``).
 
     Naive datetimes and dates are read as the user's local time.
     """
     if value is None:
         return None
     if isinstance(value, int | float):
-        return float(value)
+        return held_seconds(value)
     if isinstance(value, str):
         text = value.strip()
         try:
@@ -357,14 +375,21 @@ def to_timestamp(
                 f"{text!r} is not a date; write it as YYYY-MM-DD or YYYY-MM-DDTHH:MM."
             ) from error
     if isinstance(value, datetime):
-        return value.astimezone().timestamp() if value.tzinfo is None else value.timestamp()
-    day_time = time.max if end_of_day else time.min
-    return datetime.combine(value, day_time).astimezone().timestamp()
+        aware = value.astimezone() if value.tzinfo is None else value
+    else:
+        aware = datetime.combine(value, time.max if end_of_day else time.min).astimezone()
+    try:
+        return held_seconds(aware.timestamp())
+    except (OverflowError, OSError, ValueError):  # the year 9999's last day, on some systems
+        return None
 
 
 def from_timestamp(seconds: float) -> datetime:
-    """An aware datetime in the user's local time zone."""
-    return datetime.fromtimestamp(seconds, tz=UTC).astimezone()
+    """An aware datetime in the user's local time zone; a time memory cannot hold (stored by an
+    older Mnemo) as the nearest one it can."""
+    latest = clock.timestamp() + AHEAD_S
+    held = min(max(seconds, EARLIEST), latest) if math.isfinite(seconds) else EARLIEST
+    return datetime.fromtimestamp(held, tz=UTC).astimezone()
 
 
 def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:

@@ -118,12 +118,15 @@ def read_logs(logs: Path) -> dict[str, list[dict[str, Any]]]:
     return entries
 
 
-def held_in(folder: Path, needle: str) -> list[str]:
-    return [
-        str(path.relative_to(folder))
-        for path in folder.rglob("*")
-        if path.is_file() and needle.encode() in path.read_bytes()
-    ]
+def held_in(folder: Path, needles: list[str]) -> set[str]:
+    """The needles some file under ``folder`` holds (each file read once)."""
+    wanted = {needle: needle.encode() for needle in needles}
+    found: set[str] = set()
+    for path in folder.rglob("*"):
+        if path.is_file() and len(found) < len(wanted):
+            data = path.read_bytes()
+            found |= {needle for needle, raw in wanted.items() if raw in data}
+    return found
 
 
 def verify(profile: Path, logs: Path) -> dict[str, Any]:
@@ -162,7 +165,7 @@ def verify(profile: Path, logs: Path) -> dict[str, Any]:
     lost += sum(max(0, n - notes.get(t, 0)) for t, n in expected_notes.items())
     doubled = sum(max(0, stored.get(t, 0) - n) for t, n in expected_messages.items())
     doubled += sum(max(0, notes.get(t, 0) - n) for t, n in expected_notes.items())
-    still_held = [token for token in forgotten if held_in(profile, token)]
+    still_held = held_in(profile, forgotten)
     locked = [error for error in errors if LOCKED in error]
     conflicts = [error for error in errors if CONFLICT in error.lower()]
     others = [error for error in errors if error not in locked and error not in conflicts]

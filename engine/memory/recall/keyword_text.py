@@ -18,8 +18,10 @@ turn be found. Measured: see tests/benchmarks/locomo_recall.py, longmemeval_reca
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 from typing import Any
+
+from engine.memory.search import from_timestamp
 
 NEIGHBOURS = 2
 # Turns further apart than this belong to different sittings and lend each other no words.
@@ -36,7 +38,7 @@ ExecuteMany = Callable[[str, list[dict[str, Any]]], object]
 
 def date_words(seconds: float) -> str:
     """'8 May 2023 Monday': how a message's date is written into what it is indexed by."""
-    moment = datetime.fromtimestamp(seconds, UTC)
+    moment = from_timestamp(seconds).astimezone(UTC)  # (one out of range: the nearest in it)
     return f"{moment.day} {moment:%B %Y} {moment:%A}"
 
 
