@@ -29,7 +29,7 @@ from engine.events import FunctionCalled, FunctionReturned
 from engine.functions import describe_call
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit
-from engine.text import one_line
+from engine.text import one_line, plain_links
 from engine.transcript import (
     CITE,
     NOTICE,
@@ -81,11 +81,10 @@ class MessageBubble(QFrame):
         self.body.setTextFormat(
             Qt.TextFormat.PlainText if role == "user" else Qt.TextFormat.MarkdownText
         )
-        self.body.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextSelectableByMouse
-            | Qt.TextInteractionFlag.LinksAccessibleByMouse
-        )
-        self.body.setOpenExternalLinks(True)
+        # Text only: nothing in a message opens a link (a reply may repeat one that memory
+        # carried from another program; the engine writes links out, ``plain_links``).
+        self.body.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.body.setOpenExternalLinks(False)
         self.body.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.body.customContextMenuRequested.connect(self._menu)
         layout.addWidget(self.body)
@@ -112,7 +111,7 @@ class MessageBubble(QFrame):
         self._render()
 
     def _render(self) -> None:
-        self.body.setText(self._text)
+        self.body.setText(self._text if self.role == "user" else plain_links(self._text))
 
     def _menu(self, at: QPoint) -> None:
         menu = QMenu(self)

@@ -42,3 +42,20 @@ def safe_value(value: Any) -> Any:
     if isinstance(value, dict):
         return {safe_text(str(key)): safe_value(item) for key, item in value.items()}
     return value
+
+
+# A Markdown image or link: ![alt](url "title") or [text](url "title").
+_MARKDOWN_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"\n]*\")?\s*\)")
+
+
+def plain_links(text: str) -> str:
+    """Markdown links and images as words, with where they point shown: "[your bank](http://…)"
+    as "your bank (http://…)". A link a fact or note carried (a program proposed it, the person
+    approved it) was repeated in answers and shown as a clickable link, an image fetched as the
+    window drew it; written out, the person sees where it goes and nothing loads."""
+
+    def written(match: re.Match[str]) -> str:
+        words = match.group(2).strip() or ("image" if match.group(1) else "link")
+        return f"{words} ({match.group(3)})"
+
+    return _MARKDOWN_LINK.sub(written, text)

@@ -510,3 +510,20 @@ def test_the_status_line_says_how_many_edits_wait_for_the_user(mnemo, model, age
     assert "await the user's approval" not in first
     assert "1 core memory edits await the user's approval" in second
     assert mnemo.proposals.count_pending("other") == 0
+
+
+def test_a_link_a_reply_repeats_from_memory_is_written_out(mnemo):
+    """An approved fact holding a Markdown link or image was repeated in answers as one, and
+    the window showed it as a clickable link (an image would load as it was drawn)."""
+    mnemo.knowledge.add("user", "works_at", "[Contoso](http://evil.example/login)")
+    model = ScriptedModel(parameter_count=135_000_000)  # assisted: memory is recalled for it
+    model.enqueue(["You work at [Contoso](http://evil.example/login)."])
+    events = Recorder()
+    finished = Agent(mnemo, model).send("Where do I work?", on_event=events)
+    assert finished.reply and "Contoso (http://evil.example/login)" in finished.reply
+    assert not [m.text for m in mnemo.recall.recent(10) if m.role == "assistant" and "](" in m.text]
+    from engine.text import plain_links
+
+    assert plain_links('See ![a chart](https://t.example/p.gif "t") now') == (
+        "See a chart (https://t.example/p.gif) now"
+    )

@@ -135,3 +135,28 @@ def test_the_mnemo_command_ends_its_process_once_everything_is_kept(tmp_path):
     assert opened.returncode == 1 and "There is no conversation 'nope'" in opened.stderr
     with Mnemo.open(tmp_path / "profile") as kept:
         assert kept.archival.count() == 1
+
+
+def test_what_memory_holds_is_printed_without_anything_a_terminal_would_obey(tmp_path, capsys):
+    """A message or a program's name holding escape sequences (OSC 52 sets the clipboard, CSI
+    2J clears the screen) was printed raw by `search recall`, `chat --list` and
+    `memory proposals`."""
+    from engine.server.mcp_server import propose_client_edit
+
+    osc52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
+    clear = "\x1b[2J\x1b[H"
+    profile = tmp_path / "profile"
+    with Mnemo.open(profile) as mnemo:
+        mnemo.recall.add("user", f"The boiler code is 5512{osc52}{clear} remember it.")
+        propose_client_edit(mnemo, f"Evil{osc52}Client", "human", f"Likes tea{clear}.", None)
+    for command in (
+        ["search", "recall", "boiler code"],
+        ["chat", "--list"],
+        ["memory", "proposals"],
+    ):
+        assert main(["--profile", str(profile), *command]) == 0
+        out = capsys.readouterr().out
+        assert out.strip(), command
+        assert "\x1b" not in out and "\x07" not in out, command
+    assert main(["--profile", str(profile), "search", "recall", "boiler code"]) == 0
+    assert "The boiler code is 5512" in capsys.readouterr().out

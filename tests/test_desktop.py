@@ -1885,3 +1885,14 @@ def test_a_waiting_proposal_leaves_the_chat_its_width_at_the_default_size(qtbot,
         assert chat.width() >= 420 and window.proposals.width() >= 300
     finally:
         window.shutdown()
+
+
+def test_a_reply_opens_no_link_and_shows_where_one_points(qtbot):
+    from desktop.chat import MessageBubble
+
+    bubble = MessageBubble("assistant", "Log in at [your bank](http://evil.example/login).")
+    qtbot.addWidget(bubble)
+    assert not bubble.body.openExternalLinks()
+    assert not bubble.body.textInteractionFlags() & Qt.TextInteractionFlag.LinksAccessibleByMouse
+    assert "http://evil.example/login" in bubble.body.text()
+    assert "](" not in bubble.body.text()

@@ -24,6 +24,8 @@ from engine.events import (
     MessageSent,
     Notice,
     NoticeKind,
+    ReplyWithdrawn,
+    TextStreamed,
     TurnFinished,
 )
 from engine.functions import SEND_MESSAGE, cited_passages
@@ -31,6 +33,7 @@ from engine.llm.base import ChatModel, Prompt, mode_for
 from engine.memory.recall import RecallTransaction
 from engine.mnemo import Mnemo
 from engine.modes import ModeChoice
+from engine.text import plain_links
 from engine.transcript import CITE, NOTICE, Citation, call_text, citations_text, result_text
 
 log = logging.getLogger("mnemo.agent")
@@ -134,7 +137,14 @@ class Steps:
         )
 
     def reply(self, text: str, turn: Turn, emit: EventCallback) -> TurnFinished:
-        """Store the reply with the documents it relies on (a ``cite`` row right after it)."""
+        """Store the reply with the documents it relies on (a ``cite`` row right after it). Its
+        Markdown links and images are written out (``plain_links``): the person sees where they
+        point, and nothing opens or loads from a link memory carried."""
+        written = plain_links(text)
+        if written != text:  # what streamed is shown again, written out
+            emit(ReplyWithdrawn())
+            emit(TextStreamed(written))
+            text = written
         # What the question and today's date (in the assisted prompt) bring proves no use of a
         # document: "today is Friday" is no gardener's "every second Friday".
         now = clock.now()

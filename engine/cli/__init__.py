@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from engine import moments
+from engine.cli.output import safe_output
 from engine.cli.parsers import build_parser
 from engine.errors import user_message
 from engine.llm.base import safe_text
@@ -77,7 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 try:
                     handler = handler_of(args)
                     resume_collection()  # the start is over
-                    return int(handler(mnemo, args))
+                    with safe_output():
+                        return int(handler(mnemo, args))
                 finally:
                     moments.mark("closing")
         finally:

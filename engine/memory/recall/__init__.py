@@ -232,24 +232,21 @@ class RecallStore:
     ) -> Iterator[RecallTransaction]:
         """Write messages together with other rows (a step's call, result and proposals).
 
-        Nothing is visible until the block ends without an error; then the messages are embedded.
-        The vectors' lock keeps the start-up repair from embedding them a second time meanwhile.
-        A failed embedding leaves the committed messages for the next open to embed, unless
+        Nothing is visible until the block ends without an error; then the messages are
+        embedded (``MessageVectors``: made without a lock, written under the vector table's). A
+        failed embedding leaves the committed messages for the next open to embed, unless
         ``embed_failure_raises`` (a bulk import wants to know). With ``between`` (a bulk
-        import's), they are embedded a few at a time, the lock taken for each few, and
-        ``between`` called outside it: a chat turn's own messages wait for one chunk, not the
-        whole batch, and the import may wait (or stop) there.
+        import's), they are embedded a few at a time, and ``between`` called before each few: a
+        chat turn's own messages go first, and the import may wait (or stop) there.
+        The block holds SQLite's write lock from its start, so what it checks against the
+        tombstones holds until it commits (``engine.db.write_session``).
         """
-        with self._index.lock:
-            with write_session(self._engine) as session:
-                transaction = RecallTransaction(session, self._tombstones)
-                yield transaction
-                session.commit()
-                transaction.committed = True
-            if between is None:
-                self._embed_committed(transaction.rows, embed_failure_raises)
-        if between is not None:
-            self._embed_committed(transaction.rows, embed_failure_raises, between)
+        with write_session(self._engine) as session:
+            transaction = RecallTransaction(session, self._tombstones)
+            yield transaction
+            session.commit()
+            transaction.committed = True
+        self._embed_committed(transaction.rows, embed_failure_raises, between)
 
     def _embed_committed(
         self,

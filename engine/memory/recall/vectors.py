@@ -4,10 +4,15 @@ Messages are committed to SQLite first; their vectors follow (this module, keyed
 message id). The ``embedded`` flag marks which messages have a vector, so a crash between the two
 writes is repaired when the profile next opens (on a thread of its own) instead of leaving a
 message unfindable by meaning. The same start-up thread also gives messages stored before
-neighbour indexing existed their keyword context, once. The vector table's lock, which every
-process's writers take turns by, is held from a message's insert to its vector's write: so the
-repair (in this process or another) never embeds a message that a writer is about to embed
-itself, nor takes a vector written a moment ago for a stray.
+neighbour indexing existed their keyword context, once.
+
+Several processes embed one profile's messages (the window, an import, the start-up repair of
+another). Vectors are made without any lock (a chunk of an import takes seconds of the cores),
+then written under the vector table's lock, which every process's writers take turns by
+(``_write``): only for the messages that still wait for one (``embedded = 0``) and whose text is
+still the one embedded (a forget may have changed it meanwhile), and marked done in the same
+hold. So a message is never embedded twice, a forgotten text's vector is never written, and a
+chat's message never waits for an import's embedding, only for its write.
 """
 
 from __future__ import annotations
@@ -122,7 +127,7 @@ class MessageVectors:
     def __init__(self, engine: Engine, vectors: VectorTable) -> None:
         self._engine = engine
         self._vectors = vectors
-        self.lock = vectors.writer_lock  # held from a message's insert to its vector's write
+        self.lock = vectors.writer_lock  # held while vectors are written and marked (``_write``)
         # Set once the table holds only EMBEDDED_ROLES' vectors (older versions embedded every
         # row; the start-up repair removes the rest): a search of those roles then needs no
         # filter, which slows every vector search (recall_search.py).
@@ -149,8 +154,9 @@ class MessageVectors:
         finally:
             raw.close()
 
-    def embed(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Give the user's and the assistant's messages their vectors, and mark every row done.
+    def embed(self, rows: Sequence[Mapping[str, Any]], *, replace: bool = False) -> None:
+        """Give the user's and the assistant's messages their vectors, and mark every row done
+        (``_write``); ``replace``: vectors a crash left of these messages go first (the repair).
 
         Function and system rows get none: a result quotes messages and passages that have
         vectors of their own (a meaning search would find each fact twice), and a call or a
@@ -160,35 +166,54 @@ class MessageVectors:
         if self._vectors.mismatch:
             return  # left unembedded; re-embedding after the user agrees picks them up
         with self._vectors.bulk(len(rows)):
-            self._embed_chunks(rows)
+            for chunk in chunked(rows, EMBED_CHUNK):
+                turns = [row for row in chunk if row["role"] in EMBEDDED_ROLES]
+                made = self._vector_rows(turns) if turns else None  # the cores, no lock
+                self._write(chunk, made, replace)
 
     def embed_yielding(
         self, rows: Sequence[Mapping[str, Any]], between: Callable[[], None]
     ) -> None:
-        """``embed`` committed rows ``YIELD_CHUNK`` at a time, the lock taken for each chunk
-        and ``between`` called outside it (a bulk import's: it lets a chat turn through, and
-        waits or stops). Rows the start-up repair embedded meanwhile are skipped."""
+        """``embed`` committed rows ``YIELD_CHUNK`` at a time, with ``between`` called before
+        each chunk (a bulk import's: it lets a chat turn through, and waits or stops)."""
         for chunk in chunked(rows, YIELD_CHUNK):
             between()
-            with self.lock:
-                ids = ",".join(str(int(row["id"])) for row in chunk)
-                with self._engine.connect() as connection:
-                    waiting = {
-                        int(found[0])
-                        for found in connection.execute(
-                            text(f"SELECT id FROM message WHERE id IN ({ids}) AND embedded = 0")
-                        )
-                    }
-                self.embed([row for row in chunk if int(row["id"]) in waiting])
+            self.embed(chunk)
 
-    def _embed_chunks(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        for chunk in chunked(rows, EMBED_CHUNK):
-            turns = [row for row in chunk if row["role"] in EMBEDDED_ROLES]
-            if turns:
-                self._vectors.add(self._vector_rows(turns))
-            ids = ",".join(str(row["id"]) for row in chunk)
-            with writing(self._engine).begin() as connection:
-                connection.execute(text(f"UPDATE message SET embedded = 1 WHERE id IN ({ids})"))
+    def _write(
+        self, rows: Sequence[Mapping[str, Any]], made: pa.Table | None, replace: bool
+    ) -> None:
+        """Under the lock: the vectors ``made`` of those of ``rows`` that still wait for one,
+        with the text they were made from, and every one of those marked done."""
+        with self.lock:
+            waiting = self._still_waiting(rows)
+            if made is not None and len(made):
+                kept = pa.array([int(i) in waiting for i in made.column("id").to_pylist()])
+                made = made.filter(kept)
+                if replace and waiting:
+                    listed = ",".join(map(str, sorted(waiting)))
+                    self._vectors.delete(f"id IN ({listed})")
+                if len(made):
+                    self._vectors.add(made)
+            if waiting:
+                listed = ",".join(map(str, sorted(waiting)))
+                with writing(self._engine).begin() as connection:
+                    connection.execute(
+                        text(f"UPDATE message SET embedded = 1 WHERE id IN ({listed})")
+                    )
+
+    def _still_waiting(self, rows: Sequence[Mapping[str, Any]]) -> set[int]:
+        """The ids of ``rows`` that have no vector yet and still hold the text given."""
+        if not rows:
+            return set()
+        ids = ",".join(str(int(row["id"])) for row in rows)
+        with self._engine.connect() as connection:
+            now: dict[int, str] = dict(
+                connection.execute(
+                    text(f"SELECT id, text FROM message WHERE id IN ({ids}) AND embedded = 0")
+                ).all()
+            )
+        return {int(row["id"]) for row in rows if now.get(int(row["id"])) == row["text"]}
 
     def _vector_rows(self, rows: Sequence[Mapping[str, Any]]) -> pa.Table:
         """The rows' vectors (those they bring, from an import of the same embedder, else
@@ -297,16 +322,12 @@ class MessageVectors:
             self._vectors.delete(beyond)
 
     def _embed_missing(self) -> None:
-        with self.lock:
-            with self._engine.connect() as connection:
-                rows = _rows_to_embed(connection, "embedded = 0")
-            if not rows or self._vectors.mismatch:
-                return
-            log.info("embedding %d messages left without a vector", len(rows))
-            for chunk in chunked(rows, EMBED_CHUNK):
-                ids = ",".join(str(row["id"]) for row in chunk)
-                self._vectors.delete(f"id IN ({ids})")
-            self.embed(rows)
+        with self._engine.connect() as connection:
+            rows = _rows_to_embed(connection, "embedded = 0")
+        if not rows or self._vectors.mismatch:
+            return
+        log.info("embedding %d messages left without a vector", len(rows))
+        self.embed(rows, replace=True)  # what a crash left of their vectors goes first
 
     def _embed_pending_sentences(self) -> None:
         """Give the user's messages stored before sentence vectors existed theirs (once, a
@@ -329,15 +350,29 @@ class MessageVectors:
                     {"c": conversation_id},
                 )
             for chunk in chunked(rows, BACKFILL_CHUNK):
-                with self.lock:  # a few seconds at a time: a chat's new messages wait no longer
+                parts = self._part_rows(chunk, self._vectors.stored_embedder[1])  # no lock
+                with self.lock:
                     ids = ",".join(str(row["id"]) for row in chunk)
                     self._vectors.delete(f"id IN ({ids}) AND part > 0")  # a retry starts clean
-                    self._vectors.add(self._part_rows(chunk, self._vectors.stored_embedder[1]))
+                    unchanged = self._still_held(chunk)  # not changed by a forget meanwhile
+                    keep = pa.array([int(i) in unchanged for i in parts.column("id").to_pylist()])
+                    self._vectors.add(parts.filter(keep))
             with writing(self._engine).begin() as connection:
                 connection.execute(
                     text("DELETE FROM message_sentences_pending WHERE conversation_id = :c"),
                     {"c": conversation_id},
                 )
+
+    def _still_held(self, rows: Sequence[Mapping[str, Any]]) -> set[int]:
+        """The ids of ``rows`` whose vectors stand and whose text is still the one given."""
+        ids = ",".join(str(int(row["id"])) for row in rows)
+        with self._engine.connect() as connection:
+            now: dict[int, str] = dict(
+                connection.execute(
+                    text(f"SELECT id, text FROM message WHERE id IN ({ids}) AND embedded = 1")
+                ).all()
+            )
+        return {int(row["id"]) for row in rows if now.get(int(row["id"])) == row["text"]}
 
     @property
     def mismatch(self) -> str | None:
