@@ -259,11 +259,14 @@ def main() -> None:
     parser.add_argument("--kill-every", type=float, default=20)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--no-latency", action="store_true")
+    parser.add_argument("--latency-only", action="store_true", help="no writers: turn times only")
     parser.add_argument("--keep", type=Path, help="work in this folder, and leave it there")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
         folder = args.keep or Path(temporary)
-        result = stress(folder, args.seconds, args.seed, args.kill_every)
+        result: dict[str, Any] = {"benchmark": "writers"}
+        if not args.latency_only:
+            result = stress(folder, args.seconds, args.seed, args.kill_every)
         result["seed"] = args.seed
         if not args.no_latency:
             result.update(turn_times(folder, args.turns))
