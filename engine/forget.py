@@ -423,7 +423,9 @@ def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
 
     forgotten = Counter(kind for kind, _ in plan.items)
     remove_items(mnemo, plan.items)
+    mnemo.profile.wait_for_turns()  # between its steps, a turn the person waits for goes first
     forgotten.update(remove(mnemo, redact, plan.like))
+    mnemo.profile.wait_for_turns()
     rewritten = forget_in_snapshots(mnemo, redact, plan.like)
     notes = scrub(mnemo)
     for stone in stones:

@@ -16,7 +16,7 @@ import logging
 import logging.handlers
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,8 @@ from filelock import FileLock, Timeout
 from engine.errors import ProfileError, RedactingFilter
 
 DEFAULT_PROFILE_NAME = "default"
+TURN_POLL_S = 0.05  # how often work that waits for a turn looks again
+TURN_WAIT_S = 120.0  # and for how long at most
 WINDOW = "the Mnemo window"  # how a holder of the assistant names itself
 CHAT = "mnemo chat"
 
@@ -180,6 +182,44 @@ class Profile:
         finally:
             holder_path.unlink(missing_ok=True)
             lock.release()
+
+    def _turn_lock(self) -> FileLock:
+        return FileLock(self.root / "locks" / "turn.lock", thread_local=False)
+
+    @contextmanager
+    def in_turn(self) -> Iterator[None]:
+        """While a turn the person waits for runs on this profile, in this process: work that
+        can wait, in any process (an import's embedding, a forget's next step), waits for it
+        (``turn_elsewhere``). The lock is the operating system's: a killed turn frees it."""
+        lock = self._turn_lock()
+        try:
+            lock.acquire(timeout=0)
+        except (Timeout, OSError):  # another turn holds it (it says the same), or read-only
+            yield
+            return
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def turn_elsewhere(self) -> bool:
+        """Whether a turn the person waits for is running on this profile (``in_turn``)."""
+        lock = self._turn_lock()
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return True
+        except OSError:
+            return False
+        lock.release()
+        return False
+
+    def wait_for_turns(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Return once no turn the person waits for runs on this profile (at most
+        ``TURN_WAIT_S``: work that waits is not starved by a turn that hangs), or ``stop``."""
+        deadline = time.monotonic() + TURN_WAIT_S
+        while self.turn_elsewhere() and not stop() and time.monotonic() < deadline:
+            time.sleep(TURN_POLL_S)
 
     @staticmethod
     def _busy(holder_path: Path) -> ProfileBusyError:

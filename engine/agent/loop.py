@@ -182,7 +182,9 @@ class Agent:
     # -- the loop ------------------------------------------------------------------------------
 
     def _run_turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:
-        with turn_running():  # work that can wait leaves the cores to the person's turn
+        # Work that can wait leaves the cores to the person's turn: in this process, and in any
+        # other on this profile (an import's embedding, a forget's steps).
+        with turn_running(), self.mnemo.profile.in_turn():
             return self._turn(emit, cancel)
 
     def _turn(self, emit: EventCallback, cancel: threading.Event | None) -> TurnFinished:

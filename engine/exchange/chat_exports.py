@@ -497,11 +497,13 @@ def _import(
             raise GenerationCancelled()
 
     def between() -> None:
-        """Before each few messages' vectors: a reply being written goes first (``hold``),
-        and Stop or the window closing stop here."""
+        """Before each few messages' vectors: a reply being written goes first (``hold``, or
+        a turn in another program on this profile), and Stop or the window closing stop
+        here."""
         while hold is not None and hold.is_set():
             stopped()
             time.sleep(HOLD_POLL_S)
+        mnemo.profile.wait_for_turns(lambda: any(event.is_set() for event in stop))
         stopped()
 
     def store() -> None:

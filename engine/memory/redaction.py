@@ -661,7 +661,9 @@ def scrub(stores: AllStores) -> list[str]:
     forget_prompt_states()  # the local model's kept prompts (core memory and conversations)
     stores.wait_for_background_work()
     for table in (stores.passage_vectors, stores.recall_vectors):
+        stores.profile.wait_for_turns()  # a turn the person waits for goes first
         table.scrub()
+    stores.profile.wait_for_turns()
     engine = stores.database
     if on_postgres(engine):
         notes.append(
