@@ -193,19 +193,24 @@ def verify(profile: Path, logs: Path) -> dict[str, Any]:
 # -- a chat turn's time beside a forget and an import ---------------------------------------------
 
 
-def turn_times(root: Path, turns: int) -> dict[str, Any]:
-    """A scripted chat turn's time (median ms) idle, while forgets run, and while another
-    process imports: the engine's own share of a turn (storing, recall, keeping), which is what
-    another writer can slow."""
+def turn_times(root: Path, turns: int, bundled: bool = False) -> dict[str, Any]:
+    """A chat turn's time (median ms) idle, while forgets run, and while another process
+    imports. With the scripted model, the engine's own share of a turn (storing, recall,
+    keeping), which is what another writer can slow; with ``bundled``, the bundled model's
+    whole turn, as the person waits for it."""
     from engine.agent import Agent
-    from engine.llm import ScriptedModel
+    from engine.llm import ScriptedModel, load_model
 
     profile = root / "latency"
     mnemo = Mnemo.open(profile)
     for number in range(300):
         mnemo.recall.add("user", f"Message {number}: the ferry to the island leaves at nine.")
     mnemo.wait_for_background_work()
-    model = ScriptedModel(parameter_count=135_000_000, default=lambda _prompt: "Noted, thanks.")
+    model = (
+        load_model(mnemo.settings)
+        if bundled
+        else ScriptedModel(parameter_count=135_000_000, default=lambda _prompt: "Noted, thanks.")
+    )
     agent = Agent(mnemo, model)
 
     def timed(count: int) -> list[float]:
@@ -249,6 +254,7 @@ def turn_times(root: Path, turns: int) -> dict[str, Any]:
         "forget_ratio": round(medians["during_forget"] / medians["idle"], 2),
         "import_ratio": round(medians["during_import"] / medians["idle"], 2),
         "turns": turns,
+        "model": "bundled" if bundled else "scripted",
     }
 
 
@@ -260,6 +266,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--latency-only", action="store_true", help="no writers: turn times only")
+    parser.add_argument("--bundled", action="store_true", help="turn times with the bundled model")
     parser.add_argument("--keep", type=Path, help="work in this folder, and leave it there")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
@@ -269,7 +276,7 @@ def main() -> None:
             result = stress(folder, args.seconds, args.seed, args.kill_every)
         result["seed"] = args.seed
         if not args.no_latency:
-            result.update(turn_times(folder, args.turns))
+            result.update(turn_times(folder, args.turns, args.bundled))
     print(json.dumps(result, ensure_ascii=False), flush=True)
 
 
