@@ -318,3 +318,30 @@ def test_a_clients_own_name_is_shown_as_its_claim_and_it_cannot_flood_the_panel(
     claimed = 'an MCP program calling itself "You (verified by Mnemo)"'
     assert {p.cause_ref for p in pending} == {claimed}
     assert f"written by {claimed}" in cli(mnemo.profile.root, "memory", "proposals")
+
+
+def test_notes_saved_all_at_once_never_pass_the_cap(window_open: Mnemo) -> None:
+    """60 to 150 save_note calls at once left 21 to 28 proposals waiting, past the cap of 20:
+    each counted the waiting ones before any of the others had written."""
+    import threading
+
+    from engine.server.mcp_server import MAX_WAITING, save_client_note
+
+    mnemo = window_open
+    start = threading.Barrier(60)
+    said: list[str] = []
+
+    def save(n: int) -> None:
+        start.wait()
+        try:
+            said.append(save_client_note(mnemo, "Flooder", f"Boiler reminder {n} of many."))
+        except Exception as error:  # noqa: BLE001 (the cap's refusal is a sentence)
+            said.append(str(error))
+
+    threads = [threading.Thread(target=save, args=(n,)) for n in range(60)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(mnemo.proposals.pending()) == MAX_WAITING
+    assert sum("already wait for the person" in line for line in said) == 60 - MAX_WAITING

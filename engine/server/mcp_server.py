@@ -24,6 +24,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import Field
+from sqlalchemy import text
+from sqlmodel import Session
 
 from engine import __version__
 from engine.errors import InputError, MnemoError, user_message
@@ -319,10 +321,15 @@ def _untrusted(client: str) -> str:
     return f"written by {client}"
 
 
-def _room_to_propose(mnemo: Mnemo) -> None:
+def _room_to_propose(session: Session) -> None:
     """Refuse a proposal while ``MAX_WAITING`` from programs wait: a client could otherwise
-    fill the person's panel faster than they can read it."""
-    waiting = sum(proposal.cause_kind == SOURCE_KIND for proposal in mnemo.proposals.pending())
+    fill the person's panel faster than they can read it. Counted in the transaction that
+    writes the proposal, which holds the write lock from its start: 150 calls at once, each
+    counting before any wrote, left 28 waiting."""
+    waiting = session.execute(
+        text("SELECT count(*) FROM proposal WHERE status = 'pending' AND cause_kind = :kind"),
+        {"kind": SOURCE_KIND},
+    ).scalar_one()
     if waiting >= MAX_WAITING:
         raise InputError(
             f"{waiting} proposals from programs already wait for the person's decision in "
@@ -334,8 +341,8 @@ def propose_client_edit(
     mnemo: Mnemo, client: str, label: str, content: str, replaces: str | None
 ) -> str:
     """A core-memory edit from a client: always a proposal, whatever the write policy."""
-    _room_to_propose(mnemo)
     with mnemo.recall.transaction() as transaction:
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
@@ -357,19 +364,20 @@ def propose_client_fact(
     mnemo: Mnemo, client: str, subject: str, relation: str, obj: str, since: str | None
 ) -> str:
     """A fact from a client: a proposal, shown beside the facts it would replace."""
-    _room_to_propose(mnemo)
     knowledge = mnemo.knowledge
     if knowledge.holds(subject, relation, obj):
         return "Already known; nothing to propose."
     entity = knowledge.resolve(subject)
+    current = knowledge.contradicted(subject, relation, obj)
     with mnemo.recall.transaction() as transaction:
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_fact_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
             subject=entity.name if entity else subject,
             predicate=relation,
             obj=obj,
-            current=knowledge.contradicted(subject, relation, obj),
+            current=current,
             valid_from=since,
             source_kind=SOURCE_KIND,
             source_ref=client,
@@ -389,8 +397,8 @@ def save_client_note(mnemo: Mnemo, client: str, text: str) -> str:
     if mnemo.settings.get("mcp.notes") == "apply":
         passage_id = mnemo.archival.insert_client_note(text, client)
         return f"Kept in archival memory (note {passage_id[:8]})."
-    _room_to_propose(mnemo)
     with mnemo.recall.transaction() as transaction:
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_note_in(
             transaction.session, text=text, client=client, untrusted_reason=_untrusted(client)
         )
