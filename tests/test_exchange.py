@@ -413,3 +413,35 @@ def test_a_profile_of_facts_alone_takes_its_own_archive_again(tmp_path, embedder
         export_archive(m, tmp_path / "facts.mnemo")
         assert_a_second_import_adds_nothing(m, tmp_path / "facts.mnemo")
         assert_a_second_import_adds_nothing(m, tmp_path / "facts.mnemo")
+
+
+def test_an_archive_with_crafted_keys_is_refused_in_a_sentence(tmp_path):
+    """Rows whose keys clash or point nowhere ran no SQL, but were refused as "a bug …
+    IntegrityError": they are an archive damaged or edited after Mnemo wrote it."""
+    import zipfile
+
+    from engine.exchange.archive import ArchiveError, export_archive, import_archive
+
+    with Mnemo.open(tmp_path / "source") as source:
+        source.recall.add("user", "Hello there.")
+        source.knowledge.add("user", "lives_in", "Porto")
+        export_archive(source, tmp_path / "whole.mnemo", vectors=False)
+    crafted = tmp_path / "crafted.mnemo"
+    with (
+        zipfile.ZipFile(tmp_path / "whole.mnemo") as whole,
+        zipfile.ZipFile(crafted, "w") as out,
+    ):
+        for info in whole.infolist():
+            data = whole.read(info.filename)
+            if info.filename == "data/relation.jsonl":  # a fact about an entity not there
+                row = json.loads(data.decode().splitlines()[0])
+                row.update(id=7, subject_id=424242, object_id=434343)
+                data = (json.dumps(row) + "\n").encode()
+            out.writestr(info, data)
+    with Mnemo.open(tmp_path / "target") as target:
+        before = target.recall.count()
+        with pytest.raises(ArchiveError) as refused:
+            import_archive(target, crafted)
+        assert "bug" not in str(refused.value) and "IntegrityError" not in str(refused.value)
+        assert "damaged or edited" in str(refused.value)
+        assert target.recall.count() == before

@@ -26,6 +26,7 @@ import json
 import logging
 import re
 import shlex
+import sqlite3
 import time
 import zipfile
 from collections import Counter, defaultdict
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
+import sqlalchemy.exc
 from sqlalchemy import inspect, text
 
 from engine import __version__
@@ -408,6 +410,13 @@ def import_failed(name: str, error: Exception) -> ArchiveError:
     if isinstance(error, ArchiveError):
         return error
     sentence = user_message(error)
+    integrity = (sqlite3.IntegrityError, sqlalchemy.exc.IntegrityError)
+    if sentence is None and isinstance(getattr(error, "orig", None) or error, integrity):
+        sentence = (  # crafted or edited rows: a key twice, a value missing, a row pointing nowhere
+            "its rows do not fit together (a key given twice, a value missing, or a row that "
+            "points at one the archive does not hold), so it was damaged or edited after Mnemo "
+            "wrote it."
+        )
     if sentence is None:
         log.error("importing %s failed", name, exc_info=error)
         sentence = (
