@@ -529,3 +529,26 @@ def test_a_planted_journal_takes_out_nothing(mnemo, tmp_path):
     (mnemo.profile.root / unfinished.JOURNAL).write_text(json.dumps(planted), encoding="utf-8")
     assert unfinished.undo_unfinished(mnemo) == ("other.json", 0)
     assert imported_counts(mnemo) == (12, 3, 12)
+
+
+def test_a_claude_memory_of_30_mb_is_proposed_in_readable_pieces_and_the_rest_said(mnemo, tmp_path):
+    """A 30 MB memories.json section became one 31 MB proposal nobody could read."""
+    from engine.exchange.claude_extras import MEMORY_CHARS, MEMORY_PROPOSALS
+
+    path = claude_zip(tmp_path / "data-2026-02-03.zip")
+    flood = " ".join(f"Fact {n} about the plot is that bed A holds garlic." for n in range(600_000))
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    memories = json.loads(members["memories.json"])
+    memories[0]["conversations_memory"] = flood
+    members["memories.json"] = json.dumps(memories).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    assert len(flood) > 30 * 10**6
+    report = import_file(mnemo, path)
+    assert report.added["messages"] == 2
+    proposed = [p for p in mnemo.proposals.pending() if p.cause_kind == "import"]
+    assert 0 < len(proposed) <= MEMORY_PROPOSALS + 1  # and the project's memory
+    assert max(len(p.new_content) for p in proposed) <= MEMORY_CHARS
+    assert any("left out" in line for line in report.lines())

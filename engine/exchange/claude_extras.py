@@ -18,11 +18,12 @@ not proposed again, and a document already in archival memory is not stored agai
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import re
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,11 @@ PROJECTS = "projects.json"
 EXTRAS = (MEMORIES, PROJECTS)
 MAX_EXTRA_BYTES = 256 * 2**20  # read whole: larger is no file claude.ai writes
 HUMAN = "human"
+# What Claude keeps is a few kilobytes of short sections. Each is one proposal the person reads,
+# so a section longer than this is proposed in pieces, and no more than so many are proposed:
+# a memory of 30 MB (damaged, or made to flood the panel) became one 31 MB proposal.
+MEMORY_CHARS = 4000
+MEMORY_PROPOSALS = 100
 # A heading line of Claude's memory: "**Work context**", "## Work context", "*Recent months*".
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*{1,2}|__)(?P<title>[^*#_\n][^*\n]*?)(?:\*{1,2}|__)?\s*$")
 
@@ -177,7 +183,33 @@ def import_extras(
         _store_project(mnemo, project, report, wrote_source)
 
 
+def _pieces(found: list[ClaudeMemory]) -> Iterator[ClaudeMemory]:
+    """Each memory section at most ``MEMORY_CHARS`` long: a longer one in pieces, cut where a
+    sentence ends (else at a space, else anywhere)."""
+    for memory in found:
+        text, at = memory.text, 0
+        while len(text) - at > MEMORY_CHARS:
+            window = text[at : at + MEMORY_CHARS]
+            cut = max(window.rfind(". "), window.rfind("! "), window.rfind("? ")) + 1
+            cut = cut if cut > MEMORY_CHARS // 2 else window.rfind(" ")
+            cut = cut if cut > MEMORY_CHARS // 2 else MEMORY_CHARS
+            yield replace(memory, text=window[:cut].strip())
+            at += cut
+        if text[at:].strip():
+            yield replace(memory, text=text[at:].strip())
+
+
 def _propose(mnemo: Mnemo, found: list[ClaudeMemory], report: ImportReport) -> None:
+    total = sum(len(memory.text) for memory in found)
+    found = list(itertools.islice(_pieces(found), MEMORY_PROPOSALS + 1))
+    if len(found) > MEMORY_PROPOSALS:
+        found = found[:MEMORY_PROPOSALS]
+        left = total - sum(len(memory.text) for memory in found)
+        report.notes.append(
+            f"Claude's memory held far more than Claude keeps: its first {MEMORY_PROPOSALS} "
+            f"sections were proposed, and the rest ({left:,} characters) left out; the file "
+            "may be damaged."
+        )
     with mnemo.database.connect() as connection:
         proposed = {
             row[0]
