@@ -552,3 +552,25 @@ def test_a_claude_memory_of_30_mb_is_proposed_in_readable_pieces_and_the_rest_sa
     assert 0 < len(proposed) <= MEMORY_PROPOSALS + 1  # and the project's memory
     assert max(len(p.new_content) for p in proposed) <= MEMORY_CHARS
     assert any("left out" in line for line in report.lines())
+
+
+def test_an_export_replaced_between_pause_and_resume_is_refused_not_finished_with_the_other(
+    mnemo, tmp_path, monkeypatch
+):
+    """Paused, then the file at the same path replaced by another export: the "resume"
+    finished silently with the other file, and 26 of 40 conversations never came in."""
+    monkeypatch.setattr(chat_exports, "BATCH", 6)
+    path = write_export(tmp_path / "conversations.json", chatgpt_export(8, 4))
+    pause = threading.Event()
+
+    def progress(_what, done, _total):
+        if done >= 10:
+            pause.set()
+
+    with pytest.raises(MnemoError, match="paused"):
+        import_file(mnemo, path, progress=progress, pause=pause)
+    write_export(path, chatgpt_export(10, 4, prefix="other"))
+    with pytest.raises(ArchiveError, match="has been replaced since by another file"):
+        import_file(mnemo, path)
+    assert unfinished.undo_unfinished(mnemo) == ("conversations.json", 12)
+    assert import_file(mnemo, path).added["messages"] == 40

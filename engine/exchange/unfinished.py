@@ -17,6 +17,7 @@ have written, and the archival sources it wrote. Then:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -52,6 +53,7 @@ class Unfinished:
     stored: int = 0  # messages stored so far
     sources: list[str] = field(default_factory=list)  # archival passages' source paths it wrote
     id: str = ""  # names its batches (``record_batch``); a journal without one names none
+    fingerprint: str = ""  # of the export as it began (``fingerprint``): a resume needs the same
 
     @property
     def name(self) -> str:
@@ -173,7 +175,32 @@ def refuse_another(mnemo: Mnemo, path: Path) -> Unfinished | None:
             "(`mnemo import --undo`, or Repair in the window's banner), before importing "
             f"{path.name}."
         )
+    if journal is not None and journal.fingerprint not in ("", fingerprint(path)):
+        raise ArchiveError(  # resumed with another file, it finished without the rest
+            f"{journal.describe()}, and {path.name} has been replaced since by another file. "
+            "Take out what that import brought (`mnemo import --undo`, or Repair in the "
+            f"window's banner), then import {path.name} anew."
+        )
     return journal
+
+
+FINGERPRINT_BYTES = 2**20  # read from each end of a file for its fingerprint
+
+
+def fingerprint(path: Path) -> str:
+    """What tells an export from another at the same path: each file's name, size, and first
+    and last MiB (a folder: each of its files), without reading gigabytes."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        size = file.stat().st_size
+        digest.update(f"{file.name}\0{size}\0".encode())
+        with file.open("rb") as read:
+            digest.update(read.read(FINGERPRINT_BYTES))
+            if size > FINGERPRINT_BYTES:
+                read.seek(max(FINGERPRINT_BYTES, size - FINGERPRINT_BYTES))
+                digest.update(read.read(FINGERPRINT_BYTES))
+    return digest.hexdigest()[:32]
 
 
 def begin(mnemo: Mnemo, path: Path) -> tuple[Unfinished, bool]:
@@ -196,6 +223,7 @@ def begin(mnemo: Mnemo, path: Path) -> tuple[Unfinished, bool]:
         started_at=time.time(),
         pid=os.getpid(),
         id=uuid.uuid4().hex,
+        fingerprint=fingerprint(path),
     )
     write(mnemo, journal)
     return journal, False
