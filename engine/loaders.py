@@ -23,6 +23,9 @@ from engine.errors import MnemoError
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # damaged files are reported per file
 
 TEXT_PIECE_CHARS = 256 * 1024  # text is read and yielded about this much at a time
+# A PDF page's drawing instructions, at most: a dense page of text holds well under 1 MB; one of
+# 20 MB took pypdf a minute and a gigabyte to read (ten of them, 6 minutes past the file's limit).
+PDF_PAGE_BYTES = 4 * 2**20
 SNIFF_BYTES = 64 * 1024
 
 TEXT_SUFFIXES = frozenset(
@@ -165,9 +168,18 @@ def _pdf(path: Path) -> Iterator[Section]:
         raise DocumentError(f"it is not a readable PDF ({error})") from error
     for number in range(pages):
         try:
-            text = reader.pages[number].extract_text() or ""
+            page = reader.pages[number]
+            contents = page.get_contents()
+            drawn = len(contents.get_data()) if contents is not None else 0
+            text = "" if drawn > PDF_PAGE_BYTES else page.extract_text() or ""
         except (PdfReadError, ValueError, KeyError, TypeError) as error:
             raise DocumentError(f"page {number + 1} is damaged ({error})") from error
+        if drawn > PDF_PAGE_BYTES:  # pypdf reads such a page for minutes, in a gigabyte
+            raise DocumentError(
+                f"page {number + 1} holds {drawn / 2**20:.0f} MB of drawing instructions, far "
+                "more than a page of text, so the file was not read; save it again from the "
+                "program that made it, or split it"
+            )
         if text.strip():
             yield Section(text, f"page {number + 1}")
 

@@ -494,3 +494,38 @@ def test_a_real_basic_memory_note_is_read_without_its_front_matter(mnemo, real_f
     assert "Pin Node LTS to 24.14.0" in hit.text and hit.source.path == str(note)
     assert hit.source.section == f"{title} > Development Log: 1 > Key Decisions"
     assert not [p for p in mnemo.archival.list_by_source(str(note)) if "permalink" in p.text]
+
+
+def test_a_pdf_whose_pages_hold_megabytes_of_drawing_is_refused_at_once(mnemo, tmp_path):
+    """Ten pages of 20 MB of drawing instructions each ran 365 s in 1.0 GB, six minutes past
+    the file's limit: the deadline is checked between pages, and pypdf read one page for a
+    minute. A page holding far more than a page of text is refused before it is read."""
+    from pypdf import PdfWriter
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    from engine.loaders import PDF_PAGE_BYTES
+
+    writer = PdfWriter()
+    drawing = b"BT /F1 12 Tf 10 10 Td (word) Tj ET\n"
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+        }
+    )
+    for _ in range(2):
+        page = writer.add_blank_page(612, 792)
+        stream = DecodedStreamObject()
+        stream.set_data(drawing * (PDF_PAGE_BYTES // len(drawing) + 1000))
+        page[NameObject("/Contents")] = writer._add_object(stream)
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font})}
+        )
+    path = tmp_path / "drawing.pdf"
+    with path.open("wb") as out:
+        writer.write(out)
+    result = Ingestor(mnemo).ingest_file(path)
+    assert result.outcome == "error"
+    assert "MB of drawing instructions" in (result.error or "")
+    assert mnemo.archival.count() == 0
