@@ -233,6 +233,7 @@ def test_an_older_postgres_schema_is_migrated_on_open(profile_dir, embedder, pos
         with m.database.begin() as connection:  # as the version before fact expiry left it
             connection.execute(text("ALTER TABLE relation DROP COLUMN expires_at"))
             connection.execute(text("DROP TABLE message_sentences_pending"))
+            connection.execute(text("DROP TABLE import_batch"))
             connection.execute(text("DELETE FROM recall_vectors WHERE part > 0"))
             connection.execute(
                 text(

@@ -358,7 +358,8 @@ def to_timestamp(
     value: datetime | date | str | float | None, *, end_of_day: bool = False
 ) -> float | None:
     """UNIX seconds for a datetime, a date (its first or last instant) or an ISO-8601 string;
-    None for a number memory cannot hold (``held_seconds``).
+    None for a number memory cannot hold (``held_seconds``: a file's), and the nearest time it
+    can hold for a date beyond (a search "until 2999" searches until next year).
 
     Naive datetimes and dates are read as the user's local time.
     """
@@ -379,9 +380,10 @@ def to_timestamp(
     else:
         aware = datetime.combine(value, time.max if end_of_day else time.min).astimezone()
     try:
-        return held_seconds(aware.timestamp())
+        seconds = aware.timestamp()
     except (OverflowError, OSError, ValueError):  # the year 9999's last day, on some systems
-        return None
+        seconds = math.inf if aware.year > 1970 else -math.inf
+    return min(max(seconds, EARLIEST), clock.timestamp() + AHEAD_S)
 
 
 def from_timestamp(seconds: float) -> datetime:
