@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
+import time
 from collections import Counter
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -412,6 +413,7 @@ def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
     """Do what ``plan`` previewed: tombstones first, then every place, then the disk."""
     if plan.empty:
         raise InputError(f"Mnemo holds nothing of {plan.what}; there was nothing to forget.")
+    began = time.time()
     stones = [mnemo.tombstones.add(kind, parts, label) for kind, parts, label in plan.stones]
     marker = forgotten_marker()
     matcher_ = plan.matcher
@@ -426,8 +428,9 @@ def forget(mnemo: Mnemo, plan: ForgetPlan) -> ForgetResult:
     mnemo.profile.wait_for_turns()  # between its steps, a turn the person waits for goes first
     forgotten.update(remove(mnemo, redact, plan.like))
     mnemo.profile.wait_for_turns()
-    rewritten = forget_in_snapshots(mnemo, redact, plan.like)
     notes = scrub(mnemo)
+    # After the disk: a snapshot another program took as this ran is found, and rewritten.
+    rewritten = forget_in_snapshots(mnemo, redact, plan.like, since=began)
     for stone in stones:
         mnemo.tombstones.set_status(stone.id, "done")
     # The log names the tombstones ("3 words"), never the text: it is forgotten in the log too.

@@ -105,21 +105,26 @@ def test_a_chat_a_second_process_and_forgets_lose_nothing_and_leave_the_profile_
         mnemo.recall.add("user", f"Earlier message {number}: apples and pears in the orchard.")
     mnemo.wait_for_background_work()
     log = tmp_path / "other.jsonl"
-    other = start_writer("messages", profile, 20, log)
+    other = start_writer("messages", profile, 120, log)
     wait_open(other)
     chat = ChatWriter(mnemo)
     chat.start()
-    killed_at = rng.uniform(4, 8)  # the other process is killed mid-write, at some point
-    started = time.monotonic()
-    tokens = []
+    # The other process is killed mid-write, after some seeded number of its writes (counted,
+    # not timed: a busy machine writes fewer in a second), and the forgets go on after it.
+    kill_after = rng.randint(20, 40)
+    tokens: list[str] = []
+    after_the_kill = 0
     try:
-        while time.monotonic() - started < 10:
+        while other.poll() is None or after_the_kill < 2:
             token = f"zq{uuid.uuid4().hex[:8]}"
             mnemo.recall.add("user", f"My locker code is {token} today.")
             forget.forget(mnemo, forget.plan_text(mnemo, token))
             tokens.append(token)
-            if time.monotonic() - started > killed_at and other.poll() is None:
+            if other.poll() is not None:
+                after_the_kill += 1
+            elif len(acknowledged(log)[0]) >= kill_after:
                 other.send_signal(signal.SIGKILL)
+                other.wait()
     finally:
         chat.stop.set()
         chat.join()
@@ -130,7 +135,7 @@ def test_a_chat_a_second_process_and_forgets_lose_nothing_and_leave_the_profile_
 
     others, other_errors = acknowledged(log)
     assert chat.errors == [] and other_errors == []
-    assert len(tokens) >= 3 and len(chat.texts) > 20 and len(others) > 20
+    assert chat.texts and len(others) >= 20
     reopened = Mnemo.open(profile, embedder=embedder)
     try:
         reopened.wait_for_background_work()  # what the killed process had not embedded yet
@@ -331,3 +336,31 @@ def test_six_writers_at_once_one_killed_now_and_then_lose_nothing(tmp_path):
     failures = ("lost", "doubled", "forgotten_held", "locked", "conflicts", "errors")
     assert {name: result[name] for name in failures} == dict.fromkeys(failures, 0), result
     assert result["check"] == "clean" and result["searchable"]
+
+
+def test_a_snapshot_taken_while_a_forget_runs_keeps_no_byte_of_the_text(
+    tmp_path, embedder, monkeypatch
+):
+    """Another program took a snapshot (an import's) after the forget changed the rows and
+    before it merged the keyword index: the copy's rows were clean, so it was not rewritten,
+    and its index still held the words (seen in 1 of 3 ten-minute runs of writers.py)."""
+    import engine.forget
+
+    profile = tmp_path / "profile"
+    mnemo = Mnemo.open(profile, embedder=embedder)
+    try:
+        for number in range(20):
+            mnemo.recall.add("user", f"Message {number} about the allotment and its beans.")
+        mnemo.recall.add("user", "The gate code is zq7730491, don't tell anyone.")
+        real_scrub = engine.forget.scrub
+
+        def scrub_as_another_program_snapshots(stores):
+            stores.snapshots.create("taken by an import meanwhile", automatic=True)
+            return real_scrub(stores)
+
+        monkeypatch.setattr(engine.forget, "scrub", scrub_as_another_program_snapshots)
+        forget.forget(mnemo, forget.plan_text(mnemo, "zq7730491"))
+        assert len(mnemo.snapshots.all()) == 1
+        assert held_in(profile, "zq7730491") == []
+    finally:
+        mnemo.close()

@@ -427,7 +427,7 @@ def redact_rows(
             if table == "message":
                 sets += ", search_text = :text, embedded = 0"
                 changed_messages.append(int(row[key]))
-            elif table != "message":
+            else:
                 changed.setdefault(table, []).append(row[key])
             connection.execute(
                 text(f"UPDATE {table} SET {sets} WHERE {key} = :key"), {**new, "key": row[key]}
@@ -611,19 +611,37 @@ def finish_forgets(stores: AllStores) -> None:
         stores.tombstones.set_status(stone.id, "done")
 
 
-def forget_in_snapshots(stores: AllStores, redact: Redact, like: str | None) -> list[str]:
+def forget_in_snapshots(
+    stores: AllStores, redact: Redact, like: str | None, since: float = 0.0
+) -> list[str]:
     """Take the text out of every snapshot that holds it, in place (``redact_snapshot``): the
     person asked to forget a text, not to lose the snapshots (an import's undo among them). One
     that cannot be rewritten (its copy is damaged) is deleted whole. Run after the text left the
-    stores, with the snapshots' lock held: a snapshot another program was taking meanwhile is
-    found too. Returns the ids rewritten."""
+    stores and the disk (``scrub``), with the snapshots' lock held: a snapshot another program
+    took meanwhile is found too. One taken since ``since`` (the forget began) is read byte by
+    byte as well: taken between the rows' change and the scrub, its rows are clean while its
+    keyword index and free pages still hold the words. Returns the ids rewritten."""
     with stores.snapshots.lock:
         holding = [
             snapshot
             for snapshot in stores.snapshots.all()
             if snapshot_holds(stores, snapshot.id, redact, like)
+            or (snapshot.created_at.timestamp() >= since and _copy_holds(stores, snapshot, redact))
         ]
-        return [snapshot.id for snapshot in holding if _rewrite(stores, snapshot, redact, like)]
+        rewritten = [s.id for s in holding if _rewrite(stores, s, redact, like)]
+        if rewritten:  # the Lance versions they let go of: gone from the disk too
+            for table in (stores.passage_vectors, stores.recall_vectors):
+                table.prune_versions()
+        return rewritten
+
+
+def _copy_holds(stores: AllStores, snapshot: Snapshot, redact: Redact) -> bool:
+    """Whether the bytes of a snapshot's database copy (and its write-ahead log) hold it."""
+    copy = stores.snapshots.database_copy(snapshot.id)
+    return any(
+        path.is_file() and holds_text(path, redact)
+        for path in (copy, copy.with_name(copy.name + "-wal"))
+    )
 
 
 def _rewrite(stores: AllStores, snapshot: Snapshot, redact: Redact, like: str | None) -> bool:
@@ -644,9 +662,8 @@ def forget_again(stores: AllStores, stones: list[Tombstone] | None = None) -> li
     store is swept and the disk scrubbed."""
     stones = stores.tombstones.active() if stones is None else stones
     sweep(stores, stones, scrubbed=False)
-    rewritten = forget_in_snapshots(stores, held_again(stores, stones), None)
-    scrub(stores)  # after the snapshots: the versions they let go of are pruned too
-    return rewritten
+    scrub(stores)
+    return forget_in_snapshots(stores, held_again(stores, stones), None)  # every byte read
 
 
 # -- the disk --------------------------------------------------------------------------------------

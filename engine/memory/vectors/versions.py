@@ -105,6 +105,15 @@ class TableVersions:
             self.table.checkout_latest()
             self.upkeep.recount()
 
+    def prune_versions(self: _Versioned) -> None:
+        """Delete at once every version no snapshot keeps (a forget's snapshots let go of the
+        versions that held the text)."""
+        with self._writing():
+            self.table.to_lance().cleanup_old_versions(
+                older_than=timedelta(0), delete_unverified=True, error_if_tagged_old_versions=False
+            )
+            self.table.checkout_latest()
+
     # -- damage (a file of the table lost: the health check's repair) -------------------------
 
     def rebuild_empty(self: _Versioned) -> None:
