@@ -80,6 +80,7 @@ def test_every_benchmark_is_listed_with_its_command():
         "conversation_people",
         "conversation_heldout",
         "conversation_fresh",
+        "conversation_untold",
         "months_life",
         "paraphrases",
         "retrieval_folds",

@@ -2,10 +2,13 @@
 
 Each scripted person talks to the real agent in a fresh profile: small talk, requests,
 statements about their life, corrections, and questions about what they said, in the same
-conversation, in a new one, and after the profile was closed and opened again. Three groups:
+conversation, in a new one, and after the profile was closed and opened again. Four groups:
 ``tuned`` (``conversation_people.py``, the people the rules were tuned on), ``heldout``
-(``conversation_heldout.py``, everyday phrasings, whose misses have since been read) and
-``fresh`` (``conversation_fresh.py``, never tuned on); ``--group`` picks one. One JSON line out:
+(``conversation_heldout.py``, everyday phrasings, whose misses have since been read),
+``fresh`` (``conversation_fresh.py``, written before a change, since read) and ``untold``
+(``conversation_untold.py``, never tuned on); ``--group`` picks one. The conversations happen
+on ``--on`` (a fixed day: the bundled model answers a little differently on another weekday,
+and ages and "next Friday" depend on it). One JSON line out:
 
 - ``fully_correct``: memory questions whose reply is right by the strict count: it holds the
   current value, no superseded one (unless as history: "before that, Ghent"), no value that is
@@ -32,9 +35,9 @@ conversation, in a new one, and after the profile was closed and opened again. T
   finished reply) and ``after_reply_s`` p50/p95: how long the turn goes on after the reply is
   shown (the memory step), which the window does not make the person wait for.
 
-    uv run python tests/benchmarks/conversation.py [--group tuned|heldout|fresh]
+    uv run python tests/benchmarks/conversation.py [--group tuned|heldout|fresh|untold]
         [--people priya,tom] [--model PATH.gguf | openai:NAME --base-url URL] [--seed 7]
-        [--no-ceiling] [--show]
+        [--no-ceiling] [--show] [--on 2026-12-07]
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +57,9 @@ from _common import emit, percentile, use_model
 from conversation_fresh import FRESH
 from conversation_heldout import HELDOUT
 from conversation_people import PEOPLE, Ask, Document, Muse, Tell, Turn
+from conversation_untold import UNTOLD
 
-from engine import Mnemo
+from engine import Mnemo, clock
 from engine.agent import Agent
 from engine.context.window import load_state
 from engine.embed import default_embedder
@@ -75,7 +79,7 @@ UNKNOWN = re.compile(
 )
 
 
-GROUPS = {"tuned": PEOPLE, "heldout": HELDOUT, "fresh": FRESH}
+GROUPS = {"tuned": PEOPLE, "heldout": HELDOUT, "fresh": FRESH, "untold": UNTOLD}
 RUNAWAY_CHARS = 1200  # a few sentences are ~300; four times that is a reply that ran on
 SHAPE_WORDS = 6  # shorter replies ("Hi!", "You're welcome.") may well recur
 SHAPE_SIMILARITY = 0.75  # of the words, in order: the same sentence with a phrase changed
@@ -330,7 +334,7 @@ def run_person(
         if not isinstance(turn, Ask):
             continue
         # Memory holds when each thing was said: today, in this benchmark.
-        today = f"{datetime.now():%-d %B %Y}"
+        today = f"{clock.now():%-d %B %Y}"
         made_up = invented(reply, known_words([*said, today]))
         turns.about_person += 1
         if made_up:
@@ -403,10 +407,16 @@ def main() -> None:
     parser.add_argument("--no-ceiling", dest="ceiling", action="store_false")
     parser.add_argument("--show", action="store_true", help="print each exchange to stderr")
     parser.add_argument("--failures", action="store_true", help="list what failed, to stderr")
+    parser.add_argument(
+        "--on", type=date.fromisoformat, default=date(2026, 12, 7), help="the day they talk"
+    )
     args = parser.parse_args()
     embedder = default_embedder()
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="mnemo-conversation-") as folder:
+    with (
+        clock.travel(datetime(args.on.year, args.on.month, args.on.day, 10)),
+        tempfile.TemporaryDirectory(prefix="mnemo-conversation-") as folder,
+    ):
         root = Path(folder)
         settings_profile = Mnemo.open(root / "settings", embedder=embedder)
         use_model(settings_profile.settings, args.model, args.base_url)
@@ -439,6 +449,7 @@ def main() -> None:
             "model": model.name,
             "group": args.group,
             "seed": args.seed,
+            "on": args.on.isoformat(),
             "people": len(people),
             "replies": turns.reply_count,
             "repeat_rate": round(turns.repeats / max(1, turns.reply_count), 3),

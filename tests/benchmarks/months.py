@@ -34,8 +34,9 @@ whole) and the questions are asked again. One JSON line per seed, with ``before`
 
     uv run python tests/benchmarks/months.py [--seeds 1,2] [--pool POOL] [--model PATH.gguf]
 
-``--pool held_out`` (POOL) says the life in the second pool of wordings, ``sealed`` in the third and
-``unseen`` in the fourth (``months_life.py`` says which session may read which).
+``--pool held_out`` (POOL) says the life in the second pool of wordings, ``sealed`` in the third,
+``unseen`` in the fourth and ``untold`` in the fifth (``months_life.py`` says which session may
+read which).
 """
 
 from __future__ import annotations

@@ -11,7 +11,11 @@ Nothing here is tuned to Mnemo's rules: the phrasings are drawn from ``PHRASINGS
 and a second seed gives another person with other words on other days. ``HELD_OUT_PHRASINGS``
 is a second pool of wordings, written apart and never tuned on (``write_life(seed,
 pool="held_out")``); ``SEALED_PHRASINGS`` and ``UNSEEN_PHRASINGS`` are a third and a fourth,
-each kept for the session after the one that works on the pool before it.
+each kept for the session after the one that works on the pool before it; ``UNTOLD_PHRASINGS``
+is a fifth, written before the language layer (issue 73) and run only to report.
+
+The people include names with accents and in other scripts (Joaquín, Zoë, Søren, Ólöf,
+Łukasz, 美咲), which memory must keep whole.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ CONVERSATIONS = 32
 
 TOWNS = [
     "Lisbon", "Madrid", "Porto", "Ghent", "Antwerp", "Lyon", "Leeds", "Utrecht", "Bologna",
-    "Graz", "Tampere", "Aarhus", "Bilbao", "Krakow", "Brno", "Valencia",
+    "Graz", "Tampere", "Aarhus", "Bilbao", "Kraków", "Brno", "Valencia", "Malmö", "Zürich",
 ]  # fmt: skip
 DREAM_TOWNS = ["Berlin", "Kyoto", "Reykjavik", "Vancouver", "Marrakesh"]
 EMPLOYERS = [
@@ -36,9 +40,9 @@ EMPLOYERS = [
 JOBS = ["nurse", "accountant", "data analyst", "teacher", "architect", "pharmacist", "editor"]
 PETS = [("dog", "Biscuit"), ("cat", "Miso"), ("dog", "Pepper"), ("cat", "Olive"),
         ("rabbit", "Clover"), ("dog", "Juno"), ("cat", "Tofu")]  # fmt: skip
-PARTNERS = ["Sam", "Alex", "Noor", "Lena", "Marco", "Yuki", "Dara"]
-SISTERS = ["Ines", "Clara", "Maya", "Rosa", "Hana"]
-COLLEAGUES = ["Tom", "Priya", "Jonas", "Ada", "Felix"]
+PARTNERS = ["Sam", "Alex", "Noor", "Lena", "Marco", "Yuki", "Dara", "Joaquín", "Zoë", "Søren"]
+SISTERS = ["Ines", "Clara", "Maya", "Rosa", "Hana", "Ólöf", "美咲"]
+COLLEAGUES = ["Tom", "Priya", "Jonas", "Ada", "Felix", "Łukasz", "Anaïs"]
 TASTES = [("tea", "coffee"), ("running", "swimming"), ("jazz", "techno"), ("cats", "dogs")]
 
 # Ways of saying each kind of fact; the seed picks among them, each at most once a fact.
@@ -390,11 +394,100 @@ UNSEEN_PHRASINGS: dict[str, list[str]] = {
         "Okay, good to know.",
     ],
 }
+# A fifth pool, written on 7 December before any code of the understanding issue (73) changed,
+# by a session that had read none of the earlier pools' misses in detail: the wordings nobody
+# tuned on, run only to report. Its failures are read at the end of the issue.
+UNTOLD_PHRASINGS: dict[str, list[str]] = {
+    "home": [
+        "The tram from my place in {town} to the centre takes ten minutes.",
+        "I've got a little flat in {town}, third floor, no lift.",
+        "Living in {town} means I never need a car.",
+        "Back home in {town} after a long day.",
+    ],
+    "moved": [
+        "Keys handed over, I'm a {town} resident as of today.",
+        "Moving day is over: new address in {town}.",
+        "We relocated to {town} this weekend.",
+    ],
+    "job": [
+        "I'm the {job} at {employer}, have been for a while.",
+        "Work at {employer} was hectic; {job}s never get a quiet week.",
+        "{employer} keeps me busy as their {job}.",
+        "Lunch break at {employer}, the canteen is terrible.",
+    ],
+    "new_job": [
+        "Said yes to {employer}: I'm their {job} from today.",
+        "Handed in my badge at the old place; {employer} is my employer now.",
+        "Day one at {employer}, still learning everyone's names.",
+    ],
+    "pet": [
+        "My {species} {pet} chewed through a charger cable.",
+        "{pet} is curled up on my lap, best {species} ever.",
+        "Took {pet} to the groomer; a {species} with a haircut looks silly.",
+        "Every morning {pet}, my {species}, waits by the door.",
+    ],
+    "pet_died": [
+        "{pet} passed away last night; I still can't believe my {species} is gone.",
+        "Had to say goodbye to {pet} today. Rest well, old {species}.",
+    ],
+    "new_pet": [
+        "There's a new {species} in the house: {pet}!",
+        "Brought home a rescue {species} and called her {pet}.",
+        "Say hello to {pet}, the {species} we just adopted.",
+    ],
+    "taste": [
+        "Give me {liked} any day; {other} does nothing for me.",
+        "I'm a {liked} person through and through, {other} not so much.",
+        "Whenever there's a choice I go for {liked} and skip {other}.",
+    ],
+    "taste_flip": [
+        "I never thought I'd say it, but I'm done with {other}: it's {liked} now.",
+        "Turns out I like {liked} better than {other} these days.",
+    ],
+    "sister": [
+        "Called my sister {sister}; she's settled in {town} for good.",
+        "{sister}, my little sister, has a flat in {town}.",
+        "My sister {sister} makes the best coffee in all of {town}.",
+    ],
+    "partner_new": [
+        "{partner} asked me out and we're a couple now.",
+        "Met someone special: {partner}. We're together!",
+    ],
+    "partner": [
+        "{partner}, my partner, fixed the leaking tap.",
+        "Dinner at {partner}'s parents tonight, my partner is nervous.",
+        "My significant other {partner} is away on a work trip.",
+    ],
+    "colleague": [
+        "{colleague} from my team lives out in {town}.",
+        "My co-worker {colleague} commutes from {town} every day.",
+    ],
+    "muse": [
+        "Wouldn't it be amazing to live in {dream}?",
+        "I keep daydreaming about a job in {dream}.",
+        "If money were no object I'd move to {dream} tomorrow.",
+    ],
+    "correction": [
+        "I've got the dentist on {wrong}.",
+        "Wait, I checked the card: the dentist is {right}, not {wrong}.",
+    ],
+    "small_talk": [
+        "Hello again.",
+        "How do I stop my glasses fogging up?",
+        "Tell me something interesting about octopuses.",
+        "Thanks a lot.",
+        "What's a quick vegetarian dinner?",
+        "Good afternoon.",
+        "Any tips for falling asleep faster?",
+        "Cool, thanks.",
+    ],
+}
 POOLS = {
     "tuned": PHRASINGS,
     "held_out": HELD_OUT_PHRASINGS,
     "sealed": SEALED_PHRASINGS,
     "unseen": UNSEEN_PHRASINGS,
+    "untold": UNTOLD_PHRASINGS,
 }
 WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 
