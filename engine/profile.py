@@ -29,6 +29,7 @@ from engine.errors import ProfileError, RedactingFilter
 DEFAULT_PROFILE_NAME = "default"
 TURN_POLL_S = 0.05  # how often work that waits for a turn looks again
 TURN_WAIT_S = 120.0  # and for how long at most
+BULK_NICENESS = 10  # how far a bulk command (import, ingest, reembed) stands back for the CPU
 WINDOW = "the Mnemo window"  # how a holder of the assistant names itself
 CHAT = "mnemo chat"
 
@@ -257,3 +258,13 @@ def log_to_profile(profile: Profile) -> None:
     handler.mnemo_profile_log = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(min(root.level or logging.INFO, logging.INFO))
+
+
+def behind_turns() -> None:
+    """Lower this process's CPU priority for the bulk work it is about to do (`mnemo import`,
+    `ingest`, `reembed`): its embedding otherwise takes half of two cores from a turn the
+    person waits for in the window (a turn's own work took 2.0× as long; behind it, 1.04×,
+    tests/benchmarks/writers.py). Alone on the machine it runs as fast. Where the system has
+    no nice (Windows), nothing changes."""
+    with suppress(AttributeError, OSError):
+        os.nice(BULK_NICENESS)

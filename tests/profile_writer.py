@@ -97,6 +97,9 @@ def chat(mnemo: Mnemo, log: Log, until: float, rng: random.Random) -> None:
 def import_exports(mnemo: Mnemo, log: Log, until: float, rng: random.Random) -> None:
     from engine.exchange import unfinished
     from engine.exchange.chat_exports import import_conversations, read_conversation
+    from engine.profile import behind_turns
+
+    behind_turns()  # as `mnemo import` does
 
     log.attempt(lambda: unfinished.undo_unfinished(mnemo))  # one a kill cut short
     source = json.loads(REAL_EXPORT.read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ from engine.cli import main
 from engine.exchange import import_file
 from engine.exchange.archive import ArchiveError
 from engine.exchange.chat_exports import iter_json_array
+from engine.profile import BULK_NICENESS
 
 T0 = 1_700_000_000.0  # 14 November 2023
 
@@ -224,6 +225,17 @@ def test_mnemo_import_reads_a_chatgpt_export(tmp_path, capsys):
     assert "From ChatGPT" in said.out
     # Its output is no terminal (a log, a pipe): progress comes as lines, the last one too.
     assert said.err.splitlines()[-1] == "messages: 4 of 4"
+
+
+def test_mnemo_import_stands_back_for_the_cpu_so_a_turn_elsewhere_comes_first(
+    tmp_path, monkeypatch
+):
+    asked: list[int] = []
+    monkeypatch.setattr("os.nice", asked.append)  # the test process keeps its priority
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(chatgpt_export()), encoding="utf-8")
+    assert main(["--profile", str(tmp_path / "p"), "import", str(path)]) == 0
+    assert asked == [BULK_NICENESS]
 
 
 # Shapes from real exports: ChatGPT's voice mode (2025: a transcription part beside the audio

@@ -160,3 +160,13 @@ def test_what_memory_holds_is_printed_without_anything_a_terminal_would_obey(tmp
         assert "\x1b" not in out and "\x07" not in out, command
     assert main(["--profile", str(profile), "search", "recall", "boiler code"]) == 0
     assert "The boiler code is 5512" in capsys.readouterr().out
+
+
+def test_bulk_work_runs_behind_the_persons_turns():
+    """`behind_turns` lowers the priority of its own process only (run in a child: the test
+    process keeps its own)."""
+    code = "import os; from engine.profile import behind_turns; behind_turns(); print(os.nice(0))"
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from engine.profile import BULK_NICENESS
+
+    assert int(child.stdout) == os.nice(0) + BULK_NICENESS

@@ -10,6 +10,7 @@ from engine.cli.output import print_json, when
 from engine.errors import InputError
 from engine.memory.archival import NewPassage
 from engine.memory.search import hit_line
+from engine.profile import behind_turns
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -141,4 +142,5 @@ def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print("Memory already uses the current embedder; nothing to do.")
         return 0
     print(mismatch)
+    behind_turns()
     return reembed(mnemo, None, "", yes=args.yes)
