@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from engine import Mnemo
+from engine.profile import behind_turns
 
 REAL_EXPORT = (
     Path(__file__).resolve().parents[2] / "shared/data/real/chatgpt_2026/conversations-002.json"
@@ -97,9 +98,6 @@ def chat(mnemo: Mnemo, log: Log, until: float, rng: random.Random) -> None:
 def import_exports(mnemo: Mnemo, log: Log, until: float, rng: random.Random) -> None:
     from engine.exchange import unfinished
     from engine.exchange.chat_exports import import_conversations, read_conversation
-    from engine.profile import behind_turns
-
-    behind_turns()  # as `mnemo import` does
 
     log.attempt(lambda: unfinished.undo_unfinished(mnemo))  # one a kill cut short
     source = json.loads(REAL_EXPORT.read_text(encoding="utf-8"))
@@ -197,6 +195,8 @@ KINDS: dict[str, Callable[[Mnemo, Log, float, random.Random], None]] = {
 
 
 def main(kind: str, profile: Path, seconds: float, log_path: Path, seed: int) -> None:
+    if kind == "import":
+        behind_turns()  # as `mnemo import` does
     mnemo = Mnemo.open(profile)
     print("open", flush=True)  # the caller starts its clock here
     try:

@@ -18,7 +18,7 @@ from engine.cli.output import safe_output
 from engine.cli.parsers import build_parser
 from engine.errors import user_message
 from engine.llm.base import safe_text
-from engine.profile import log_to_profile
+from engine.profile import behind_turns, log_to_profile
 from engine.startup import resume_collection
 
 if TYPE_CHECKING:
@@ -51,6 +51,9 @@ def handler_of(args: argparse.Namespace) -> Callable[[Mnemo, argparse.Namespace]
     return handler
 
 
+BULK_COMMANDS = {"exchange:cmd_import", "ingest:cmd_ingest", "archival:cmd_reembed"}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     moments.mark("started")
     args = build_parser().parse_args(argv)
@@ -64,6 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             resume_collection()
             return int(handler_of(args)(None, args))  # type: ignore[arg-type]
         from engine.mnemo import Mnemo  # the stores load only once a command runs
+
+        if args.handler in BULK_COMMANDS:
+            behind_turns()  # before any thread starts: each inherits it
 
         on_settings = None
         if args.handler == "chat:cmd_chat":

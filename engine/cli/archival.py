@@ -10,7 +10,6 @@ from engine.cli.output import print_json, when
 from engine.errors import InputError
 from engine.memory.archival import NewPassage
 from engine.memory.search import hit_line
-from engine.profile import behind_turns
 from engine.text import one_line
 
 if TYPE_CHECKING:
@@ -142,5 +141,4 @@ def cmd_reembed(mnemo: Mnemo, args: argparse.Namespace) -> int:
         print("Memory already uses the current embedder; nothing to do.")
         return 0
     print(mismatch)
-    behind_turns()
     return reembed(mnemo, None, "", yes=args.yes)

@@ -12,7 +12,6 @@ from engine.exchange.archive import export_archive, parse_since
 from engine.exchange.letta import export_agent_file
 from engine.exchange.unfinished import undo_unfinished
 from engine.llm.download import duration
-from engine.profile import behind_turns
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -81,7 +80,6 @@ def cmd_import(mnemo: Mnemo, args: argparse.Namespace) -> int:
     if args.path is None:
         print("Name the file to import (or --undo).", file=sys.stderr)
         return 2
-    behind_turns()
     report = import_file(mnemo, args.path, progress=_Progress())
     if sys.stderr.isatty():
         print(file=sys.stderr)

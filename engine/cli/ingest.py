@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from engine.ingest.ingestor import FileResult, Ingestor, IngestProgress, canonical_path
 from engine.ingest.watch import FolderWatcher, WatchedFolders
 from engine.interrupt import run_interruptibly
-from engine.profile import behind_turns
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -86,7 +85,6 @@ def _run_with_cancel(work: Callable[[threading.Event], IngestProgress]) -> Inges
 
 
 def cmd_ingest(mnemo: Mnemo, args: argparse.Namespace) -> int:
-    behind_turns()
     ingestor = _ingestor(mnemo)
     bar = ProgressBar()
     leftover = ingestor.resume  # files a crash or a Ctrl-C left unfinished come first
