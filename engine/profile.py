@@ -263,7 +263,7 @@ def log_to_profile(profile: Profile) -> None:
 def behind_turns() -> None:
     """Lower this process's CPU priority for the bulk work it is about to do (`mnemo import`,
     `ingest`, `reembed`): its embedding otherwise takes half of two cores from a turn the
-    person waits for in the window (a turn's own work took 2.0× as long; behind it, 1.04×,
+    person waits for in the window (a turn's own work took 2.0× as long; behind it, 1.3–1.4×,
     tests/benchmarks/writers.py). Alone on the machine it runs as fast. Called before the
     process starts a thread: on Linux each thread has its own priority, inherited when it
     starts. Where the system has no nice (Windows), nothing changes."""
