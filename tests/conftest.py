@@ -97,6 +97,14 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # the app's window settings
 
 
+@pytest.fixture(autouse=True)
+def _priority_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bulk command run in the test process (`main(["import", ...])`) would lower the
+    priority of every test after it, and of the servers they start (``behind_turns``); its
+    own tests run it in a child process or record the call."""
+    monkeypatch.setattr("os.nice", lambda _increment: 0)
+
+
 class MemoryKeyring(KeyringBackend):
     """A keyring for tests: secure as far as Mnemo can tell, gone when the test ends."""
 
