@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
+import regex
+
 from engine.errors import MnemoError
 from engine.llm.base import FunctionSchema
 from engine.memory.archival import NewPassage, Passage
@@ -23,7 +25,7 @@ from engine.memory.knowledge import Fact, relation_words, said_to_person
 from engine.memory.proposals import Proposal
 from engine.memory.recall import MessageHit, RecallTransaction
 from engine.memory.search import Page, excerpt
-from engine.text import one_line
+from engine.text import CAPITAL, one_line
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -503,7 +505,7 @@ def _archival_change(ctx: ToolContext, short_id: str, text: str) -> ToolResult:
 # its parts, which would match any "12" or "23" a document holds.
 _NUMBER = re.compile(r"\d(?:[\d,.:/-]*\d)?")
 _SENTENCE = re.compile(r"(?<=[.!?:\n])\s+")
-_CAPITALISED = re.compile(r"\b[A-Z][\w'-]+")
+_CAPITALISED = regex.compile(rf"\b{CAPITAL}[\w'-]+")
 
 
 _WORD = re.compile(r"\w+")

@@ -5,6 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# The first letter of a name in any script, for patterns compiled with ``regex`` (which knows
+# letters' categories): a capital (Joaquín, Łukasz, Ólöf) or a letter of a script without case
+# (美咲). ``re``'s [A-Z][a-z]+ read "Joaquín" as "Joaqu" and "Ólafur" as no name at all.
+CAPITAL = r"[\p{Lu}\p{Lt}\p{Lo}]"
+LETTERS = r"[^\W\d_]"  # any letters, of any script
+
 
 def one_line(text: str, width: int = 90) -> str:
     """``text`` on one line (runs of white space become one space), cut to ``width`` with "…"."""

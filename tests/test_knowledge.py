@@ -618,6 +618,46 @@ def test_a_loss_said_as_a_goodbye_ends_the_pet(said, ended):
     assert ended_names(said) == ended
 
 
+@pytest.mark.parametrize(
+    ("said", "triples"),
+    [
+        ("My name is Joaquín.", [("User", "name", "Joaquín")]),
+        ("Call me Søren.", [("User", "name", "Søren")]),
+        (
+            "My sister Ólöf lives in Malmö.",
+            [("User", "sister", "Ólöf"), ("Ólöf", "lives_in", "Malmö")],
+        ),
+        ("My colleague Łukasz works at Zürich Re.", [("Łukasz", "works_at", "Zürich Re")]),
+        (
+            "My sister 美咲 lives in Kyoto.",
+            [("User", "sister", "美咲"), ("美咲", "lives_in", "Kyoto")],
+        ),
+        (
+            "My partner Zoë moved to Kraków.",
+            [("User", "partner", "Zoë"), ("Zoë", "lives_in", "Kraków")],
+        ),
+        # a possessive is no part of the name, and the sentence's full stop none of the date
+        (
+            "My sister Ana's birthday is 3 May.",
+            [("Ana", "birthday", "3 May"), ("User", "sister", "Ana")],
+        ),
+        ("My name is Anne-Marie O'Neill.", [("User", "name", "Anne-Marie O'Neill")]),
+    ],
+)
+def test_names_keep_every_letter_in_any_script(said, triples):
+    """ "Joaquín" was kept, answered and listed as "Joaqu"; "Ólöf" was no name at all."""
+    from engine.memory.extract import facts_in
+
+    assert [fact.triple for fact in facts_in(said, date(2026, 12, 7))] == triples
+
+
+def test_a_loss_of_a_pet_with_an_accented_name_ends_it_whole():
+    from engine.agent.assisted_rules import ended_names
+
+    assert ended_names("We lost Zoë today.") == ["Zoë"]
+    assert ended_names("Chloé passed away last night.") == ["Chloé"]
+
+
 def test_a_taste_turned_round_replaces_the_old_one_and_another_taste_stands_beside_it(mnemo):
     knowledge = mnemo.knowledge
     knowledge.add("user", "prefers", "cats over dogs")

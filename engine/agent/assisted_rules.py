@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import regex
+
 from engine import clock
 from engine.agent.grounding import (
     ABBREVIATION,
@@ -54,6 +56,7 @@ from engine.memory.recall import MessageHit
 from engine.memory.search import STEM, excerpt, query_terms, same_word
 from engine.memory.vectors import query_vector
 from engine.resources import resource_path
+from engine.text import CAPITAL, LETTERS
 from engine.transcript import ANSWER_FROM_FACTS, NOTHING_FOUND, SECTION_HEAD, spoken_date
 
 if TYPE_CHECKING:
@@ -192,9 +195,10 @@ class Recalled:
         if any(fact.predicate in same for fact in self.facts):
             return True
         words = "|".join(re.escape(w) for w in same)
-        naming = re.compile(
+        naming = regex.compile(
             rf"\b(?:{words})s?(?:'s name is|'s name's|,| is called| called| named| is)?\s+"
-            rf"(?!(?:{_NOT_A_NAME})\b)[A-Z][a-z]+|\b[A-Z][a-z]+,?\s+(?:my|your|our)\s+(?:{words})\b",
+            rf"(?!(?:{_NOT_A_NAME})\b){CAPITAL}{LETTERS}+"
+            rf"|\b{CAPITAL}{LETTERS}+,?\s+(?:my|your|our)\s+(?:{words})\b",
         )
         texts = [hit.text for hit in self.messages] + [p.text for p in self.passages]
         return any(naming.search(text) for text in texts)
@@ -1071,7 +1075,9 @@ _REQUEST = re.compile(
     r"\s+(?:me|us)\b",
     re.IGNORECASE,
 )
-_NAMED_SUBJECT = re.compile(r"^(?P<name>[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)(?:'s)?\s+[a-z]")
+_NAMED_SUBJECT = regex.compile(
+    rf"^(?P<name>{CAPITAL}[\w'-]+(?:\s+{CAPITAL}[\w'-]+)?)(?:'s)?\s+[a-z]"
+)
 _PRONOUN_SUBJECT = re.compile(r"^(?P<pronoun>she|he)\b(?=\s+[a-z])", re.IGNORECASE)
 
 
@@ -1169,12 +1175,14 @@ _LASTING_NEWS = re.compile(
 )
 # A death or loss the person tells of: "my cat Tofu died", "We lost Tofu today", "Grandpa
 # Joe passed away".
-_ENDED = re.compile(
-    r"\b(?P<a>[A-Z][a-z]+)(?:,\s+my\s+\w+,)?\s+(?:has\s+)?(?:died|passed away)\b"
-    r"|\b(?:[Ww]e|I)\s+(?:just\s+)?lost\s+(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<b>[A-Z][a-z]+)\b"
+_ENDED = regex.compile(
+    rf"\b(?P<a>{CAPITAL}{LETTERS}+)(?:,\s+my\s+\w+,)?\s+(?:has\s+)?(?:died|passed away)\b"
+    rf"|\b(?:[Ww]e|I)\s+(?:just\s+)?lost\s+(?:my\s+\w+\s+|our\s+\w+\s+)?"
+    rf"(?P<b>{CAPITAL}{LETTERS}+)\b"
     # "I had to say goodbye to Tofu today", not "… to Sam at the airport".
     r"|\b(?:[Ww]e|I)\s+(?:just\s+)?had\s+to\s+(?:say\s+goodbye\s+to|put\s+down|let\s+go\s+of)\s+"
-    r"(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<c>[A-Z][a-z]+)\b(?!\s+(?:at|until|for|before|after|on)\b)"
+    rf"(?:my\s+\w+\s+|our\s+\w+\s+)?(?P<c>{CAPITAL}{LETTERS}+)\b"
+    r"(?!\s+(?:at|until|for|before|after|on)\b)"
 )
 
 

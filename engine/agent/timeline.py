@@ -23,9 +23,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TYPE_CHECKING
 
+import regex
+
 from engine.agent import assisted_rules as assisted
 from engine.errors import NotFoundError
 from engine.memory.knowledge import PETS, RELATIVES, USER, Fact, name_key, with_article
+from engine.text import CAPITAL
 
 if TYPE_CHECKING:
     from engine.mnemo import Mnemo
@@ -293,7 +296,7 @@ def _answer(
 
 
 _YES_NO = re.compile(r"^\W*(?:do|did|have|am|was)\s+I\b", re.I)
-_PLACE = re.compile(r"\b(?:in|to|at|for)\s+([A-Z][\w-]+)")
+_PLACE = regex.compile(rf"\b(?:in|to|at|for)\s+({CAPITAL}[\w-]+)")
 
 
 def _not_held(relation: Relation, spans: list[Span], asked: str) -> str | None:

@@ -19,23 +19,33 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
+import regex
+
 from engine.memory.knowledge import PREFERS, RELATIVES, USER, fact_sentence
+from engine.text import CAPITAL, LETTERS
 
 _MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTH = "(?i:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
-_CAPITAL = r"(?!I\b)[A-Z][\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
+# A name keeps every letter in any script (``CAPITAL``): these patterns compile with ``regex``.
+_UPPER = CAPITAL
+_CAPITAL = rf"(?!I\b){_UPPER}[\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
 _JOINER = r"(?:of|de|da|do|du|del|la|le|von|van|and|&|for)"
 # A name: capitalised words, possibly joined by "of", "de"... ("Bank of Portugal").
 _NAME = rf"(?:[Tt]he\s+)?{_CAPITAL}(?:\s+(?:{_JOINER}\s+)?{_CAPITAL})*"
-_PERSON = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"
+_PERSON_WORD = (
+    rf"{_UPPER}{LETTERS}*(?:-{LETTERS}+|'(?!s\b){LETTERS}+)*"  # Anne-Marie, O'Neill: not Ana's
+)
+_PERSON = rf"{_PERSON_WORD}(?:\s+{_PERSON_WORD})?"
 _DATE = (
     rf"(?:(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTH}(?:,?\s+\d{{4}})?"
     rf"|{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?"
     r"|\d{4}-\d{2}-\d{2})"
 )
 # A thing named in lower case ("peanuts", "bee stings"), up to three words, before a joiner.
-_THING = r"[A-Za-z][\w-]*(?:\s+(?!(?:and|but|so|or|which|because|since|when)\b)[a-z][\w-]*){0,2}"
+_THING = (
+    rf"{LETTERS}[\w-]*(?:\s+(?!(?:and|but|so|or|which|because|since|when)\b)[a-z][\w-]*){{0,2}}"
+)
 _RELATIVE = "|".join(sorted(RELATIVES, key=len, reverse=True))
 # Words that start a sentence in capitals without being anyone's name.
 _NOT_NAMES = frozenset(
@@ -327,14 +337,14 @@ _PATTERNS: list[tuple[str, str]] = [
     ("born_on", rf"\b{_THEY}\s+was\s+born\s+on\s+(?P<object>{_DATE})"),
     ("born_in", rf"\b{_THEY}\s+was\s+born\s+in\s+(?P<object>{_NAME})"),
 ]
-_COMPILED = [(predicate, re.compile(pattern)) for predicate, pattern in _PATTERNS]
+_COMPILED = [(predicate, regex.compile(pattern)) for predicate, pattern in _PATTERNS]
 # "my sister Ana's birthday is 12 May": the birthday of the person just named.
-_RELATIVE_BIRTHDAY = re.compile(
+_RELATIVE_BIRTHDAY = regex.compile(
     rf"\b[Mm]y\s+(?:{_RELATIVE})\s+(?P<subject>{_PERSON})'s\s+birthday\s+is\s+(?:on\s+)?"
     rf"(?P<object>{_DATE})"
 )
 # A description set off by commas after a name: ", my little sister,", ", a colleague of mine,".
-_APPOSITIVE = re.compile(r"(?<=[a-z]),\s+(?:my|our|a|an|the)\s+[\w' -]{1,40}?,")
+_APPOSITIVE = re.compile(rf"(?<={LETTERS}),\s+(?:my|our|a|an|the)\s+[\w' -]{{1,40}}?,")
 _TRAILING = re.compile(rf"\s+(?:{_JOINER}|[Tt]he)$")
 
 
@@ -378,7 +388,7 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
         if subject in _NOT_NAMES:
             continue
         obj = _TRAILING.sub("", match["object"].strip(" .,;"))
-        obj = re.sub(r"^[Tt]he\s+(?=[A-Z])", "", obj)  # "the Bank of Portugal"
+        obj = regex.sub(rf"^[Tt]he\s+(?={_UPPER})", "", obj)  # "the Bank of Portugal"
         if predicate == PREFERS:
             other = match["other"]
             obj = f"{obj} over {other}".casefold() if other else obj.casefold()
@@ -402,9 +412,9 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
 
 
 def _clean_date(text: str) -> str:
-    """ "12th of May" -> "12 May"."""
+    """ "12th of May" -> "12 May", and "3 May." at a sentence's end -> "3 May"."""
     text = re.sub(r"(\d)(?:st|nd|rd|th)\b", r"\1", re.sub(r"^the\s+", "", text))
-    return " ".join(re.sub(r"\bof\s+", "", text).replace(",", "").split())
+    return " ".join(re.sub(r"\bof\s+", "", text).replace(",", "").split()).rstrip(".")
 
 
 _AGO = re.compile(
