@@ -4,10 +4,10 @@ Beside it, a menu renames, duplicates (memory included, or the persona only) and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from pathlib import Path
 
+import regex
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QComboBox,
@@ -24,10 +24,11 @@ from desktop.ui import PROFILE_SETTING, app_settings
 from engine.assistants import Assistants
 from engine.errors import MnemoError
 from engine.profile import data_folder
+from engine.text import CAPITAL
 
 NEW = "New assistant…"
 # "I am Mnemo, …", "My name is Ada.": the name an assistant's persona gives itself.
-_PERSONA_NAME = re.compile(r"\b(?:I am|I'm|My name is|You are)\s+([A-Z][\w'-]{0,30})")
+_PERSONA_NAME = regex.compile(rf"\b(?:I am|I'm|My name is|You are)\s+({CAPITAL}[\w'-]{{0,30}})")
 
 
 def persona_name(persona: str, folder: Path) -> str:

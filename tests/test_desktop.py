@@ -1856,6 +1856,7 @@ def test_a_profile_opened_by_its_path_is_named_by_its_persona(qtbot, mnemo, wind
     assert window.switcher.currentText() == "Mnemo"
     assert str(mnemo.profile.root) in window.switcher.toolTip()
     assert persona_name("My name is Ada. I keep things short.", mnemo.profile.root) == "Ada"
+    assert persona_name("I am Ólafur, your assistant.", mnemo.profile.root) == "Ólafur"
     assert persona_name("A helpful assistant.", mnemo.profile.root) == "profile"
 
 
