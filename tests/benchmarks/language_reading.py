@@ -31,8 +31,12 @@ Readers, each reading the relations of ``resources/language/relations.json`` whe
   --reader spacy``): the relations whose verbs and nouns (lemmas) the clause holds, the value
   read from the parse by kind, the same stance words.
 
-    uv run python tests/benchmarks/language_reading.py [--reader rules|embedder|spacy]
-        [--part tuned|untold|both]
+``--months`` reads the sentences of ``months.py``'s five pools of wordings as well (seeds 1–5),
+each fact as the generator wrote it: ``tuned`` and ``held_out`` were tuned on, ``sealed`` partly
+read, ``unseen`` and ``untold`` never.
+
+    uv run python tests/benchmarks/language_reading.py [--reader rules|words|embedder|spacy]
+        [--part tuned|untold|both] [--months]
 """
 
 from __future__ import annotations
@@ -300,16 +304,56 @@ def score(reader: Reader, sentences: list[dict]) -> dict[str, float | int]:
     }
 
 
+# What each fact of a months life (``months_life.Line.facts``) is, as a relation of the table.
+MONTHS_RELATIONS = {
+    "home": "lives_in",
+    "employer": "works_at",
+    "job": "job_title",
+    "pet": "pet",
+    "taste": "prefers",
+    "partner": "relative",
+    "sister": "relative",
+    "sister_home": "lives_in",
+    "dentist": "appointment",
+}
+
+
+def months_sentences(pool: str, seeds: range = range(1, 6)) -> list[dict]:
+    """The sentences of ``months.py``'s lives in ``pool``, read into clauses from what the
+    generator says each states; musings and small talk state no fact."""
+    from months_life import write_life
+
+    sentences: dict[str, dict] = {}
+    for seed in seeds:
+        for line in (line for day in write_life(seed, pool).conversations for line in day):
+            stance = "hypothetical" if line.kind == "muse" else "statement"
+            clauses = [
+                {"relation": MONTHS_RELATIONS[topic], "value": value, "stance": stance}
+                for topic, value in line.facts
+            ] or [{"relation": "", "value": "", "stance": "request"}]
+            sentences.setdefault(line.text, {"text": line.text, "clauses": clauses})
+    return list(sentences.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reader", choices=sorted(READERS), default="rules")
     parser.add_argument("--part", choices=["tuned", "untold", "both"], default="both")
+    parser.add_argument(
+        "--months", action="store_true", help="also the sentences of months.py's five pools"
+    )
     args = parser.parse_args()
     data = json.loads(DATA.read_text(encoding="utf-8"))
     reader = READERS[args.reader]()
     for part in ["tuned", "untold"] if args.part == "both" else [args.part]:
         emit({"benchmark": "language_reading", "reader": args.reader, "part": part,
               **score(reader, data[part])})  # fmt: skip
+    if args.months:
+        from months_life import POOLS
+
+        for pool in POOLS:
+            emit({"benchmark": "language_reading", "reader": args.reader, "part": f"months {pool}",
+                  **score(reader, months_sentences(pool))})  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -709,7 +709,8 @@ def _conversation(
     if day in person.moves:
         say("moved", (("home", home),), town=home)
     if day == person.job_change:
-        say("new_job", (("employer", employer), ("job", job)), employer=employer, job=job)
+        say("new_job", (("employer", employer), ("job", job)), employer=employer, job=job,
+            article=article(job))  # fmt: skip
     if day == person.pet_dies:
         species, lost = person.pets[0]
         say("pet_died", species=species, pet=lost)
