@@ -28,13 +28,12 @@ _MONTHS = {name.casefold(): number for number, name in enumerate(calendar.month_
 _MONTHS.update({name.casefold(): number for number, name in enumerate(calendar.month_abbr) if name})
 MONTH = "(?i:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 # A name keeps every letter in any script (``CAPITAL``): these patterns compile with ``regex``.
-_UPPER = CAPITAL
-_CAPITAL = rf"(?!I\b){_UPPER}[\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
+_CAPITAL = rf"(?!I\b){CAPITAL}[\w'&.\-]*"  # "I" is never part of a name: "Acme and I"
 _JOINER = r"(?:of|de|da|do|du|del|la|le|von|van|and|&|for)"
 # A name: capitalised words, possibly joined by "of", "de"... ("Bank of Portugal").
 _NAME = rf"(?:[Tt]he\s+)?{_CAPITAL}(?:\s+(?:{_JOINER}\s+)?{_CAPITAL})*"
 _PERSON_WORD = (
-    rf"{_UPPER}{LETTERS}*(?:-{LETTERS}+|'(?!s\b){LETTERS}+)*"  # Anne-Marie, O'Neill: not Ana's
+    rf"{CAPITAL}{LETTERS}*(?:-{LETTERS}+|'(?!s\b){LETTERS}+)*"  # Anne-Marie, O'Neill: not Ana's
 )
 _PERSON = rf"{_PERSON_WORD}(?:\s+{_PERSON_WORD})?"
 _DATE = (
@@ -388,7 +387,7 @@ def facts_in(sentence: str, today: date, speaker: str | None = USER) -> list[Can
         if subject in _NOT_NAMES:
             continue
         obj = _TRAILING.sub("", match["object"].strip(" .,;"))
-        obj = regex.sub(rf"^[Tt]he\s+(?={_UPPER})", "", obj)  # "the Bank of Portugal"
+        obj = regex.sub(rf"^[Tt]he\s+(?={CAPITAL})", "", obj)  # "the Bank of Portugal"
         if predicate == PREFERS:
             other = match["other"]
             obj = f"{obj} over {other}".casefold() if other else obj.casefold()
