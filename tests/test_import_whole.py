@@ -87,6 +87,18 @@ def imported_counts(mnemo: Mnemo) -> tuple[int, int, int]:
     return messages, conversations, vectors
 
 
+def import_until_paused(mnemo: Mnemo, path: Path, match: str = "paused") -> None:
+    """Import ``path`` and pause once 10 messages are in (the batch under way finishes)."""
+    pause = threading.Event()
+
+    def progress(_what: str, done: int, _total: int) -> None:
+        if done >= 10:
+            pause.set()
+
+    with pytest.raises(MnemoError, match=match):
+        import_file(mnemo, path, progress=progress, pause=pause)
+
+
 def test_stop_takes_out_what_the_import_brought_and_keeps_what_the_person_wrote(
     mnemo, tmp_path, monkeypatch
 ):
@@ -123,14 +135,7 @@ def test_a_paused_import_is_said_refuses_another_and_resumes_or_is_taken_out(
 ):
     monkeypatch.setattr(chat_exports, "BATCH", 6)
     path = write_export(tmp_path / "conversations.json", chatgpt_export(8, 4))
-    pause = threading.Event()
-
-    def progress(_what, done, _total):
-        if done >= 10:
-            pause.set()
-
-    with pytest.raises(MnemoError, match="paused with 12 messages in"):
-        import_file(mnemo, path, progress=progress, pause=pause)
+    import_until_paused(mnemo, path, match="paused with 12 messages in")
     assert imported_counts(mnemo)[0] == 12  # the first conversation, then two more, whole
     journal = unfinished.read(mnemo)
     assert journal is not None and journal.stored == 12
@@ -150,10 +155,9 @@ def test_a_paused_import_is_said_refuses_another_and_resumes_or_is_taken_out(
 
     # Paused again on another file, then taken out with `mnemo import --undo`.
     mnemo.recall.add("user", "Written between the two.", conversation_id="mine")
-    pause.clear()
-    many = write_export(tmp_path / "many.json", chatgpt_export(8, 4, prefix="m"))
-    with pytest.raises(MnemoError, match="paused"):
-        import_file(mnemo, many, progress=progress, pause=pause)
+    import_until_paused(
+        mnemo, write_export(tmp_path / "many.json", chatgpt_export(8, 4, prefix="m"))
+    )
     assert imported_counts(mnemo)[0] > 32
     profile = str(mnemo.profile.root)
     mnemo.close()
@@ -499,14 +503,7 @@ def test_an_undo_after_a_pause_keeps_what_the_person_wrote_in_an_imported_conver
     recorded, and nothing else."""
     monkeypatch.setattr(chat_exports, "BATCH", 6)
     path = write_export(tmp_path / "conversations.json", chatgpt_export(8, 4))
-    pause = threading.Event()
-
-    def progress(_what, done, _total):
-        if done >= 10:
-            pause.set()
-
-    with pytest.raises(MnemoError, match="paused"):
-        import_file(mnemo, path, progress=progress, pause=pause)
+    import_until_paused(mnemo, path)
     mnemo.recall.add("user", "My own reply in the old talk.", conversation_id="chatgpt:c0")
     assert unfinished.undo_unfinished(mnemo) == ("conversations.json", 12)
     assert [hit.text for hit in mnemo.recall.recent(10, "chatgpt:c0")] == [
@@ -561,14 +558,7 @@ def test_an_export_replaced_between_pause_and_resume_is_refused_not_finished_wit
     finished silently with the other file, and 26 of 40 conversations never came in."""
     monkeypatch.setattr(chat_exports, "BATCH", 6)
     path = write_export(tmp_path / "conversations.json", chatgpt_export(8, 4))
-    pause = threading.Event()
-
-    def progress(_what, done, _total):
-        if done >= 10:
-            pause.set()
-
-    with pytest.raises(MnemoError, match="paused"):
-        import_file(mnemo, path, progress=progress, pause=pause)
+    import_until_paused(mnemo, path)
     write_export(path, chatgpt_export(10, 4, prefix="other"))
     with pytest.raises(ArchiveError, match="has been replaced since by another file"):
         import_file(mnemo, path)
