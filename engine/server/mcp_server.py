@@ -24,7 +24,6 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import Field
-from sqlalchemy import text
 from sqlmodel import Session
 
 from engine import __version__
@@ -321,15 +320,12 @@ def _untrusted(client: str) -> str:
     return f"written by {client}"
 
 
-def _room_to_propose(session: Session) -> None:
+def _room_to_propose(mnemo: Mnemo, session: Session) -> None:
     """Refuse a proposal while ``MAX_WAITING`` from programs wait: a client could otherwise
     fill the person's panel faster than they can read it. Counted in the transaction that
     writes the proposal, which holds the write lock from its start: 150 calls at once, each
     counting before any wrote, left 28 waiting."""
-    waiting = session.execute(
-        text("SELECT count(*) FROM proposal WHERE status = 'pending' AND cause_kind = :kind"),
-        {"kind": SOURCE_KIND},
-    ).scalar_one()
+    waiting = mnemo.proposals.count_pending_in(session, SOURCE_KIND)
     if waiting >= MAX_WAITING:
         raise InputError(
             f"{waiting} proposals from programs already wait for the person's decision in "
@@ -342,7 +338,7 @@ def propose_client_edit(
 ) -> str:
     """A core-memory edit from a client: always a proposal, whatever the write policy."""
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(transaction.session)
+        _room_to_propose(mnemo, transaction.session)
         proposal = mnemo.proposals.create_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
@@ -370,7 +366,7 @@ def propose_client_fact(
     entity = knowledge.resolve(subject)
     current = knowledge.contradicted(subject, relation, obj)
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(transaction.session)
+        _room_to_propose(mnemo, transaction.session)
         proposal = mnemo.proposals.create_fact_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
@@ -398,7 +394,7 @@ def save_client_note(mnemo: Mnemo, client: str, text: str) -> str:
         passage_id = mnemo.archival.insert_client_note(text, client)
         return f"Kept in archival memory (note {passage_id[:8]})."
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(transaction.session)
+        _room_to_propose(mnemo, transaction.session)
         proposal = mnemo.proposals.create_note_in(
             transaction.session, text=text, client=client, untrusted_reason=_untrusted(client)
         )
