@@ -171,15 +171,15 @@ def _pdf(path: Path) -> Iterator[Section]:
             page = reader.pages[number]
             contents = page.get_contents()
             drawn = len(contents.get_data()) if contents is not None else 0
-            text = "" if drawn > PDF_PAGE_BYTES else page.extract_text() or ""
+            if drawn > PDF_PAGE_BYTES:  # pypdf reads such a page for minutes, in a gigabyte
+                raise DocumentError(
+                    f"page {number + 1} holds {drawn / 2**20:.0f} MB of drawing instructions, far "
+                    "more than a page of text, so the file was not read; save it again from the "
+                    "program that made it, or split it"
+                )
+            text = page.extract_text() or ""
         except (PdfReadError, ValueError, KeyError, TypeError) as error:
             raise DocumentError(f"page {number + 1} is damaged ({error})") from error
-        if drawn > PDF_PAGE_BYTES:  # pypdf reads such a page for minutes, in a gigabyte
-            raise DocumentError(
-                f"page {number + 1} holds {drawn / 2**20:.0f} MB of drawing instructions, far "
-                "more than a page of text, so the file was not read; save it again from the "
-                "program that made it, or split it"
-            )
         if text.strip():
             yield Section(text, f"page {number + 1}")
 
