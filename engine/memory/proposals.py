@@ -521,16 +521,6 @@ class ProposalStore:
         with Session(self._engine) as session:
             return int(session.exec(query).one())
 
-    @staticmethod
-    def count_pending_in(session: Session, cause_kind: str) -> int:
-        """How many proposals of ``cause_kind`` wait, counted in the caller's transaction: one
-        that writes holds the write lock from its start, so no other writer comes between the
-        count and its own proposal."""
-        query = select(func.count()).where(
-            ProposalRow.status == "pending", ProposalRow.cause_kind == cause_kind
-        )
-        return int(session.exec(query).one())
-
     def all(self, limit: int = 100) -> list[Proposal]:
         """The newest proposals, decided or not, newest first."""
         query = select(ProposalRow).order_by(col(ProposalRow.id).desc()).limit(limit)

@@ -24,6 +24,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
 from pydantic import Field
+from sqlalchemy import text
 from sqlmodel import Session
 
 from engine import __version__
@@ -320,12 +321,15 @@ def _untrusted(client: str) -> str:
     return f"written by {client}"
 
 
-def _room_to_propose(mnemo: Mnemo, session: Session) -> None:
+def _room_to_propose(session: Session) -> None:
     """Refuse a proposal while ``MAX_WAITING`` from programs wait: a client could otherwise
     fill the person's panel faster than they can read it. Counted in the transaction that
     writes the proposal, which holds the write lock from its start: 150 calls at once, each
     counting before any wrote, left 28 waiting."""
-    waiting = mnemo.proposals.count_pending_in(session, SOURCE_KIND)
+    waiting = session.execute(
+        text("SELECT count(*) FROM proposal WHERE status = 'pending' AND cause_kind = :kind"),
+        {"kind": SOURCE_KIND},
+    ).scalar_one()
     if waiting >= MAX_WAITING:
         raise InputError(
             f"{waiting} proposals from programs already wait for the person's decision in "
@@ -338,7 +342,7 @@ def propose_client_edit(
 ) -> str:
     """A core-memory edit from a client: always a proposal, whatever the write policy."""
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(mnemo, transaction.session)
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
@@ -366,7 +370,7 @@ def propose_client_fact(
     entity = knowledge.resolve(subject)
     current = knowledge.contradicted(subject, relation, obj)
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(mnemo, transaction.session)
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_fact_in(
             transaction.session,
             conversation_id=DEFAULT_CONVERSATION,
@@ -394,7 +398,7 @@ def save_client_note(mnemo: Mnemo, client: str, text: str) -> str:
         passage_id = mnemo.archival.insert_client_note(text, client)
         return f"Kept in archival memory (note {passage_id[:8]})."
     with mnemo.recall.transaction() as transaction:
-        _room_to_propose(mnemo, transaction.session)
+        _room_to_propose(transaction.session)
         proposal = mnemo.proposals.create_note_in(
             transaction.session, text=text, client=client, untrusted_reason=_untrusted(client)
         )
